@@ -1,0 +1,1 @@
+"""CS-KWS: anchor-free keyword detection in continuous speech (AF-KWS)."""

@@ -1,0 +1,1 @@
+"""Experiment scripts: configs, cross-validation runner, reports and the main job."""

@@ -1,0 +1,38 @@
+"""Pure, jittable evaluation metrics for real-time speech tracking (see METRICS.md).
+
+Sequence labelling (MultiQT): `timestep_prf`, `instance_prf`, their count-level
+functions and `prf_from_counts`. Detection (CS-KWS): `iou_1d`, `detection_scores`.
+NumPy loop references live in `metrics.reference`.
+"""
+
+from metrics.checked import checked
+from metrics.detection import DEFAULT_IOU_THRESHOLDS, detection_scores, iou_1d
+from metrics.sequence import (
+    PRF,
+    InstanceCounts,
+    TimestepCounts,
+    eligible_classes,
+    instance_counts,
+    instance_prf,
+    per_class_prf,
+    prf_from_counts,
+    timestep_counts,
+    timestep_prf,
+)
+
+__all__ = [
+    "DEFAULT_IOU_THRESHOLDS",
+    "PRF",
+    "InstanceCounts",
+    "TimestepCounts",
+    "checked",
+    "detection_scores",
+    "eligible_classes",
+    "instance_counts",
+    "instance_prf",
+    "iou_1d",
+    "per_class_prf",
+    "prf_from_counts",
+    "timestep_counts",
+    "timestep_prf",
+]

@@ -1,0 +1,282 @@
+"""Detection metrics of CS-KWS: 1-D IoU, AP / mAP over IoU thresholds, FRR at an FA budget.
+
+Definitions: `shared/METRICS.md`, section "Detection". Inputs are padded dicts:
+
+  detections:   start, end, score float [B, D] (seconds); label int [B, D]; valid bool [B, D]
+  ground_truth: start, end float [B, G] (seconds); label int [B, G]; valid bool [B, G]
+
+How it runs inside `jit`: matching is greedy in score order, but a detection only
+competes for ground truths of its own class in its own example, so examples and classes
+are independent. `_match` scans over the per-example score rank (D steps), all examples,
+classes and IoU thresholds at once, carrying which ground truths are taken. AP then
+needs one stable sort by (class, -score) and segmented scans; FRR one sort by -score.
+
+Labels outside [0, num_classes) and `ignore_classes` are dropped from both sides (labels
+cannot be range-checked in `jit` without a host sync: `metrics.checked` does that).
+Scores must be finite on valid detections.
+
+Precision: float32 throughout (the NumPy reference uses float64). An IoU within float32
+rounding (~1e-7) of a threshold can land on either side of it; times on a dyadic grid
+(e.g. multiples of 1/128 s) are exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from metrics import _validate
+
+DEFAULT_IOU_THRESHOLDS: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(1, 20))
+DETECTION_FIELDS = ("start", "end", "score", "label", "valid")
+GROUND_TRUTH_FIELDS = ("start", "end", "label", "valid")
+_FIELD_KINDS = {"start": "float", "end": "float", "score": "float", "label": "int", "valid": "bool"}
+
+
+def iou_1d(start_a, end_a, start_b, end_b) -> jax.Array:
+    """1-D intersection over union of intervals a and b (broadcasting; any time unit).
+
+    `inter = max(0, min(end_a, end_b) - max(start_a, start_b))`,
+    `union = (end_a - start_a) + (end_b - start_b) - inter`, IoU = inter / union, and 0
+    where union <= 0 (so zero-length segments have IoU 0 with everything).
+    """
+    inter = jnp.maximum(0.0, jnp.minimum(end_a, end_b) - jnp.maximum(start_a, start_b))
+    union = (end_a - start_a) + (end_b - start_b) - inter
+    return jnp.where(union > 0, inter / jnp.where(union > 0, union, 1.0), 0.0)
+
+
+def _check_fields(name: str, fields: Mapping, expected: Sequence[str]) -> tuple[int, int]:
+    if not isinstance(fields, Mapping):
+        raise TypeError(f"{name}: expected a dict with fields {list(expected)}, got {type(fields)}")
+    missing = [f for f in expected if f not in fields]
+    if missing:
+        raise KeyError(f"{name}: missing field(s) {missing}; expected {list(expected)}")
+    shape = _validate.require_same_shape({f"{name}['{f}']": fields[f] for f in expected}, rank=2)
+    for field in expected:
+        _validate.require_dtype(f"{name}['{field}']", fields[field], _FIELD_KINDS[field])
+    return shape
+
+
+def _evaluated(label, valid, num_classes: int, ignore_classes: tuple[int, ...]) -> jax.Array:
+    """Valid entries whose label is a class in range and not ignored; bool like `label`."""
+    keep = valid & (label >= 0) & (label < num_classes)
+    for ignored in ignore_classes:
+        keep &= label != ignored
+    return keep
+
+
+def _positive_zero(values: jax.Array) -> jax.Array:
+    # lax.sort orders -0.0 before +0.0; adding +0.0 maps -0.0 to +0.0 so they tie.
+    return values + 0.0
+
+
+def _match(detections, ground_truth, det_eval, gt_eval, thresholds) -> jax.Array:
+    """Greedy per-class matching; returns true-positive flags bool [num_thresholds, B, D].
+
+    Within each example, detections are visited by stable descending score; each takes the
+    still-unmatched ground truth of its class with the highest IoU (lowest index on ties)
+    and is a true positive when that IoU >= the threshold.
+    """
+    iou = iou_1d(
+        detections["start"][:, :, None],
+        detections["end"][:, :, None],
+        ground_truth["start"][:, None, :],
+        ground_truth["end"][:, None, :],
+    )
+    same_class = detections["label"][:, :, None] == ground_truth["label"][:, None, :]
+    candidate = det_eval[:, :, None] & gt_eval[:, None, :] & same_class
+    iou = jnp.where(candidate, iou, -1.0)  # [B, D, G]; -1 never reaches a threshold
+
+    if iou.shape[-1] == 0:  # no ground truth anywhere: every detection is a false positive
+        return jnp.zeros((len(thresholds), *det_eval.shape), bool)
+    sort_key = jnp.where(det_eval, -_positive_zero(detections["score"]), jnp.inf)
+    rank_order = jnp.argsort(sort_key, axis=1, stable=True)  # [B, D]
+    iou_by_rank = jnp.take_along_axis(iou, rank_order[:, :, None], axis=1)
+    thresholds = jnp.asarray(thresholds, jnp.float32)[:, None]  # [K, 1]
+
+    def visit(taken, iou_row):  # taken: bool [K, B, G]; iou_row: [B, G]
+        open_iou = jnp.where(taken, -2.0, iou_row[None])
+        best = jnp.argmax(open_iou, axis=-1)  # first maximum: lowest index on ties
+        best_iou = jnp.take_along_axis(open_iou, best[..., None], axis=-1)[..., 0]
+        hit = best_iou >= thresholds  # [K, B]
+        taken |= hit[..., None] & (jnp.arange(iou_row.shape[-1]) == best[..., None])
+        return taken, hit
+
+    num_gt = iou.shape[-1]
+    taken0 = jnp.zeros((thresholds.shape[0], iou.shape[0], num_gt), bool)
+    _, hit_by_rank = jax.lax.scan(visit, taken0, jnp.moveaxis(iou_by_rank, 1, 0))
+    hit_by_rank = jnp.moveaxis(hit_by_rank, 0, -1)  # [K, B, D] in rank order
+    inverse = jnp.argsort(rank_order, axis=1)
+    hits = jnp.take_along_axis(hit_by_rank, inverse[None], axis=2)
+    return hits & det_eval[None]
+
+
+def _segmented_scan(op, values, segment_start, reverse=False):
+    """Inclusive scan of `op` along the last axis, restarting where `segment_start`."""
+
+    def combine(left, right):
+        value_l, start_l = left
+        value_r, start_r = right
+        return jnp.where(start_r, value_r, op(value_l, value_r)), start_l | start_r
+
+    if reverse:  # a reverse scan restarts at segment ends
+        segment_start = jnp.roll(segment_start, -1, axis=-1).at[..., -1].set(True)
+        values, segment_start = values[..., ::-1], segment_start[..., ::-1]
+    segment_start = jnp.broadcast_to(segment_start, values.shape)
+    out, _ = jax.lax.associative_scan(combine, (values, segment_start), axis=-1)
+    return out[..., ::-1] if reverse else out
+
+
+def _average_precision(hits, score, label, det_eval, gt_count, num_classes):
+    """All-point interpolated AP per threshold and class, float32 [K, num_classes].
+
+    hits: bool [K, N] flattened true positives; score, label, det_eval: [N]; gt_count:
+    int32 [num_classes]. Classes without ground truth get NaN.
+    """
+    num = score.shape[0]
+    if num == 0:
+        return jnp.where(gt_count > 0, 0.0, jnp.nan) * jnp.ones((hits.shape[0], 1))
+    class_key = jnp.where(det_eval, label, num_classes)
+    _, _, order = jax.lax.sort(
+        (class_key, -_positive_zero(score), jnp.arange(num)), num_keys=2, is_stable=True
+    )
+    cls = class_key[order]
+    tp = hits[:, order].astype(jnp.int32)
+    position = jnp.arange(num)
+    starts = jnp.concatenate([jnp.array([True]), cls[1:] != cls[:-1]])
+    segment_first = jax.lax.cummax(jnp.where(starts, position, 0))
+    rank = (position - segment_first + 1).astype(jnp.float32)
+    tp_cumulative = jnp.cumsum(tp, axis=-1)
+    tp_in_class = tp_cumulative - (tp_cumulative - tp)[:, segment_first]
+    precision = tp_in_class.astype(jnp.float32) / rank
+    envelope = _segmented_scan(jnp.maximum, precision, starts, reverse=True)
+    area = _segmented_scan(jnp.add, jnp.where(tp > 0, envelope, 0.0), starts)
+    # The area of a class sits at the last position of its segment (if it has one).
+    dets_per_class = jnp.sum(cls[:, None] == jnp.arange(num_classes), axis=0)
+    segment_last = jnp.clip(jnp.cumsum(dets_per_class) - 1, 0, num - 1)
+    class_area = jnp.where(dets_per_class > 0, area[:, segment_last], 0.0)
+    safe_count = jnp.maximum(gt_count, 1).astype(jnp.float32)
+    return jnp.where(gt_count > 0, class_area / safe_count, jnp.nan)
+
+
+def _false_rejection_rates(hits, score, det_eval, total_gt, total_hours, budgets):
+    """FRR at each false-alarm budget (per hour), float32 [len(budgets)].
+
+    hits: bool [N] true positives at `frr_iou`; the list of evaluated detections is cut
+    only between different scores (or before everything).
+    """
+    if score.shape[0] == 0:
+        frr = jnp.ones(len(budgets))
+    else:
+        sort_key = jnp.where(det_eval, -_positive_zero(score), jnp.inf)
+        order = jnp.argsort(sort_key, stable=True)
+        kept_score, kept_eval, kept_hit = score[order], det_eval[order], hits[order]
+        true_kept = jnp.cumsum(kept_hit & kept_eval)
+        false_kept = jnp.cumsum(~kept_hit & kept_eval)
+        next_differs = jnp.concatenate([kept_score[1:] != kept_score[:-1], jnp.array([True])])
+        next_eval = jnp.concatenate([kept_eval[1:], jnp.array([False])])
+        can_cut = kept_eval & (next_differs | ~next_eval)
+        fa_per_hour = false_kept / total_hours
+        frr_at_cut = (total_gt - true_kept) / jnp.maximum(total_gt, 1)  # exact 0 when all found
+        within = can_cut[None] & (fa_per_hour[None] <= jnp.asarray(budgets)[:, None])
+        frr = jnp.min(jnp.where(within, frr_at_cut[None], 1.0), axis=-1)
+    valid = (total_gt > 0) & (total_hours > 0)
+    return jnp.where(valid, frr, jnp.nan).astype(jnp.float32)
+
+
+def _threshold_index(thresholds: tuple[float, ...], value: float) -> int:
+    return int(np.argmin(np.abs(np.asarray(thresholds) - value)))
+
+
+def detection_scores(
+    detections: Mapping[str, jax.Array],
+    ground_truth: Mapping[str, jax.Array],
+    *,
+    num_classes: int,
+    total_hours,
+    ignore_classes: Sequence[int] = (),
+    iou_thresholds: Sequence[float] | None = None,
+    frr_iou: float = 0.05,
+    fa_per_hour: Sequence[float] = (5.0, 25.0),
+) -> dict[str, jax.Array]:
+    """AP, mAP and FRR at false-alarm budgets for 1-D keyword detections.
+
+    Args:
+      detections: dict of start, end, score float [B, D] (s), label int [B, D], valid bool [B, D].
+      ground_truth: dict of start, end float [B, G] (s), label int [B, G], valid bool [B, G].
+      num_classes: static number of classes (>= 1), ignored classes included.
+      total_hours: summed duration of the evaluated audio in hours, > 0 (may be traced).
+      ignore_classes: static class ids dropped from both sides (e.g. the *unknown* class).
+      iou_thresholds: static thresholds in (0, 1] for `AP` and `mAP`;
+        default 0.05, 0.10, ..., 0.95.
+      frr_iou: IoU threshold of the matching behind FRR.
+      fa_per_hour: false-alarm budgets per hour of audio; key `FRR@{budget:g}` each.
+
+    Returns:
+      dict with `AP` float32 [num_thresholds, num_classes] (NaN for a class without
+      ground truth or an ignored class), `mAP` (mean over classes with ground truth and
+      thresholds), `AP@0.05`, `AP@0.75`, and `FRR@5`, `FRR@25` (one per budget). Means
+      over no class and FRR without ground truth are NaN.
+    """
+    num_dets = _check_fields("detections", detections, DETECTION_FIELDS)
+    num_gts = _check_fields("ground_truth", ground_truth, GROUND_TRUTH_FIELDS)
+    if num_dets[0] != num_gts[0]:
+        raise ValueError(
+            f"detections have batch size {num_dets[0]} but ground_truth has {num_gts[0]}"
+        )
+    num_classes = _validate.require_int_at_least("num_classes", num_classes, 1)
+    ignore_classes = tuple(
+        _validate.require_class_index("ignore_classes", c, num_classes) for c in ignore_classes
+    )
+    ap_thresholds = _validate.require_thresholds(
+        "iou_thresholds", DEFAULT_IOU_THRESHOLDS if iou_thresholds is None else iou_thresholds
+    )
+    (frr_iou,) = _validate.require_thresholds("frr_iou", (frr_iou,))
+    budgets = tuple(float(b) for b in fa_per_hour)
+    if any(not b >= 0 for b in budgets):
+        raise ValueError(f"fa_per_hour: budgets must be >= 0, got {budgets}")
+    if not isinstance(total_hours, jax.core.Tracer):
+        if np.ndim(total_hours) != 0 or not float(total_hours) > 0:
+            raise ValueError(f"total_hours: expected a scalar > 0, got {total_hours!r}")
+
+    detections = {k: jnp.asarray(detections[k]) for k in DETECTION_FIELDS}
+    ground_truth = {k: jnp.asarray(ground_truth[k]) for k in GROUND_TRUTH_FIELDS}
+    det_eval = _evaluated(detections["label"], detections["valid"], num_classes, ignore_classes)
+    gt_eval = _evaluated(ground_truth["label"], ground_truth["valid"], num_classes, ignore_classes)
+
+    match_thresholds = tuple(sorted(set(ap_thresholds) | {0.05, 0.75, frr_iou}))
+    hits = _match(detections, ground_truth, det_eval, gt_eval, match_thresholds)
+    hits = hits.reshape(len(match_thresholds), -1)
+    flat = {k: detections[k].reshape(-1) for k in ("score", "label")}
+    flat_eval = det_eval.reshape(-1)
+    classes = jnp.arange(num_classes)
+    gt_count = jnp.sum(
+        gt_eval[..., None] & (ground_truth["label"][..., None] == classes),
+        axis=(0, 1),
+        dtype=jnp.int32,
+    )
+    ap_all = _average_precision(
+        hits, flat["score"], flat["label"], flat_eval, gt_count, num_classes
+    )
+    has_gt = gt_count > 0
+
+    def mean_over_classes(ap):  # [..., C] -> mean over classes with ground truth
+        total = jnp.sum(jnp.where(has_gt, ap, 0.0), axis=-1)
+        return total / jnp.sum(has_gt)  # 0/0 -> NaN when no class has ground truth
+
+    ap = ap_all[jnp.asarray([_threshold_index(match_thresholds, t) for t in ap_thresholds])]
+    frr_hits = hits[_threshold_index(match_thresholds, frr_iou)]
+    frr = _false_rejection_rates(
+        frr_hits, flat["score"], flat_eval, jnp.sum(gt_count), total_hours, budgets
+    )
+    scores = {
+        "AP": ap,
+        "mAP": jnp.mean(mean_over_classes(ap)),
+        "AP@0.05": mean_over_classes(ap_all[_threshold_index(match_thresholds, 0.05)]),
+        "AP@0.75": mean_over_classes(ap_all[_threshold_index(match_thresholds, 0.75)]),
+    }
+    scores.update({f"FRR@{b:g}": frr[i] for i, b in enumerate(budgets)})
+    return scores

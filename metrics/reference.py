@@ -1,0 +1,222 @@
+"""Plain NumPy loop implementations of `shared/METRICS.md`, for testing the jitted metrics.
+
+Written to be read against the definitions, not to be fast: explicit loops, float64,
+no vectorisation tricks. Same arguments and return values as the jitted functions,
+with float results.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from metrics.detection import DEFAULT_IOU_THRESHOLDS
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator > 0 else 0.0
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def timestep_prf(pred, gold, mask, *, num_classes, average_over=None):
+    """TIMESTEP macro (precision, recall, f1) as Python floats."""
+    tp = [0] * num_classes
+    fp = [0] * num_classes
+    fn = [0] * num_classes
+    present = [False] * num_classes
+    for b in range(len(pred)):
+        for t in range(len(pred[b])):
+            if not mask[b][t]:
+                continue
+            p, g = int(pred[b][t]), int(gold[b][t])
+            for c in range(num_classes):
+                if p == c and g == c:
+                    tp[c] += 1
+                elif p == c:
+                    fp[c] += 1
+                elif g == c:
+                    fn[c] += 1
+                if p == c or g == c:
+                    present[c] = True
+    chosen = [
+        c for c in range(num_classes)
+        if present[c] and (average_over is None or average_over[c])
+    ]
+    precision = _mean([_ratio(tp[c], tp[c] + fp[c]) for c in chosen])
+    recall = _mean([_ratio(tp[c], tp[c] + fn[c]) for c in chosen])
+    f1 = _mean([_ratio(2 * tp[c], 2 * tp[c] + fp[c] + fn[c]) for c in chosen])
+    return precision, recall, f1
+
+
+def _instances(labels, mask, background):
+    """Maximal runs of one non-background label: list of (class, first, last)."""
+    runs = []
+    current = None
+    for t, (label, valid) in enumerate(zip(labels, mask)):
+        label = int(label)
+        if valid and label != background:
+            if current is not None and current[0] == label:
+                current[2] = t
+            else:
+                if current is not None:
+                    runs.append(tuple(current))
+                current = [label, t, t]
+        elif current is not None:
+            runs.append(tuple(current))
+            current = None
+    if current is not None:
+        runs.append(tuple(current))
+    return runs
+
+
+def _has_consecutive(other_labels, cls, first, last, min_run):
+    streak = 0
+    for t in range(first, last + 1):
+        streak = streak + 1 if int(other_labels[t]) == cls else 0
+        if streak >= min_run:
+            return True
+    return False
+
+
+def instance_prf(pred, gold, mask, *, num_classes, background=0, min_run=5):
+    """INSTANCE macro (precision, recall, f1) as Python floats."""
+    correct = [0] * num_classes
+    predicted = [0] * num_classes
+    found = [0] * num_classes
+    gold_count = [0] * num_classes
+    for b in range(len(pred)):
+        for cls, first, last in _instances(pred[b], mask[b], background):
+            if 0 <= cls < num_classes:
+                predicted[cls] += 1
+                correct[cls] += _has_consecutive(gold[b], cls, first, last, min_run)
+        for cls, first, last in _instances(gold[b], mask[b], background):
+            if 0 <= cls < num_classes:
+                gold_count[cls] += 1
+                found[cls] += _has_consecutive(pred[b], cls, first, last, min_run)
+    precisions, recalls, f1s = [], [], []
+    for c in range(num_classes):
+        if c == background or gold_count[c] + predicted[c] == 0:
+            continue
+        p = _ratio(correct[c], predicted[c])
+        r = _ratio(found[c], gold_count[c])
+        precisions.append(p)
+        recalls.append(r)
+        f1s.append(_ratio(2 * p * r, p + r))
+    return _mean(precisions), _mean(recalls), _mean(f1s)
+
+
+def iou_1d(start_a, end_a, start_b, end_b) -> float:
+    """1-D IoU of two intervals (scalars)."""
+    inter = max(0.0, min(end_a, end_b) - max(start_a, start_b))
+    union = (end_a - start_a) + (end_b - start_b) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _evaluated_items(fields, num_classes, ignore_classes, with_score):
+    """List of (example, index, label[, score]) of valid, in-range, not ignored entries."""
+    items = []
+    batch, width = np.shape(fields["label"])
+    for b in range(batch):
+        for i in range(width):
+            label = int(fields["label"][b][i])
+            if not fields["valid"][b][i] or not 0 <= label < num_classes:
+                continue
+            if label in ignore_classes:
+                continue
+            item = (b, i, label, float(fields["score"][b][i])) if with_score else (b, i, label)
+            items.append(item)
+    return items
+
+
+def match(detections, ground_truth, dets, gts, cls, threshold):
+    """Greedy matching of one class at one IoU threshold.
+
+    Returns the class's detections in stable descending-score order as (item, is_tp).
+    """
+    ordered = sorted((d for d in dets if d[2] == cls), key=lambda d: -d[3])  # stable
+    taken = set()
+    outcome = []
+    for b, i, _, _ in ordered:
+        best_iou, best_gt = -1.0, None
+        for gb, gi, _ in gts:
+            if gb != b or (gb, gi) in taken or ground_truth["label"][gb][gi] != cls:
+                continue
+            iou = iou_1d(
+                float(detections["start"][b][i]), float(detections["end"][b][i]),
+                float(ground_truth["start"][gb][gi]), float(ground_truth["end"][gb][gi]),
+            )
+            if iou > best_iou:  # strict: equal IoU keeps the lowest index seen first
+                best_iou, best_gt = iou, (gb, gi)
+        is_tp = best_gt is not None and best_iou >= threshold
+        if is_tp:
+            taken.add(best_gt)
+        outcome.append(((b, i, cls, float(detections["score"][b][i])), is_tp))
+    return outcome
+
+
+def average_precision(outcome, num_gt):
+    """All-point interpolated AP of an ordered list of (item, is_tp)."""
+    precisions, recalls = [], []
+    tp = 0
+    for k, (_, is_tp) in enumerate(outcome, start=1):
+        tp += is_tp
+        precisions.append(tp / k)
+        recalls.append(tp / num_gt)
+    for k in range(len(precisions) - 2, -1, -1):
+        precisions[k] = max(precisions[k], precisions[k + 1])
+    area, previous_recall = 0.0, 0.0
+    for p, r in zip(precisions, recalls):
+        area += (r - previous_recall) * p
+        previous_recall = r
+    return area
+
+
+def detection_scores(
+    detections, ground_truth, *, num_classes, total_hours, ignore_classes=(),
+    iou_thresholds=None, frr_iou=0.05, fa_per_hour=(5.0, 25.0),
+):
+    """Same keys as `metrics.detection_scores`, with NumPy / float values."""
+    thresholds = DEFAULT_IOU_THRESHOLDS if iou_thresholds is None else tuple(iou_thresholds)
+    ignore = set(int(c) for c in ignore_classes)
+    dets = _evaluated_items(detections, num_classes, ignore, with_score=True)
+    gts = _evaluated_items(ground_truth, num_classes, ignore, with_score=False)
+    num_gt = [sum(1 for g in gts if g[2] == c) for c in range(num_classes)]
+    with_gt = [c for c in range(num_classes) if num_gt[c] > 0]
+
+    def ap_at(threshold):
+        row = np.full(num_classes, np.nan)
+        for c in with_gt:
+            row[c] = average_precision(match(detections, ground_truth, dets, gts, c, threshold), num_gt[c])
+        return row
+
+    def class_mean(row):
+        return float(np.mean(row[with_gt])) if with_gt else float("nan")
+
+    ap = np.stack([ap_at(t) for t in thresholds])
+    scores = {
+        "AP": ap,
+        "mAP": float(np.mean([class_mean(row) for row in ap])),
+        "AP@0.05": class_mean(ap_at(0.05)),
+        "AP@0.75": class_mean(ap_at(0.75)),
+    }
+    pooled = []
+    for c in range(num_classes):
+        pooled += match(detections, ground_truth, dets, gts, c, frr_iou)
+    order = sorted(range(len(pooled)), key=lambda k: (-pooled[k][0][3], pooled[k][0][0] * 10**9 + pooled[k][0][1]))
+    pooled = [pooled[k] for k in order]
+    total_gt = len(gts)
+    for budget in fa_per_hour:
+        best = float("nan")
+        if total_gt > 0:
+            best = 1.0  # the cut before everything: no false alarm, nothing found
+            fa = tp = 0
+            for k, (item, is_tp) in enumerate(pooled):
+                tp += is_tp
+                fa += not is_tp
+                last_of_score = k + 1 == len(pooled) or pooled[k + 1][0][3] != item[3]
+                if last_of_score and fa / total_hours <= budget:
+                    best = min(best, 1.0 - tp / total_gt)
+        scores[f"FRR@{budget:g}"] = best
+    return scores

@@ -1,0 +1,1 @@
+"""MultiQT: multimodal real-time question and symptom tracking in streaming calls."""

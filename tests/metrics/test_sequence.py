@@ -1,0 +1,169 @@
+"""Hand-computed cases for the sequence-labelling rules of METRICS.md."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import metrics
+from metrics import reference
+
+
+def _one(labels):
+    return np.asarray([labels], np.int32)
+
+
+def _all_valid(labels):
+    return np.ones((1, len(labels)), bool)
+
+
+def _instance(gold, pred, num_classes, mask=None, **kwargs):
+    mask = _all_valid(gold) if mask is None else np.asarray([mask])
+    result = metrics.instance_prf(_one(pred), _one(gold), mask, num_classes=num_classes, **kwargs)
+    expected = reference.instance_prf(_one(pred), _one(gold), mask, num_classes=num_classes, **kwargs)
+    np.testing.assert_allclose(result, expected, atol=1e-6)
+    return tuple(float(v) for v in result)
+
+
+@pytest.mark.parametrize(
+    "gold, pred, num_classes, mask, expected",
+    [
+        ([0, 1, 1, 1, 1, 1, 0, 2, 2, 2, 2, 2, 0], None, 3, None, (1, 1, 1)),
+        ([1, 1, 1, 0, 0, 0, 0, 0], None, 2, None, (0, 0, 0)),  # run shorter than min_run
+        ([1] * 12, None, 2, [i != 4 for i in range(12)], (0.5, 0.5, 0.5)),  # mask cuts a run
+        ([1] * 10, [1, 1, 1, 1, 1, 0, 1, 1, 1, 1], 2, None, (0.5, 1, 2 / 3)),
+    ],
+)
+def test_instance_worked_examples(gold, pred, num_classes, mask, expected):
+    pred = gold if pred is None else pred
+    assert _instance(gold, pred, num_classes, mask) == pytest.approx(expected)
+
+
+def test_instance_streak_restarts_at_a_label_change():
+    # pred == gold for 6 steps, but each instance holds only 3 of them.
+    assert _instance([1, 1, 1, 2, 2, 2], [1, 1, 1, 2, 2, 2], 3, min_run=4) == (0, 0, 0)
+    assert _instance([1, 1, 1, 2, 2, 2], [1, 1, 1, 2, 2, 2], 3, min_run=3) == (1, 1, 1)
+
+
+def test_instance_counts_one_long_prediction_over_two_gold_instances():
+    # Predicted run of 1s is correct (3 gold 1s inside); gold 2 is not found.
+    # Class 1: P=1, R=1. Class 2: predicted 0, gold 1 -> P=0, R=0. Macro: 0.5 each.
+    assert _instance([1, 1, 1, 2, 2, 2], [1] * 6, 3, min_run=3) == (0.5, 0.5, 0.5)
+    counts = metrics.instance_counts(
+        _one([1] * 6), _one([1, 1, 1, 2, 2, 2]), _all_valid([0] * 6), num_classes=3, min_run=3
+    )
+    assert counts.correct.tolist() == [0, 1, 0]
+    assert counts.predicted.tolist() == [0, 1, 0]
+    assert counts.found.tolist() == [0, 1, 0]
+    assert counts.gold.tolist() == [0, 1, 1]
+
+
+def test_instance_two_separate_streaks_count_the_instance_once():
+    gold = [1] * 12
+    pred = [1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1]
+    counts = metrics.instance_counts(_one(pred), _one(gold), _all_valid(gold), num_classes=3)
+    assert counts.found.tolist() == [0, 1, 0]
+    assert counts.gold.tolist() == [0, 1, 0]
+    assert counts.predicted.tolist() == [0, 2, 1]
+    assert counts.correct.tolist() == [0, 2, 0]
+
+
+def test_instance_background_never_enters_and_min_run_one():
+    assert _instance([0] * 6, [0] * 6, 2) == (0, 0, 0)
+    # Class 1: 2 predicted, 1 correct, 1 of 1 found -> (0.5, 1, 2/3). Class 2: (0, 0, 0).
+    assert _instance([0, 1, 0, 2], [0, 1, 0, 1], 3, min_run=1) == pytest.approx((0.25, 0.5, 1 / 3))
+    # background=2: class 0 is an ordinary class here.
+    assert _instance([0, 0, 2], [0, 0, 2], 3, background=2, min_run=2) == (1, 1, 1)
+
+
+def test_timestep_hand_computed_and_absent_classes():
+    gold, pred = [0, 0, 1, 1, 2], [0, 1, 1, 2, 2]
+    # class 0: tp1 fp0 fn1; class 1: tp1 fp1 fn1; class 2: tp1 fp1 fn0. Classes 3, 4 absent.
+    p, r, f1 = metrics.timestep_prf(_one(pred), _one(gold), _all_valid(gold), num_classes=5)
+    assert float(p) == pytest.approx((1 + 0.5 + 0.5) / 3)
+    assert float(r) == pytest.approx((0.5 + 0.5 + 1) / 3)
+    assert float(f1) == pytest.approx((2 / 3 + 0.5 + 2 / 3) / 3)
+    counts = metrics.timestep_counts(_one(pred), _one(gold), _all_valid(gold), num_classes=5)
+    assert counts.tp.tolist() == [1, 1, 1, 0, 0]
+    assert counts.fp.tolist() == [0, 1, 1, 0, 0]
+    assert counts.fn.tolist() == [1, 1, 0, 0, 0]
+
+
+def test_timestep_average_over_and_mask():
+    gold, pred = [0, 0, 1, 1, 2], [0, 1, 1, 2, 2]
+    without_background = np.array([False, True, True, False, False])
+    p, r, f1 = metrics.timestep_prf(
+        _one(pred), _one(gold), _all_valid(gold), num_classes=5, average_over=without_background
+    )
+    assert (float(p), float(r), float(f1)) == pytest.approx((0.5, 0.75, (0.5 + 2 / 3) / 2))
+    # Masked timesteps do not count: only (gold 0, pred 0) and (gold 1, pred 1) remain.
+    mask = np.array([[True, False, True, False, False]])
+    assert tuple(metrics.timestep_prf(_one(pred), _one(gold), mask, num_classes=3)) == (1, 1, 1)
+
+
+def test_everything_masked_gives_zeros():
+    zeros = np.zeros((2, 4), np.int32)
+    mask = np.zeros((2, 4), bool)
+    assert tuple(map(float, metrics.timestep_prf(zeros, zeros, mask, num_classes=3))) == (0, 0, 0)
+    assert tuple(map(float, metrics.instance_prf(zeros, zeros, mask, num_classes=3))) == (0, 0, 0)
+
+
+def test_out_of_range_labels_match_no_class():
+    gold, pred = [1, 1, 0], [7, 1, 0]
+    counts = metrics.timestep_counts(_one(pred), _one(gold), _all_valid(gold), num_classes=2)
+    assert counts.tp.tolist() == [1, 1]
+    assert counts.fp.tolist() == [0, 0]
+    assert counts.fn.tolist() == [0, 1]
+
+
+def test_counts_merge_by_addition():
+    rng = np.random.default_rng(0)
+    pred = rng.integers(0, 3, (4, 30))
+    gold = rng.integers(0, 3, (4, 30))
+    mask = rng.random((4, 30)) > 0.1
+    for count in (metrics.timestep_counts, metrics.instance_counts):
+        whole = count(pred, gold, mask, num_classes=3)
+        merged = count(pred[:1], gold[:1], mask[:1], num_classes=3) + count(
+            pred[1:], gold[1:], mask[1:], num_classes=3
+        )
+        assert type(merged) is type(whole)
+        for a, b in zip(whole, merged):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_jit_and_vmap_over_model_variants():
+    rng = np.random.default_rng(1)
+    preds = rng.integers(0, 3, (5, 2, 20))  # 5 model variants
+    gold = rng.integers(0, 3, (2, 20))
+    mask = np.ones((2, 20), bool)
+
+    @jax.jit
+    def evaluate(pred):
+        return metrics.timestep_prf(pred, gold, mask, num_classes=3), metrics.instance_prf(
+            pred, gold, mask, num_classes=3, min_run=2
+        )
+
+    timestep, instance = jax.vmap(evaluate)(jnp.asarray(preds))
+    assert timestep.f1.shape == (5,)
+    for v in range(5):
+        expected = reference.timestep_prf(preds[v], gold, mask, num_classes=3)
+        np.testing.assert_allclose([x[v] for x in timestep], expected, atol=1e-6)
+        expected = reference.instance_prf(preds[v], gold, mask, num_classes=3, min_run=2)
+        np.testing.assert_allclose([x[v] for x in instance], expected, atol=1e-6)
+
+
+def test_counts_psum_across_a_named_axis():
+    rng = np.random.default_rng(2)
+    pred = rng.integers(0, 4, (3, 2, 25))  # 3 shards of 2 examples
+    gold = rng.integers(0, 4, (3, 2, 25))
+    mask = np.ones((3, 2, 25), bool)
+
+    def shard_counts(p, g, m):
+        return jax.lax.psum(metrics.instance_counts(p, g, m, num_classes=4, min_run=2), "shard")
+
+    summed = jax.vmap(shard_counts, axis_name="shard")(pred, gold, mask)
+    whole = metrics.instance_counts(
+        pred.reshape(6, 25), gold.reshape(6, 25), mask.reshape(6, 25), num_classes=4, min_run=2
+    )
+    for a, b in zip(summed, whole):
+        np.testing.assert_array_equal(a[0], b)
