@@ -1,1 +1,1 @@
-"""Speed and scale measurements; each module writes JSON (`python -m benchmarks.NAME --json FILE`)."""
+"""Speed and scale measurements, JSON out: `python -m benchmarks.NAME --json FILE`."""

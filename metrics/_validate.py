@@ -45,9 +45,7 @@ def require_same_shape(named_arrays: Mapping[str, object], rank: int) -> tuple[i
         if len(shape) != rank:
             raise ValueError(f"{name}: expected rank {rank} [B, T], got shape {shape}")
         if shape != first:
-            raise ValueError(
-                f"{name}: shape {shape} does not match {first_name} shape {first}"
-            )
+            raise ValueError(f"{name}: shape {shape} does not match {first_name} shape {first}")
     return first
 
 
@@ -70,7 +68,7 @@ def require_class_index(name: str, value, num_classes: int) -> int:
 
 def require_thresholds(name: str, values: Sequence[float]) -> tuple[float, ...]:
     """Checks a non-empty static sequence of IoU thresholds in (0, 1]."""
-    if isinstance(values, jax.Array) or isinstance(values, (str, bytes)):
+    if isinstance(values, (jax.Array, str, bytes)):
         raise TypeError(f"{name}: expected a static sequence of floats, got {values!r}")
     values = tuple(float(v) for v in np.atleast_1d(np.asarray(values, dtype=np.float64)))
     if not values:

@@ -11,7 +11,7 @@ the argument and the allowed range:
     >>> metrics.checked(metrics.timestep_prf)(pred, gold, mask, num_classes=2)
     Traceback (most recent call last):
     ...
-    ValueError: pred: label values must lie in [0, 2) where mask is True ...
+    ValueError: pred: label values must lie in [0, 2) where mask is True; the first ...
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ from metrics.sequence import instance_counts, instance_prf, timestep_counts, tim
 _SEQUENCE_METRICS = (timestep_prf, instance_prf, timestep_counts, instance_counts)
 
 
-def _check_range(name: str, labels, where, num_classes: int) -> None:
-    outside = where & ((labels < 0) | (labels >= num_classes))
+def _check_range(name: str, labels, where, where_name: str, num_classes: int) -> None:
+    outside = (where & ((labels < 0) | (labels >= num_classes))).reshape(-1)
+    first = jnp.argmax(outside)
     checkify.check(
         ~jnp.any(outside),
-        f"{name}: label values must lie in [0, {num_classes}) where {{where}} is True; "
-        "first offending flat index {index} holds {value}",
-        where=jnp.int32(0),
-        index=jnp.argmax(outside.reshape(-1)),
-        value=labels.reshape(-1)[jnp.argmax(outside.reshape(-1))],
+        f"{name}: label values must lie in [0, {num_classes}) where {where_name} is True; "
+        "the first offender, at flat index {index}, holds {value}",
+        index=first,
+        value=labels.reshape(-1)[first],
     )
 
 
@@ -44,13 +44,13 @@ def _checks(metric, args, kwargs) -> None:
     num_classes = kwargs["num_classes"]
     if metric in _SEQUENCE_METRICS:
         pred, gold, mask = (jnp.asarray(a) for a in args[:3])
-        _check_range("pred", pred, mask, num_classes)
-        _check_range("gold", gold, mask, num_classes)
+        _check_range("pred", pred, mask, "mask", num_classes)
+        _check_range("gold", gold, mask, "mask", num_classes)
     elif metric is detection_scores:
         detections, ground_truth = args[:2]
         for name, fields in (("detections", detections), ("ground_truth", ground_truth)):
             label, valid = jnp.asarray(fields["label"]), jnp.asarray(fields["valid"])
-            _check_range(f"{name}['label']", label, valid, num_classes)
+            _check_range(f"{name}['label']", label, valid, f"{name}['valid']", num_classes)
         score, valid = jnp.asarray(detections["score"]), jnp.asarray(detections["valid"])
         checkify.check(
             ~jnp.any(valid & ~jnp.isfinite(score)),

@@ -238,9 +238,9 @@ def detection_scores(
     budgets = tuple(float(b) for b in fa_per_hour)
     if any(not b >= 0 for b in budgets):
         raise ValueError(f"fa_per_hour: budgets must be >= 0, got {budgets}")
-    if not isinstance(total_hours, jax.core.Tracer):
-        if np.ndim(total_hours) != 0 or not float(total_hours) > 0:
-            raise ValueError(f"total_hours: expected a scalar > 0, got {total_hours!r}")
+    concrete_hours = not isinstance(total_hours, jax.core.Tracer)
+    if concrete_hours and (np.ndim(total_hours) != 0 or not float(total_hours) > 0):
+        raise ValueError(f"total_hours: expected a scalar > 0, got {total_hours!r}")
 
     detections = {k: jnp.asarray(detections[k]) for k in DETECTION_FIELDS}
     ground_truth = {k: jnp.asarray(ground_truth[k]) for k in GROUND_TRUTH_FIELDS}

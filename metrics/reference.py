@@ -41,8 +41,7 @@ def timestep_prf(pred, gold, mask, *, num_classes, average_over=None):
                 if p == c or g == c:
                     present[c] = True
     chosen = [
-        c for c in range(num_classes)
-        if present[c] and (average_over is None or average_over[c])
+        c for c in range(num_classes) if present[c] and (average_over is None or average_over[c])
     ]
     precision = _mean([_ratio(tp[c], tp[c] + fp[c]) for c in chosen])
     recall = _mean([_ratio(tp[c], tp[c] + fn[c]) for c in chosen])
@@ -54,7 +53,7 @@ def _instances(labels, mask, background):
     """Maximal runs of one non-background label: list of (class, first, last)."""
     runs = []
     current = None
-    for t, (label, valid) in enumerate(zip(labels, mask)):
+    for t, (label, valid) in enumerate(zip(labels, mask, strict=True)):
         label = int(label)
         if valid and label != background:
             if current is not None and current[0] == label:
@@ -136,16 +135,23 @@ def match(detections, ground_truth, dets, gts, cls, threshold):
     Returns the class's detections in stable descending-score order as (item, is_tp).
     """
     ordered = sorted((d for d in dets if d[2] == cls), key=lambda d: -d[3])  # stable
+    candidates = {}  # example -> ground truths of this class, in index order
+    for gb, gi, label in gts:
+        if label == cls:
+            candidates.setdefault(gb, []).append(gi)
     taken = set()
     outcome = []
     for b, i, _, _ in ordered:
         best_iou, best_gt = -1.0, None
-        for gb, gi, _ in gts:
-            if gb != b or (gb, gi) in taken or ground_truth["label"][gb][gi] != cls:
+        for gi in candidates.get(b, []):
+            gb = b
+            if (gb, gi) in taken:
                 continue
             iou = iou_1d(
-                float(detections["start"][b][i]), float(detections["end"][b][i]),
-                float(ground_truth["start"][gb][gi]), float(ground_truth["end"][gb][gi]),
+                float(detections["start"][b][i]),
+                float(detections["end"][b][i]),
+                float(ground_truth["start"][gb][gi]),
+                float(ground_truth["end"][gb][gi]),
             )
             if iou > best_iou:  # strict: equal IoU keeps the lowest index seen first
                 best_iou, best_gt = iou, (gb, gi)
@@ -167,15 +173,22 @@ def average_precision(outcome, num_gt):
     for k in range(len(precisions) - 2, -1, -1):
         precisions[k] = max(precisions[k], precisions[k + 1])
     area, previous_recall = 0.0, 0.0
-    for p, r in zip(precisions, recalls):
+    for p, r in zip(precisions, recalls, strict=True):
         area += (r - previous_recall) * p
         previous_recall = r
     return area
 
 
 def detection_scores(
-    detections, ground_truth, *, num_classes, total_hours, ignore_classes=(),
-    iou_thresholds=None, frr_iou=0.05, fa_per_hour=(5.0, 25.0),
+    detections,
+    ground_truth,
+    *,
+    num_classes,
+    total_hours,
+    ignore_classes=(),
+    iou_thresholds=None,
+    frr_iou=0.05,
+    fa_per_hour=(5.0, 25.0),
 ):
     """Same keys as `metrics.detection_scores`, with NumPy / float values."""
     thresholds = DEFAULT_IOU_THRESHOLDS if iou_thresholds is None else tuple(iou_thresholds)
@@ -188,7 +201,9 @@ def detection_scores(
     def ap_at(threshold):
         row = np.full(num_classes, np.nan)
         for c in with_gt:
-            row[c] = average_precision(match(detections, ground_truth, dets, gts, c, threshold), num_gt[c])
+            row[c] = average_precision(
+                match(detections, ground_truth, dets, gts, c, threshold), num_gt[c]
+            )
         return row
 
     def class_mean(row):
@@ -204,7 +219,10 @@ def detection_scores(
     pooled = []
     for c in range(num_classes):
         pooled += match(detections, ground_truth, dets, gts, c, frr_iou)
-    order = sorted(range(len(pooled)), key=lambda k: (-pooled[k][0][3], pooled[k][0][0] * 10**9 + pooled[k][0][1]))
+    order = sorted(
+        range(len(pooled)),
+        key=lambda k: (-pooled[k][0][3], pooled[k][0][0] * 10**9 + pooled[k][0][1]),
+    )
     pooled = [pooled[k] for k in order]
     total_gt = len(gts)
     for budget in fa_per_hour:

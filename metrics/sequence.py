@@ -42,7 +42,7 @@ def _add_counts(self, other):
     """Merges counts field by field (`+` on the NamedTuple, not tuple concatenation)."""
     if type(other) is not type(self):
         return NotImplemented
-    return type(self)(*(a + b for a, b in zip(self, other)))
+    return type(self)(*(a + b for a, b in zip(self, other, strict=True)))
 
 
 class TimestepCounts(NamedTuple):
@@ -79,11 +79,20 @@ def _check_sequences(pred, gold, mask) -> None:
     _validate.require_dtype("mask", mask, "bool")
 
 
-def _class_histogram(labels: jax.Array, include: jax.Array, num_classes: int) -> jax.Array:
-    """Counts of `labels` over positions where `include`; int32 [num_classes]."""
-    classes = jnp.arange(num_classes, dtype=labels.dtype)
-    hits = (labels[..., None] == classes) & include[..., None]
-    return hits.sum(axis=tuple(range(labels.ndim)), dtype=jnp.int32)
+def _bin_counts(bins: jax.Array, num_bins: int) -> jax.Array:
+    """How often each of 0..num_bins-1 occurs in `bins` (int32 [num_bins]).
+
+    A scatter-add: one pass over the data, where a one-hot [..., num_bins] reduction is
+    ~10x slower on CPU. Values outside [0, num_bins) are not counted.
+    """
+    bins = bins.reshape(-1)
+    bins = jnp.where(bins >= 0, bins, num_bins)  # negative indices would wrap around
+    return jnp.zeros(num_bins, jnp.int32).at[bins].add(1, mode="drop")
+
+
+def _in_range(labels: jax.Array, num_classes: int) -> jax.Array:
+    """labels with out-of-range values (< 0 or >= num_classes) replaced by num_classes."""
+    return jnp.where((labels >= 0) & (labels < num_classes), labels, num_classes)
 
 
 def timestep_counts(pred, gold, mask, *, num_classes: int) -> TimestepCounts:
@@ -101,9 +110,13 @@ def timestep_counts(pred, gold, mask, *, num_classes: int) -> TimestepCounts:
     _check_sequences(pred, gold, mask)
     num_classes = _validate.require_int_at_least("num_classes", num_classes, 2)
     pred, gold, mask = jnp.asarray(pred), jnp.asarray(gold), jnp.asarray(mask)
-    tp = _class_histogram(pred, mask & (pred == gold), num_classes)
-    predicted = _class_histogram(pred, mask, num_classes)
-    actual = _class_histogram(gold, mask, num_classes)
+    # Confusion matrix [gold, pred] over the classes plus one "out of range" row/column.
+    size = num_classes + 1
+    cell = _in_range(gold, num_classes) * size + _in_range(pred, num_classes)
+    confusion = _bin_counts(jnp.where(mask, cell, -1), size * size).reshape(size, size)
+    tp = jnp.diagonal(confusion)[:num_classes]
+    predicted = confusion.sum(axis=0)[:num_classes]
+    actual = confusion.sum(axis=1)[:num_classes]
     return TimestepCounts(tp=tp, fp=predicted - tp, fn=actual - tp)
 
 
@@ -185,42 +198,87 @@ def timestep_prf(pred, gold, mask, *, num_classes: int, average_over=None) -> PR
     return prf_from_counts(counts, average_over)
 
 
-def _runs(labels, mask, background: int):
-    """Run structure of the non-background labels of one side.
+def _shift_right(values: jax.Array, by: int, fill) -> jax.Array:
+    """values[t - by] along the last axis, `fill` for t < by."""
+    if by == 0:
+        return values
+    pad = [(0, 0)] * (values.ndim - 1) + [(by, 0)]
+    return jnp.pad(values[..., : values.shape[-1] - by], pad, constant_values=fill)[
+        ..., : values.shape[-1]
+    ]
 
-    Returns (in_run, run_start_index, is_run_end), each [B, T]: whether a timestep lies in
-    an instance, the time index where its instance began, and whether it is the last
-    timestep of its instance. A masked timestep ends a run.
+
+def _window_all(values: jax.Array, width: int) -> jax.Array:
+    """True at t when values[t - width + 1 .. t] are all True (False for t < width - 1)."""
+    if width <= 8:  # a few shifted ANDs fuse into one pass
+        out = values
+        for by in range(1, width):
+            out = out & _shift_right(values, by, False)
+        return out
+    window = jax.lax.reduce_window(
+        values.astype(jnp.int32),
+        0,
+        jax.lax.add,
+        (1,) * (values.ndim - 1) + (width,),
+        (1,) * values.ndim,
+        [(0, 0)] * (values.ndim - 1) + [(width - 1, 0)],
+    )
+    return window == width
+
+
+def _run_events(labels, agree, mask, *, background, min_run):
+    """Instance boundaries and qualifying windows of one side, bool [B, T] each.
+
+    starts / ends: first and last timestep of each instance (maximal run of one
+    non-background label; a masked timestep ends it). qualifies: the `min_run`
+    timesteps ending here all agree (pred == gold, valid) and lie inside one instance.
     """
-    time = jnp.arange(labels.shape[-1])
     in_run = mask & (labels != background)
-    prev_label = jnp.pad(labels[:, :-1], ((0, 0), (1, 0)))
-    prev_in_run = jnp.pad(in_run[:, :-1], ((0, 0), (1, 0)))
-    starts = in_run & ~(prev_in_run & (prev_label == labels))
-    next_starts = jnp.pad(starts[:, 1:], ((0, 0), (0, 1)), constant_values=True)
-    next_in_run = jnp.pad(in_run[:, 1:], ((0, 0), (0, 1)))
-    ends = in_run & (next_starts | ~next_in_run)
-    run_start = jax.lax.cummax(jnp.where(starts, time, 0), axis=1)
-    return in_run, run_start, ends
+    same_as_before = _shift_right(labels, 1, 0) == labels
+    continues = in_run & _shift_right(in_run, 1, False) & same_as_before
+    starts = in_run & ~continues
+    next_continues = jnp.pad(continues[:, 1:], ((0, 0), (0, 1)))
+    ends = in_run & ~next_continues
+    qualifies = _window_all(agree & in_run, min_run)
+    if min_run > 1:  # ...and no instance starts inside the window after its first step
+        qualifies &= _window_all(~starts, min_run - 1)
+    return starts, ends, qualifies
 
 
-def _instance_hits(labels, agree, mask, *, background, min_run, num_classes):
-    """(hits, instances) per class for the runs of `labels`, int32 [num_classes] each.
+def _latest_nonzero(earlier: jax.Array, later: jax.Array) -> jax.Array:
+    """Associative: the later value unless it is 0 (no event), then the earlier one."""
+    return jnp.where(later != 0, later, earlier)
 
-    A run is a hit when it contains >= `min_run` consecutive timesteps where `agree`
-    (pred == gold, valid). Inside a run of class c, agreement means the other side is c.
+
+_NO_EVENT, _RUN_START, _QUALIFIES = 0, 1, 2
+
+
+def _instance_histograms(sides, agree, mask, *, background, min_run, num_classes):
+    """(hits, instances) per class for the runs of each labels array in `sides`.
+
+    Returns int32 [len(sides), num_classes] twice. A run is a hit when a window
+    qualifies inside it, i.e. when at its last timestep the latest event (run start or
+    qualifying window) is a qualifying window. One int8 scan over event codes answers
+    that for every side at once and one scatter-add makes all the histograms: O(B T)
+    work with no per-run loop and no sequential loop over time.
     """
-    time = jnp.arange(labels.shape[-1])
-    in_run, run_start, ends = _runs(labels, mask, background)
-    last_disagreement = jax.lax.cummax(jnp.where(agree, -1, time), axis=1)
-    streak = jnp.where(agree & in_run, time - jnp.maximum(last_disagreement, run_start - 1), 0)
-    reaches_min_run = (streak == min_run).astype(jnp.int32)
-    reached_so_far = jnp.cumsum(reaches_min_run, axis=1)
-    reached_before_run = jnp.take_along_axis(reached_so_far - reaches_min_run, run_start, axis=1)
-    hit_at_end = ends & (reached_so_far > reached_before_run)
-    hits = _class_histogram(labels, hit_at_end, num_classes)
-    instances = _class_histogram(labels, ends, num_classes)
-    return hits, instances
+    events, ends = [], []
+    for labels in sides:
+        starts, run_ends, qualifies = _run_events(
+            labels, agree, mask, background=background, min_run=min_run
+        )
+        # A window that qualifies at a run's first step (min_run 1) belongs to that run.
+        code = jnp.where(qualifies, _QUALIFIES, jnp.where(starts, _RUN_START, _NO_EVENT))
+        events.append(code.astype(jnp.int8))
+        ends.append(run_ends)
+    latest = jax.lax.associative_scan(_latest_nonzero, jnp.stack(events), axis=-1)
+    hit = latest == _QUALIFIES
+    classes = jnp.stack([_in_range(labels, num_classes) for labels in sides])
+    side = jnp.arange(len(sides))[:, None, None]
+    bins = jnp.where(jnp.stack(ends), (side * 2 + hit) * (num_classes + 1) + classes, -1)
+    counts = _bin_counts(bins, len(sides) * 2 * (num_classes + 1))
+    counts = counts.reshape(len(sides), 2, num_classes + 1)[..., :num_classes]
+    return counts[:, 1], counts.sum(axis=1)
 
 
 def instance_counts(
@@ -245,11 +303,15 @@ def instance_counts(
     background = _validate.require_class_index("background", background, num_classes)
     min_run = _validate.require_int_at_least("min_run", min_run, 1)
     pred, gold, mask = jnp.asarray(pred), jnp.asarray(gold), jnp.asarray(mask)
-    agree = mask & (pred == gold)
-    options = dict(background=background, min_run=min_run, num_classes=num_classes)
-    correct, predicted = _instance_hits(pred, agree, mask, **options)
-    found, gold_instances = _instance_hits(gold, agree, mask, **options)
-    return InstanceCounts(correct=correct, predicted=predicted, found=found, gold=gold_instances)
+    hits, instances = _instance_histograms(
+        (pred, gold),
+        mask & (pred == gold),
+        mask,
+        background=background,
+        min_run=min_run,
+        num_classes=num_classes,
+    )
+    return InstanceCounts(correct=hits[0], predicted=instances[0], found=hits[1], gold=instances[1])
 
 
 def instance_prf(

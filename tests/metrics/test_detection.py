@@ -17,7 +17,7 @@ def _segments(rows, with_score, batch_of=None):
     width = 3 if with_score else 2
     examples = [r[width + 1] if len(r) > width + 1 else 0 for r in rows]
     batch = batch_of or (max(examples, default=0) + 1)
-    per_example = [[r for r, e in zip(rows, examples) if e == b] for b in range(batch)]
+    per_example = [[r for r, e in zip(rows, examples, strict=True) if e == b] for b in range(batch)]
     size = max((len(p) for p in per_example), default=0)
     fields = {k: np.zeros((batch, size), np.float32) for k in ("start", "end", "score")}
     fields["label"] = np.zeros((batch, size), np.int32)
@@ -40,7 +40,9 @@ def _scores(gt_rows, det_rows, **kwargs):
     ground_truth = _segments(gt_rows, with_score=False)
     batch = ground_truth["label"].shape[0]
     detections = _segments(det_rows, with_score=True, batch_of=batch)
-    result = jax.jit(lambda d, g: metrics.detection_scores(d, g, **kwargs))(detections, ground_truth)
+    result = jax.jit(lambda d, g: metrics.detection_scores(d, g, **kwargs))(
+        detections, ground_truth
+    )
     expected = reference.detection_scores(detections, ground_truth, **kwargs)
     assert result.keys() == expected.keys()
     for key in result:
@@ -53,7 +55,12 @@ def test_iou_1d_rules():
     assert float(metrics.iou_1d(0.0, 1.0, 2.0, 3.0)) == 0.0
     assert float(metrics.iou_1d(1.0, 1.0, 1.0, 1.0)) == 0.0  # zero length: 0, not NaN
     assert float(metrics.iou_1d(1.0, 1.0, 0.0, 2.0)) == 0.0
-    grid = metrics.iou_1d(jnp.array([[0.0], [1.0]]), jnp.array([[2.0], [2.0]]), jnp.zeros(3), jnp.array([1.0, 2.0, 4.0]))
+    grid = metrics.iou_1d(
+        jnp.array([[0.0], [1.0]]),
+        jnp.array([[2.0], [2.0]]),
+        jnp.zeros(3),
+        jnp.array([1.0, 2.0, 4.0]),
+    )
     np.testing.assert_allclose(grid, [[0.5, 1.0, 0.5], [0.0, 0.5, 0.25]])
 
 
@@ -160,7 +167,7 @@ def test_vmap_over_model_variants_and_traced_hours():
     gt = _segments([(0, 1), (2, 3), (4, 5)], False)
     variants = [
         _segments([(0, 1, 0.9), (6, 7, 0.8), (2, 3, 0.7)], True),
-        _segments([(0.25, 1, 0.9), (2, 3, 0.8), (9, 9.5, 0.7)], True)  # IoU .75: a tie,
+        _segments([(0.25, 1, 0.9), (2, 3, 0.8), (9, 9.5, 0.7)], True),  # IoU .75: a tie,
     ]
     stacked = jax.tree.map(lambda *x: jnp.stack(x), *variants)
     evaluate = jax.jit(

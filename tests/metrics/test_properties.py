@@ -83,12 +83,14 @@ def test_counts_merged_over_batch_splits_equal_one_call(data, split):
         whole = count(pred, gold, mask, num_classes=num_classes)
         parts = [
             count(p, g, m, num_classes=num_classes)
-            for p, g, m in ((pred[:split], gold[:split], mask[:split]),
-                            (pred[split:], gold[split:], mask[split:]))
+            for p, g, m in (
+                (pred[:split], gold[:split], mask[:split]),
+                (pred[split:], gold[split:], mask[split:]),
+            )
             if p.shape[0]
         ]
         merged = parts[0] if len(parts) == 1 else parts[0] + parts[1]
-        for a, b in zip(whole, merged):
+        for a, b in zip(whole, merged, strict=True):
             np.testing.assert_array_equal(a, b)
         np.testing.assert_allclose(
             metrics.prf_from_counts(merged), metrics.prf_from_counts(whole), atol=0
@@ -172,7 +174,9 @@ def test_detection_matches_reference_at_a_realistic_size(seed):
     source = rng.integers(0, num_gts, (batch, num_dets))
     jitter = rng.integers(-12, 13, (batch, num_dets, 2)) / 128
     det_start = np.take_along_axis(ground_truth["start"], source, 1) + jitter[..., 0]
-    det_end = np.maximum(np.take_along_axis(ground_truth["end"], source, 1) + jitter[..., 1], det_start)
+    det_end = np.maximum(
+        np.take_along_axis(ground_truth["end"], source, 1) + jitter[..., 1], det_start
+    )
     detections = {
         "start": det_start.astype(np.float32),
         "end": det_end.astype(np.float32),

@@ -20,7 +20,9 @@ def _all_valid(labels):
 def _instance(gold, pred, num_classes, mask=None, **kwargs):
     mask = _all_valid(gold) if mask is None else np.asarray([mask])
     result = metrics.instance_prf(_one(pred), _one(gold), mask, num_classes=num_classes, **kwargs)
-    expected = reference.instance_prf(_one(pred), _one(gold), mask, num_classes=num_classes, **kwargs)
+    expected = reference.instance_prf(
+        _one(pred), _one(gold), mask, num_classes=num_classes, **kwargs
+    )
     np.testing.assert_allclose(result, expected, atol=1e-6)
     return tuple(float(v) for v in result)
 
@@ -127,7 +129,7 @@ def test_counts_merge_by_addition():
             pred[1:], gold[1:], mask[1:], num_classes=3
         )
         assert type(merged) is type(whole)
-        for a, b in zip(whole, merged):
+        for a, b in zip(whole, merged, strict=True):
             np.testing.assert_array_equal(a, b)
 
 
@@ -165,5 +167,5 @@ def test_counts_psum_across_a_named_axis():
     whole = metrics.instance_counts(
         pred.reshape(6, 25), gold.reshape(6, 25), mask.reshape(6, 25), num_classes=4, min_run=2
     )
-    for a, b in zip(summed, whole):
+    for a, b in zip(summed, whole, strict=True):
         np.testing.assert_array_equal(a[0], b)
