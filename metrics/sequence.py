@@ -82,12 +82,17 @@ def _check_sequences(pred, gold, mask) -> None:
 def _bin_counts(bins: jax.Array, num_bins: int) -> jax.Array:
     """How often each of 0..num_bins-1 occurs in `bins` (int32 [num_bins]).
 
-    A scatter-add: one pass over the data, where a one-hot [..., num_bins] reduction is
-    ~10x slower on CPU. Values outside [0, num_bins) are not counted.
+    Other values (e.g. -1 for "skip") are not counted. A scatter-add: one pass over the
+    data, where a one-hot [..., num_bins] reduction is ~10x slower on CPU. Skipped
+    entries go to an extra bin, so every index is in bounds (the unchecked scatter is
+    2x faster than `mode="drop"` on XLA:CPU), and small bin ids travel as int8.
     """
     bins = bins.reshape(-1)
-    bins = jnp.where(bins >= 0, bins, num_bins)  # negative indices would wrap around
-    return jnp.zeros(num_bins, jnp.int32).at[bins].add(1, mode="drop")
+    bins = jnp.where((bins >= 0) & (bins < num_bins), bins, num_bins)
+    if num_bins < 127:
+        bins = bins.astype(jnp.int8)
+    counts = jnp.zeros(num_bins + 1, jnp.int32).at[bins].add(1, mode="promise_in_bounds")
+    return counts[:num_bins]
 
 
 def _in_range(labels: jax.Array, num_classes: int) -> jax.Array:
