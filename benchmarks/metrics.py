@@ -205,8 +205,8 @@ def main(argv=None) -> int:
     parser.add_argument("--length", type=int, default=20_000)
     parser.add_argument("--classes", type=int, default=8)
     parser.add_argument("--det-batch", type=int, default=1000)
-    parser.add_argument("--dets", type=int, default=50)
-    parser.add_argument("--gts", type=int, default=20)
+    parser.add_argument("--dets", type=int, default=120)
+    parser.add_argument("--gts", type=int, default=27)
     parser.add_argument("--kws-classes", type=int, default=20)
     parser.add_argument("--duration", type=float, default=30.0, help="seconds per example")
     parser.add_argument(
