@@ -65,7 +65,7 @@ def test_timestep_matches_reference_and_sklearn(data):
 
 
 @PROPERTY_SETTINGS
-@given(labelled_batches(), st.sampled_from([1, 2, 5]), st.sampled_from([0, 1]))
+@given(labelled_batches(), st.sampled_from([1, 2, 5, 9]), st.sampled_from([0, 1]))
 def test_instance_matches_reference(data, min_run, background):
     pred, gold, mask, num_classes = data
     kwargs = dict(num_classes=num_classes, background=background, min_run=min_run)
