@@ -77,9 +77,9 @@ def _positive_zero(values: jax.Array) -> jax.Array:
 
 
 def _cumulative(op, values: jax.Array) -> jax.Array:
-    """Inclusive scan along the last axis (a parallel scan: ~3x faster than jnp.cumsum
-    or lax.cummax, which lower to a reduce-window, on XLA:CPU)."""
-    return jax.lax.associative_scan(op, values, axis=-1)
+    """Inclusive scan along axis 0 (a parallel scan: ~3x faster than jnp.cumsum or
+    lax.cummax, which lower to a reduce-window, on XLA:CPU)."""
+    return jax.lax.associative_scan(op, values, axis=0)
 
 
 class _ScoreOrder(NamedTuple):
@@ -113,7 +113,7 @@ def _group_then_score(group: jax.Array, num_groups: int, by_score: _ScoreOrder) 
 
 
 def _match(detections, ground_truth, det_eval, gt_eval, thresholds, by_score) -> jax.Array:
-    """Greedy per-class matching; returns true-positive flags bool [num_thresholds, B, D].
+    """Greedy per-class matching; returns true-positive flags bool [B, D, num_thresholds].
 
     Within each example, detections are visited by stable descending score; each takes the
     still-unmatched ground truth of its class with the highest IoU (lowest index on ties)
@@ -134,21 +134,21 @@ def _match(detections, ground_truth, det_eval, gt_eval, thresholds, by_score) ->
     iou = jnp.where(candidate, iou, -1.0)  # [B, D, G]; -1 never reaches a threshold
     num_thresholds, (batch, num_dets, num_gts) = len(thresholds), iou.shape
     if num_gts == 0 or num_dets == 0:  # nothing can match
-        return jnp.zeros((num_thresholds, batch, num_dets), bool)
+        return jnp.zeros((batch, num_dets, num_thresholds), bool)
 
     live = jnp.max(iou, axis=-1) >= min(thresholds)  # [B, D]
     # Per example: live detections first, each group in stable descending score order.
     example = jnp.arange(batch, dtype=jnp.int32)[:, None]
     group = (2 * example + ~live).reshape(-1)
     visit_order = _group_then_score(group, 2 * batch, by_score).reshape(batch, num_dets) % num_dets
-    iou_by_visit = jnp.take_along_axis(iou, visit_order[:, :, None], axis=1)
-    iou_by_visit = jnp.moveaxis(iou_by_visit, 1, 0)  # [D, B, G]
+    examples = jnp.arange(batch)
     thresholds = jnp.asarray(thresholds, jnp.float32)[:, None]  # [K, 1]
     gt_index = jnp.arange(num_gts)
 
     def visit(step, state):
-        taken, hits = state  # bool [K, B, G], bool [D, K, B]
-        open_iou = jnp.where(taken, -2.0, iou_by_visit[step][None])
+        taken, hits = state  # bool [K, B, G], bool [D, K, B] (row `step` written here)
+        iou_row = iou[examples, visit_order[:, step]]  # [B, G]: each example's next detection
+        open_iou = jnp.where(taken, -2.0, iou_row[None])
         # max + first index of the max: lowest index on ties. Two plain reductions; a
         # variadic argmax reduction is several times slower on XLA:CPU.
         best_iou = jnp.max(open_iou, axis=-1, keepdims=True)
@@ -162,54 +162,58 @@ def _match(detections, ground_truth, det_eval, gt_eval, thresholds, by_score) ->
         jnp.zeros((num_dets, num_thresholds, batch), bool),
     )
     _, hits_by_visit = jax.lax.fori_loop(0, jnp.max(jnp.sum(live, axis=1)), visit, state)
-    hits_by_visit = jnp.moveaxis(hits_by_visit, 0, -1)  # [K, B, D] in visit order
+    hits_by_visit = jnp.transpose(hits_by_visit, (2, 0, 1))  # [B, D, K] in visit order
     rows, positions = jnp.arange(batch)[:, None], jnp.arange(num_dets)
     visit_position = jnp.zeros_like(visit_order).at[rows, visit_order].set(positions)
-    return jnp.take_along_axis(hits_by_visit, visit_position[None], axis=2)
+    return jnp.take_along_axis(hits_by_visit, visit_position[:, :, None], axis=1)
 
 
 def _segmented_scan(op, values, segment_start, reverse=False):
-    """Inclusive scan of `op` along the last axis, restarting where `segment_start`."""
+    """Inclusive scan of `op` along axis 0 of values [N, ...], restarting where
+    segment_start [N] is True (a reverse scan runs from the end, restarting at ends)."""
 
     def combine(left, right):
         value_l, start_l = left
         value_r, start_r = right
         return jnp.where(start_r, value_r, op(value_l, value_r)), start_l | start_r
 
-    if reverse:  # a reverse scan restarts at segment ends
-        segment_start = jnp.roll(segment_start, -1, axis=-1).at[..., -1].set(True)
-        values, segment_start = values[..., ::-1], segment_start[..., ::-1]
-    segment_start = jnp.broadcast_to(segment_start, values.shape)
-    out, _ = jax.lax.associative_scan(combine, (values, segment_start), axis=-1)
-    return out[..., ::-1] if reverse else out
+    if reverse:
+        segment_start = jnp.roll(segment_start, -1).at[-1].set(True)  # segment ends
+        values, segment_start = values[::-1], segment_start[::-1]
+    segment_start = jnp.broadcast_to(
+        segment_start.reshape(-1, *([1] * (values.ndim - 1))), values.shape
+    )
+    out, _ = jax.lax.associative_scan(combine, (values, segment_start), axis=0)
+    return out[::-1] if reverse else out
 
 
 def _average_precision(hits, label, det_eval, gt_count, num_classes, by_score):
     """All-point interpolated AP per threshold and class, float32 [K, num_classes].
 
-    hits: bool [K, N] flattened true positives; label, det_eval: [N]; gt_count:
-    int32 [num_classes]. Classes without ground truth get NaN.
+    hits: bool [N, K] flattened true positives; label, det_eval: [N]; gt_count:
+    int32 [num_classes]. Classes without ground truth get NaN. Works on [N, K] rows so
+    that every reordering gathers contiguous rows.
     """
-    num = label.shape[0]
+    num, num_thresholds = hits.shape
     if num == 0:
-        return jnp.where(gt_count > 0, 0.0, jnp.nan) * jnp.ones((hits.shape[0], 1))
+        return jnp.where(gt_count > 0, 0.0, jnp.nan) * jnp.ones((num_thresholds, 1))
     class_key = jnp.where(det_eval, label, num_classes)
     order = _group_then_score(class_key, num_classes + 1, by_score)
     cls = class_key[order]
-    tp = hits[:, order].astype(jnp.int32)
+    tp = hits[order].astype(jnp.int32)  # [N, K], grouped by class, by score within
     position = jnp.arange(num)
     starts = jnp.concatenate([jnp.array([True]), cls[1:] != cls[:-1]])
     segment_first = _cumulative(jnp.maximum, jnp.where(starts, position, 0))
     rank = (position - segment_first + 1).astype(jnp.float32)
     tp_cumulative = _cumulative(jnp.add, tp)
-    tp_in_class = tp_cumulative - (tp_cumulative - tp)[:, segment_first]
-    precision = tp_in_class.astype(jnp.float32) / rank
+    tp_in_class = tp_cumulative - (tp_cumulative - tp)[segment_first]
+    precision = tp_in_class.astype(jnp.float32) / rank[:, None]
     envelope = _segmented_scan(jnp.maximum, precision, starts, reverse=True)
     area = _segmented_scan(jnp.add, jnp.where(tp > 0, envelope, 0.0), starts)
     # The area of a class sits at the last position of its segment (if it has one).
     dets_per_class = jnp.sum(cls[:, None] == jnp.arange(num_classes), axis=0)
     segment_last = jnp.clip(jnp.cumsum(dets_per_class) - 1, 0, num - 1)
-    class_area = jnp.where(dets_per_class > 0, area[:, segment_last], 0.0)
+    class_area = jnp.where(dets_per_class > 0, area[segment_last].T, 0.0)  # [K, C]
     safe_count = jnp.maximum(gt_count, 1).astype(jnp.float32)
     return jnp.where(gt_count > 0, class_area / safe_count, jnp.nan)
 
@@ -303,7 +307,7 @@ def detection_scores(
     by_score = _score_order(flat["score"], flat_eval)
     match_thresholds = tuple(sorted(set(ap_thresholds) | {0.05, 0.75, frr_iou}))
     hits = _match(detections, ground_truth, det_eval, gt_eval, match_thresholds, by_score)
-    hits = hits.reshape(len(match_thresholds), -1)
+    hits = hits.reshape(-1, len(match_thresholds))  # [N, K]
     classes = jnp.arange(num_classes)
     gt_count = jnp.sum(
         gt_eval[..., None] & (ground_truth["label"][..., None] == classes),
@@ -318,7 +322,7 @@ def detection_scores(
         return total / jnp.sum(has_gt)  # 0/0 -> NaN when no class has ground truth
 
     ap = ap_all[jnp.asarray([_threshold_index(match_thresholds, t) for t in ap_thresholds])]
-    frr_hits = hits[_threshold_index(match_thresholds, frr_iou)]
+    frr_hits = hits[:, _threshold_index(match_thresholds, frr_iou)]
     frr = _false_rejection_rates(
         frr_hits, flat["score"], flat_eval, jnp.sum(gt_count), total_hours, budgets, by_score
     )
