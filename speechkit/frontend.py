@@ -1,0 +1,172 @@
+"""Speech front ends in jax.numpy: framing, STFT magnitude and log-mel features.
+
+Jittable, batched, length-masked. Framing is causal: frame f covers the window that ends
+at sample (f + 1) * hop, zero-padded on the left, so a stream of n samples yields
+exactly n // hop frames, frame f only sees audio up to time (f + 1) * hop, and labels at
+the hop rate line up frame for frame. The MultiQT input is `MULTIQT_FEATURES`: 40
+log-mel bands, 20 ms window, 10 ms hop at 16 kHz.
+
+    >>> import jax.numpy as jnp
+    >>> from speechkit import frontend
+    >>> audio = jnp.zeros((2, 16000)); lengths = jnp.array([16000, 8000])
+    >>> features, mask = frontend.log_mel(audio, lengths, frontend.MULTIQT_FEATURES)
+    >>> features.shape, mask.sum(axis=1).tolist()
+    ((2, 100, 40), [100, 50])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureConfig:
+    """A front end's settings; hashable, so it can be a static argument of `jit`."""
+
+    sample_rate: int = 16_000  # Hz
+    window_ms: float = 20.0
+    hop_ms: float = 10.0
+    num_mels: int = 40
+    fft_size: int | None = None  # default: the next power of two >= the window
+    lower_hz: float = 20.0
+    upper_hz: float | None = None  # default: sample_rate / 2
+    log_floor: float = 1e-6  # added to the mel energies before the log
+
+    def __post_init__(self):
+        if self.sample_rate <= 0:
+            raise ValueError(f"sample_rate: expected > 0, got {self.sample_rate}")
+        if not 0 < self.hop_ms <= self.window_ms:
+            raise ValueError(
+                f"hop_ms: expected 0 < hop_ms <= window_ms ({self.window_ms}), got {self.hop_ms}"
+            )
+        if self.window_samples < 2:
+            raise ValueError(f"window_ms: {self.window_ms} ms is under 2 samples")
+        if self.fft_size is not None and self.fft_size < self.window_samples:
+            raise ValueError(
+                f"fft_size: expected >= the window ({self.window_samples} samples), "
+                f"got {self.fft_size}"
+            )
+        if not 0 <= self.lower_hz < self.upper:
+            raise ValueError(
+                f"lower_hz / upper_hz: expected 0 <= {self.lower_hz} < {self.upper} Hz"
+            )
+        if self.upper > self.sample_rate / 2:
+            raise ValueError(f"upper_hz: {self.upper} Hz is above Nyquist")
+        if self.num_mels < 1:
+            raise ValueError(f"num_mels: expected >= 1, got {self.num_mels}")
+
+    @property
+    def window_samples(self) -> int:
+        return int(round(self.sample_rate * self.window_ms / 1000))
+
+    @property
+    def hop_samples(self) -> int:
+        return int(round(self.sample_rate * self.hop_ms / 1000))
+
+    @property
+    def fft(self) -> int:
+        return self.fft_size or 1 << (self.window_samples - 1).bit_length()
+
+    @property
+    def upper(self) -> float:
+        return self.sample_rate / 2 if self.upper_hz is None else self.upper_hz
+
+
+MULTIQT_FEATURES = FeatureConfig()
+"""40 log-mel bands, 20 ms Hann window, 10 ms hop, 16 kHz (the MultiQT audio input)."""
+
+
+def hz_to_mel(hz):
+    """HTK mel scale."""
+    return 2595.0 * np.log10(1.0 + np.asarray(hz, np.float64) / 700.0)
+
+
+def mel_to_hz(mel):
+    return 700.0 * (10.0 ** (np.asarray(mel, np.float64) / 2595.0) - 1.0)
+
+
+@functools.lru_cache(maxsize=32)
+def mel_filterbank(config: FeatureConfig) -> np.ndarray:
+    """Triangular HTK mel filters, float32 [fft // 2 + 1, num_mels] (NumPy, made once)."""
+    bins_hz = np.arange(config.fft // 2 + 1) * config.sample_rate / config.fft
+    edges = mel_to_hz(
+        np.linspace(hz_to_mel(config.lower_hz), hz_to_mel(config.upper), config.num_mels + 2)
+    )
+    lower, centre, upper = edges[:-2], edges[1:-1], edges[2:]
+    rising = (bins_hz[:, None] - lower) / (centre - lower)
+    falling = (upper - bins_hz[:, None]) / (upper - centre)
+    return np.maximum(0.0, np.minimum(rising, falling)).astype(np.float32)
+
+
+def num_frames(num_samples, config: FeatureConfig):
+    """Frames for `num_samples` samples: one per complete hop (works on arrays too)."""
+    return num_samples // config.hop_samples
+
+
+def frame_mask(lengths, max_frames: int, config: FeatureConfig) -> jax.Array:
+    """bool [B, max_frames]: True for frames inside each example's length (samples)."""
+    return jnp.arange(max_frames)[None, :] < num_frames(jnp.asarray(lengths), config)[:, None]
+
+
+def _check_audio(audio, lengths) -> None:
+    if jnp.ndim(audio) != 2:
+        raise ValueError(f"audio: expected shape [B, samples], got {jnp.shape(audio)}")
+    if jnp.shape(lengths) != jnp.shape(audio)[:1]:
+        raise ValueError(
+            f"lengths: expected shape ({jnp.shape(audio)[0]},), got {jnp.shape(lengths)}"
+        )
+    if not jnp.issubdtype(jnp.result_type(audio), jnp.floating):
+        raise TypeError(f"audio: expected a floating dtype, got {jnp.result_type(audio)}")
+
+
+def frames(audio, config: FeatureConfig) -> jax.Array:
+    """Causal windows of the audio, float32 [B, n // hop, window] (not yet weighted)."""
+    audio = jnp.asarray(audio, jnp.float32)
+    window, hop = config.window_samples, config.hop_samples
+    count = audio.shape[1] // hop
+    padded = jnp.pad(audio[:, : count * hop], ((0, 0), (window - hop, 0)))
+    starts = jnp.arange(count)[:, None] * hop + jnp.arange(window)[None, :]
+    return padded[:, starts]
+
+
+def stft_magnitude(audio, lengths, config: FeatureConfig) -> tuple[jax.Array, jax.Array]:
+    """|STFT| with a periodic Hann window.
+
+    Args:
+      audio: float [B, samples] in [-1, 1] (samples past each length are ignored).
+      lengths: int [B] valid samples per example.
+      config: static front-end settings.
+
+    Returns:
+      magnitude float32 [B, frames, fft // 2 + 1] (zero on padding frames) and the
+      frame mask bool [B, frames].
+    """
+    _check_audio(audio, lengths)
+    audio = jnp.asarray(audio, jnp.float32)
+    valid_samples = jnp.arange(audio.shape[1])[None, :] < jnp.asarray(lengths)[:, None]
+    windowed = frames(jnp.where(valid_samples, audio, 0.0), config) * _hann(config)
+    magnitude = jnp.abs(jnp.fft.rfft(windowed, n=config.fft, axis=-1))
+    mask = frame_mask(lengths, magnitude.shape[1], config)
+    return jnp.where(mask[..., None], magnitude, 0.0), mask
+
+
+def log_mel(audio, lengths, config: FeatureConfig = MULTIQT_FEATURES):
+    """Log mel energies: log(|STFT|^2 @ mel filters + floor).
+
+    Returns features float32 [B, frames, num_mels] (zero on padding frames) and the frame
+    mask bool [B, frames]; frames = samples // hop.
+    """
+    magnitude, mask = stft_magnitude(audio, lengths, config)
+    energies = jnp.matmul(magnitude**2, mel_filterbank(config), precision=jax.lax.Precision.HIGHEST)
+    features = jnp.log(energies + config.log_floor)
+    return jnp.where(mask[..., None], features, 0.0), mask
+
+
+def _hann(config: FeatureConfig) -> np.ndarray:
+    n = np.arange(config.window_samples)
+    return (0.5 - 0.5 * np.cos(2 * np.pi * n / config.window_samples)).astype(np.float32)
