@@ -1,0 +1,131 @@
+"""Acoustic channel simulation for synthetic calls (NumPy, seeded).
+
+Noise at a target SNR (white, pink, babble from other voices), a telephone channel
+(8 kHz, 300-3400 Hz band-pass, 8-bit mu-law) and gain. Every random choice comes from
+the `np.random.Generator` passed in, so a seed reproduces the audio exactly.
+Waveforms are float32 [samples] in [-1, 1].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+
+import numpy as np
+from scipy import signal as scipy_signal
+
+TELEPHONE_RATE = 8_000  # Hz
+TELEPHONE_BAND = (300.0, 3400.0)  # Hz
+
+
+def _as_waveform(name: str, waveform) -> np.ndarray:
+    waveform = np.asarray(waveform)
+    if waveform.ndim != 1:
+        raise ValueError(f"{name}: expected a mono waveform [samples], got shape {waveform.shape}")
+    if not np.all(np.isfinite(waveform)):
+        raise ValueError(f"{name}: contains NaN or infinite samples")
+    return waveform.astype(np.float32)
+
+
+def power(waveform) -> float:
+    """Mean square of a waveform."""
+    waveform = np.asarray(waveform, np.float64)
+    return float(np.mean(waveform**2)) if waveform.size else 0.0
+
+
+def gain(waveform, decibels: float) -> np.ndarray:
+    """The waveform scaled by `decibels` dB (amplitude)."""
+    return (_as_waveform("waveform", waveform) * 10 ** (decibels / 20)).astype(np.float32)
+
+
+def white_noise(rng: np.random.Generator, samples: int) -> np.ndarray:
+    """Unit-power Gaussian white noise, float32 [samples]."""
+    return rng.standard_normal(samples).astype(np.float32)
+
+
+def pink_noise(rng: np.random.Generator, samples: int) -> np.ndarray:
+    """Unit-power 1/f noise (white noise shaped in the frequency domain), float32."""
+    if samples == 0:
+        return np.zeros(0, np.float32)
+    spectrum = np.fft.rfft(rng.standard_normal(samples))
+    frequency = np.arange(spectrum.size, dtype=np.float64)
+    frequency[0] = 1.0  # keep DC finite; it is removed below
+    spectrum /= np.sqrt(frequency)
+    spectrum[0] = 0.0
+    noise = np.fft.irfft(spectrum, n=samples)
+    return (noise / np.sqrt(max(power(noise), 1e-20))).astype(np.float32)
+
+
+def babble(
+    rng: np.random.Generator, voices: Sequence[np.ndarray], samples: int, talkers: int = 6
+) -> np.ndarray:
+    """Unit-power babble: `talkers` random stretches of the given speech, summed.
+
+    voices: waveforms of other speakers (at the target rate), each looped as needed.
+    """
+    if not voices:
+        raise ValueError("babble: needs at least one voice waveform")
+    mix = np.zeros(samples, np.float64)
+    for _ in range(talkers):
+        voice = _as_waveform("voices[i]", voices[int(rng.integers(len(voices)))])
+        if voice.size == 0:
+            raise ValueError("babble: a voice waveform is empty")
+        start = int(rng.integers(voice.size))
+        looped = np.resize(np.roll(voice, -start), samples)
+        mix += looped / np.sqrt(max(power(looped), 1e-20))
+    return (mix / np.sqrt(max(power(mix), 1e-20))).astype(np.float32)
+
+
+def add_noise(waveform, noise, snr_db: float) -> np.ndarray:
+    """waveform + noise scaled so that power(waveform) / power(scaled noise) = snr_db.
+
+    noise is looped or cut to the waveform's length. A silent waveform gets no noise
+    (its SNR is undefined); a silent noise is an error.
+    """
+    waveform = _as_waveform("waveform", waveform)
+    noise = _as_waveform("noise", noise)
+    if noise.size == 0 or power(noise) == 0.0:
+        raise ValueError("noise: is silent, so no SNR can be reached")
+    noise = np.resize(noise, waveform.size)
+    scale = np.sqrt(power(waveform) / (power(noise) * 10 ** (snr_db / 10)))
+    return (waveform + scale * noise).astype(np.float32)
+
+
+def resample(waveform, from_rate: int, to_rate: int) -> np.ndarray:
+    """Polyphase resampling between integer rates (exact rational ratio)."""
+    waveform = _as_waveform("waveform", waveform)
+    if from_rate <= 0 or to_rate <= 0:
+        raise ValueError(f"resample: rates must be > 0, got {from_rate} -> {to_rate}")
+    if from_rate == to_rate:
+        return waveform
+    ratio = Fraction(to_rate, from_rate)
+    out = scipy_signal.resample_poly(waveform, ratio.numerator, ratio.denominator)
+    return out.astype(np.float32)
+
+
+def mu_law_encode(waveform, bits: int = 8) -> np.ndarray:
+    """Mu-law companding and quantisation to 2**bits levels; int codes [samples]."""
+    mu = 2**bits - 1
+    clipped = np.clip(np.asarray(waveform, np.float64), -1.0, 1.0)
+    companded = np.sign(clipped) * np.log1p(mu * np.abs(clipped)) / np.log1p(mu)
+    return np.round((companded + 1) / 2 * mu).astype(np.int32)
+
+
+def mu_law_decode(codes, bits: int = 8) -> np.ndarray:
+    """Inverse of `mu_law_encode`, float32 [samples] in [-1, 1]."""
+    mu = 2**bits - 1
+    companded = 2 * np.asarray(codes, np.float64) / mu - 1
+    return (np.sign(companded) * ((1 + mu) ** np.abs(companded) - 1) / mu).astype(np.float32)
+
+
+def telephone(waveform, sample_rate: int, output_rate: int | None = None) -> np.ndarray:
+    """A narrow-band telephone line: down to 8 kHz, 300-3400 Hz band-pass (4th-order
+    Butterworth), 8-bit mu-law, then to `output_rate` (default: the input rate).
+
+    Samples beyond [-1, 1] clip in the mu-law coder, as on a real line.
+    """
+    narrow = resample(waveform, sample_rate, TELEPHONE_RATE)
+    sos = scipy_signal.butter(4, TELEPHONE_BAND, btype="bandpass", fs=TELEPHONE_RATE, output="sos")
+    filtered = scipy_signal.sosfilt(sos, narrow)
+    line = mu_law_decode(mu_law_encode(filtered))
+    return resample(line, TELEPHONE_RATE, output_rate or sample_rate)
