@@ -1,0 +1,90 @@
+"""speechkit.tts: real espeak-ng synthesis, word timings, determinism, voices."""
+
+import re
+
+import numpy as np
+import pytest
+
+from speechkit import tts
+
+SENTENCE = "Hello, what is the address of the emergency? I can't breathe."
+
+
+@pytest.fixture(scope="module")
+def speech():
+    return tts.synthesize(SENTENCE, tts.Voice(variant="f3"))
+
+
+def test_every_word_of_the_text_gets_a_timing(speech):
+    assert [w.text for w in speech.words] == re.findall(r"[\w']+", SENTENCE)
+    assert [SENTENCE[w.char_start : w.char_start + len(w.text)] for w in speech.words] == [
+        w.text for w in speech.words
+    ]
+    starts = [w.start for w in speech.words]
+    assert starts == sorted(starts)
+    assert all(0 <= w.start < w.end <= speech.duration + 1e-9 for w in speech.words)
+    assert speech.sample_rate == 16_000 and speech.waveform.dtype == np.float32
+    assert 2.0 < speech.duration < 6.0
+
+
+def test_exact_words_hold_speech_and_pauses_are_quiet(speech):
+    rate, wave = speech.sample_rate, speech.waveform
+    loud = np.sqrt(np.mean(wave**2))
+    for word in speech.words:
+        if word.exact:
+            span = wave[int(word.start * rate) : int(word.end * rate)]
+            assert np.sqrt(np.mean(span**2)) > 0.3 * loud, word
+    # The pause after "emergency?" is silent-ish.
+    emergency, i = speech.words[7], speech.words[8]
+    gap = wave[int(emergency.end * rate) + 160 : int(i.start * rate) - 160]
+    assert gap.size > 0 and np.sqrt(np.mean(gap**2)) < 0.1 * loud
+
+
+def test_folded_function_words_are_marked_inexact(speech):
+    assert not all(w.exact for w in speech.words)
+    assert sum(w.exact for w in speech.words) >= len(speech.words) // 2
+
+
+def test_deterministic_whatever_ran_before(speech):
+    tts.synthesize("Something different, to move the synthesiser's state.", tts.Voice(rate=250))
+    again = tts.synthesize(SENTENCE, tts.Voice(variant="f3"))
+    np.testing.assert_array_equal(again.waveform, speech.waveform)
+    assert again.words == speech.words
+    other_seed = tts.synthesize(SENTENCE, tts.Voice(variant="f3"), seed=5)
+    assert not np.array_equal(other_seed.waveform[: speech.waveform.size], speech.waveform)
+
+
+def test_voice_settings_change_the_audio():
+    base = tts.synthesize("Is the patient breathing?", tts.Voice())
+    fast = tts.synthesize("Is the patient breathing?", tts.Voice(rate=300))
+    male = tts.synthesize("Is the patient breathing?", tts.Voice(variant="m3", pitch=20))
+    assert fast.duration < 0.8 * base.duration
+    assert male.waveform.size != base.waveform.size or not np.array_equal(
+        male.waveform, base.waveform
+    )
+    assert "f3" in tts.variants() and len(tts.variants()) > 20
+
+
+def test_native_rate_output():
+    native = tts.synthesize("Yes.", sample_rate=tts.ESPEAK_RATE)
+    assert native.sample_rate == 22_050
+
+
+@pytest.mark.parametrize(
+    "make, pattern",
+    [
+        (lambda: tts.synthesize("   "), "text: expected a non-empty string"),
+        (lambda: tts.Voice(variant="nobody"), "unknown variant 'nobody'"),
+        (lambda: tts.Voice(rate=20), r"Voice.rate: expected 80..450, got 20"),
+        (lambda: tts.synthesize("Hi.", tts.Voice(language="xx-nope")), "no voice 'xx-nope'"),
+    ],
+)
+def test_bad_input(make, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        make()
+
+
+def test_docstring_example():
+    import doctest
+
+    assert doctest.testmod(tts).failed == 0
