@@ -13,7 +13,7 @@ silence trimmed.
 Determinism: espeak-ng keeps state between calls inside the C library (pitch flutter,
 its random generator), so the same text comes out slightly different each time in one
 process. Each utterance is therefore synthesised in a child forked from a pristine,
-single-threaded synthesis server (started once, with `spawn`), with the random
+single-threaded synthesis server (a subprocess started once), with the random
 generators seeded from `seed`: same text, voice and seed -> the same samples, whatever
 ran before.
 
@@ -28,11 +28,13 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
-import multiprocessing
 import os
 import pickle
 import re
+import subprocess
+import sys
 import threading
+from multiprocessing.connection import Connection
 
 import numpy as np
 
@@ -212,31 +214,49 @@ class _Engine:
         return pickle.loads(payload)
 
 
-def _serve(connection) -> None:
-    """The synthesis server's loop (a separate, single-threaded process)."""
+def _serve(read_fd: int, write_fd: int) -> None:
+    """The synthesis server's loop (run as `python -c`, a single-threaded process)."""
     engine = _Engine()
+    requests, replies = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     while True:
-        request = connection.recv()
-        if request is None:
+        try:
+            request = requests.recv()
+        except EOFError:  # the client went away
             return
-        connection.send(engine.synthesize_pristine(*request))
+        replies.send(engine.synthesize_pristine(*request))
 
 
 class _Server:
-    """Client side of the synthesis server; one per process, requests serialised."""
+    """Client side of the synthesis server; one per process, requests serialised.
+
+    The server is a plain subprocess (not multiprocessing), so it never re-imports the
+    caller's __main__: scripts need no `if __name__ == "__main__"` guard.
+    """
 
     def __init__(self):
-        context = multiprocessing.get_context("spawn")
-        self.connection, server_end = context.Pipe()
-        self.process = context.Process(target=_serve, args=(server_end,), daemon=True)
-        self.process.start()
-        server_end.close()
+        to_server_read, to_server_write = os.pipe()
+        from_server_read, from_server_write = os.pipe()
+        code = f"from speechkit.tts import _serve; _serve({to_server_read}, {from_server_write})"
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", code],
+            pass_fds=(to_server_read, from_server_write),
+            stdin=subprocess.DEVNULL,
+        )
+        os.close(to_server_read)
+        os.close(from_server_write)
+        self.requests = Connection(to_server_write, readable=False)
+        self.replies = Connection(from_server_read, writable=False)
         self.lock = threading.Lock()
 
     def synthesize(self, text: str, voice: Voice, seed: int):
         with self.lock:
-            self.connection.send((text, voice, seed))
-            status, value = self.connection.recv()
+            try:
+                self.requests.send((text, voice, seed))
+                status, value = self.replies.recv()
+            except (EOFError, OSError) as err:
+                raise RuntimeError(
+                    f"the espeak-ng synthesis server stopped (exit code {self.process.poll()})"
+                ) from err
         if status == "ok":
             return value
         kind, message = value
