@@ -1,0 +1,121 @@
+"""Small n-gram language models in ARPA format, and word / character error rates.
+
+`train_arpa` estimates a backoff n-gram model with absolute discounting (Katz-style
+backoff weights, so each history's probabilities sum to 1) from tokenised sentences and
+writes it as ARPA text, which pocketsphinx loads as `RecognizerConfig.language_model`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+BOS, EOS = "<s>", "</s>"
+
+
+def _ngram_counts(sentences: Iterable[Sequence[str]], order: int) -> list[Counter]:
+    counts = [Counter() for _ in range(order)]
+    for words in sentences:
+        tokens = (BOS, *words, EOS)
+        for n in range(1, order + 1):
+            for i in range(len(tokens) - n + 1):
+                gram = tokens[i : i + n]
+                if n == 1 and gram == (BOS,):
+                    continue
+                counts[n - 1][gram] += 1
+    return counts
+
+
+def train_arpa(
+    sentences: Iterable[Sequence[str]],
+    path: str | os.PathLike,
+    order: int = 3,
+    discount: float = 0.5,
+) -> dict[int, int]:
+    """Writes an ARPA backoff model of the given order; returns n-gram counts per order.
+
+    sentences: lists of words (already normalised and in the recogniser's dictionary).
+    """
+    if order < 1 or not 0 < discount < 1:
+        raise ValueError(f"order >= 1 and 0 < discount < 1 expected, got {order}, {discount}")
+    counts = _ngram_counts(list(sentences), order)
+    if not counts[0]:
+        raise ValueError("train_arpa: no words in the training sentences")
+    total = sum(counts[0].values())
+    prob: dict[tuple[str, ...], float] = {g: c / total for g, c in counts[0].items()}
+    prob[(BOS,)] = 0.0
+    backoff: dict[tuple[str, ...], float] = {}
+    for n in range(2, order + 1):
+        by_history: dict[tuple[str, ...], dict[str, int]] = defaultdict(dict)
+        for gram, count in counts[n - 1].items():
+            by_history[gram[:-1]][gram[-1]] = count
+        for history, followers in by_history.items():
+            history_total = sum(followers.values())
+            seen_lower = 0.0
+            for word, count in followers.items():
+                prob[(*history, word)] = (count - discount) / history_total
+                seen_lower += _lower_prob(prob, backoff, (*history[1:], word))
+            left = discount * len(followers) / history_total
+            backoff[history] = left / max(1e-12, 1.0 - seen_lower) if seen_lower < 1 else 1e-12
+    _write_arpa(path, prob, backoff, order)
+    return {n + 1: len(c) for n, c in enumerate(counts)}
+
+
+def _lower_prob(prob, backoff, gram: tuple[str, ...]) -> float:
+    """P(last word | shorter history) under the model built so far (recursive backoff)."""
+    if gram in prob:
+        return prob[gram]
+    if len(gram) == 1:
+        return 0.0
+    return backoff.get(gram[:-1], 1.0) * _lower_prob(prob, backoff, gram[1:])
+
+
+def _write_arpa(path, prob, backoff, order) -> None:
+    by_order = defaultdict(list)
+    for gram in prob:
+        by_order[len(gram)].append(gram)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as out:
+        out.write("\\data\\\n")
+        for n in range(1, order + 1):
+            out.write(f"ngram {n}={len(by_order[n])}\n")
+        for n in range(1, order + 1):
+            out.write(f"\n\\{n}-grams:\n")
+            for gram in sorted(by_order[n]):
+                p = prob[gram]
+                log_p = -99.0 if p <= 0 else math.log10(p)
+                line = f"{log_p:.6f}\t{' '.join(gram)}"
+                if n < order and gram in backoff:
+                    line += f"\t{math.log10(max(backoff[gram], 1e-12)):.6f}"
+                elif n < order:
+                    line += "\t0.000000"
+                out.write(line + "\n")
+        out.write("\n\\end\\\n")
+    os.replace(out.name, path)
+
+
+def edit_distance(reference: Sequence, hypothesis: Sequence) -> int:
+    """Levenshtein distance (substitutions, insertions, deletions all cost 1)."""
+    previous = list(range(len(hypothesis) + 1))
+    for i, ref in enumerate(reference, start=1):
+        current = [i]
+        for j, hyp in enumerate(hypothesis, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ref != hyp)))
+        previous = current
+    return previous[-1]
+
+
+def error_rate(references: Iterable[Sequence], hypotheses: Iterable[Sequence]) -> float:
+    """Total edit distance over total reference length (WER for word lists, CER for
+    character strings)."""
+    errors = length = 0
+    for reference, hypothesis in zip(references, hypotheses, strict=True):
+        errors += edit_distance(reference, hypothesis)
+        length += len(reference)
+    if length == 0:
+        raise ValueError("error_rate: the references are empty")
+    return errors / length
