@@ -1,0 +1,55 @@
+"""multiqt_jax.datasets.render: a short call, end to end (real synthesis and ASR)."""
+
+import numpy as np
+import pytest
+
+from multiqt_jax import labels
+from multiqt_jax.datasets import dialogue, render
+
+TURNS = (
+    dialogue.Turn("dispatcher", "Is the patient breathing?", question="breathing"),
+    dialogue.Turn("caller", "She is having a seizure.", symptom="seizure"),
+)
+
+
+@pytest.fixture(scope="module")
+def call():
+    return render.render_call(TURNS, np.random.default_rng(0))
+
+
+def test_shapes_labels_and_alignment(call):
+    frames = call.features.shape[0]
+    assert call.features.shape == (frames, 40) and call.features.dtype == np.float32
+    assert frames == int(call.duration / render.LABEL_HOP_S)
+    for task in labels.TASKS:
+        assert call.labels[task].shape == (frames,)
+    questions, symptoms = call.labels["questions"], call.labels["symptoms"]
+    breathing = labels.QUESTION_CLASSES.index("breathing")
+    seizure = labels.SYMPTOM_CLASSES.index("seizure")
+    assert set(np.unique(questions)) == {0, breathing}
+    assert set(np.unique(symptoms)) == {0, seizure}
+    # The question comes first and the symptom second; both inside the audio, no overlap.
+    q_frames, s_frames = np.flatnonzero(questions), np.flatnonzero(symptoms)
+    assert q_frames[0] > 0 and q_frames[-1] < s_frames[0] and s_frames[-1] < frames - 1
+    # Labelled spans are loud (speech), the lead-in is quiet.
+    energy = call.features.mean(axis=1)
+    assert energy[q_frames].mean() > energy[:20].mean() + 1.0
+
+
+def test_recognition_and_report(call):
+    assert call.asr_words and all(w.end <= call.duration + 0.02 for w in call.asr_words)
+    assert call.noise in ("pink", "white", "babble") and 8 <= call.snr_db <= 20
+    assert set(call.stage_seconds) == {"synthesis", "channel", "recognition", "features"}
+
+
+def test_same_seed_same_call(call):
+    again = render.render_call(TURNS, np.random.default_rng(0))
+    np.testing.assert_array_equal(again.features, call.features)
+    assert again.asr_words == call.asr_words
+
+
+def test_bad_config():
+    with pytest.raises(ValueError, match="noise_kinds"):
+        render.RenderConfig(noise_kinds=("thunder",))
+    with pytest.raises(ValueError, match="no turns"):
+        render.render_call((), np.random.default_rng(0))
