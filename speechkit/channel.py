@@ -1,7 +1,8 @@
 """Acoustic channel simulation for synthetic calls (NumPy, seeded).
 
-Noise at a target SNR (white, pink, babble from other voices), a telephone channel
-(8 kHz, 300-3400 Hz band-pass, 8-bit mu-law) and gain. Every random choice comes from
+Noise at a target SNR (white, pink, babble from other voices), a narrow-band telephone
+channel (8 kHz, 300-3400 Hz band-pass, 8-bit mu-law), a wide-band ("HD voice") one
+(16 kHz, 50-7000 Hz, 14-bit) and gain. Every random choice comes from
 the `np.random.Generator` passed in, so a seed reproduces the audio exactly.
 Waveforms are float32 [samples] in [-1, 1].
 """
@@ -16,6 +17,8 @@ from scipy import signal as scipy_signal
 
 TELEPHONE_RATE = 8_000  # Hz
 TELEPHONE_BAND = (300.0, 3400.0)  # Hz
+WIDEBAND_RATE = 16_000  # Hz: "HD voice" (G.722-like) calls
+WIDEBAND_BAND = (50.0, 7000.0)  # Hz
 
 
 def _as_waveform(name: str, waveform) -> np.ndarray:
@@ -129,3 +132,13 @@ def telephone(waveform, sample_rate: int, output_rate: int | None = None) -> np.
     filtered = scipy_signal.sosfilt(sos, narrow)
     line = mu_law_decode(mu_law_encode(filtered))
     return resample(line, TELEPHONE_RATE, output_rate or sample_rate)
+
+
+def wideband_telephone(waveform, sample_rate: int, output_rate: int | None = None) -> np.ndarray:
+    """A wide-band ("HD voice", G.722-like) line: 16 kHz, 50-7000 Hz band-pass
+    (4th-order Butterworth), 14-bit quantisation, then to `output_rate`."""
+    wide = resample(waveform, sample_rate, WIDEBAND_RATE)
+    sos = scipy_signal.butter(4, WIDEBAND_BAND, btype="bandpass", fs=WIDEBAND_RATE, output="sos")
+    levels = 2**13
+    line = np.round(np.clip(scipy_signal.sosfilt(sos, wide), -1.0, 1.0) * levels) / levels
+    return resample(line.astype(np.float32), WIDEBAND_RATE, output_rate or sample_rate)

@@ -86,3 +86,12 @@ def test_bad_input():
         channel.add_noise(np.array([0.0, np.nan]), np.ones(2), 10.0)
     with pytest.raises(ValueError, match="noise: is silent"):
         channel.add_noise(np.ones(4), np.zeros(4), 10.0)
+
+
+def test_wideband_telephone_keeps_speech_band():
+    inside = channel.wideband_telephone(_tone(5000), RATE)
+    below = channel.wideband_telephone(_tone(20), RATE)
+    assert inside.shape == (RATE,)
+    level = channel.power(inside[RATE // 10 :])
+    assert level == pytest.approx(channel.power(_tone(5000)), rel=0.1)
+    assert channel.power(below[RATE // 10 :]) < 0.1 * level

@@ -1,0 +1,71 @@
+"""The synthetic_calls builder and build_data on `smoke` size (real synthesis and ASR)."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from experiments import build_data
+from multiqt_jax import labels
+from speechkit import asr
+
+
+def _records(data_dir, name):
+    source = tfds.data_source(f"synthetic_calls/{name}", data_dir=str(data_dir))["train"]
+    return {record["call_id"]: record for record in (source[i] for i in range(len(source)))}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("tfds")
+    report = build_data.build("smoke", str(data_dir))
+    return data_dir, report
+
+
+@pytest.mark.slow
+def test_records_are_consistent(built):
+    data_dir, _ = built
+    questions = _records(data_dir, "questions-smoke")
+    symptoms = _records(data_dir, "symptoms-smoke")
+    assert len(questions) == 5 and questions.keys() == symptoms.keys()
+    for call_id, record in questions.items():
+        frames = record["audio"].shape[0]
+        assert record["audio"].shape == (frames, 40) and record["labels"].shape == (frames,)
+        assert frames == int(record["duration"] / 0.01)
+        assert record["labels"].min() >= 0 and record["labels"].max() < len(labels.QUESTION_CLASSES)
+        assert record["labels"].max() > 0  # every call asks at least the address
+        np.testing.assert_array_equal(record["audio"], symptoms[call_id]["audio"])
+        assert 0 <= record["fold"] < 5
+        # The recognised words live inside the call and become 20 ms character frames
+        # that line up with the 10 ms audio frames.
+        assert np.all(record["asr_end"] <= record["duration"] + 0.02)
+        words = [
+            asr.TimedWord(w.decode(), s, e, m)
+            for w, s, e, m in zip(
+                record["asr_word"],
+                record["asr_start"],
+                record["asr_end"],
+                record["asr_emitted"],
+                strict=True,
+            )
+        ]
+        text = asr.char_frames(words, frames // 2, causal=True)
+        assert text.shape == (frames // 2, asr.NUM_SYMBOLS)
+
+
+@pytest.mark.slow
+def test_report_and_determinism(built, tmp_path):
+    data_dir, report = built
+    saved = json.loads((data_dir / "build_report-smoke.json").read_text())
+    assert saved["configs"].keys() == {"questions-smoke", "symptoms-smoke"}
+    entry = saved["configs"]["questions-smoke"]
+    assert entry["examples"] == 5 and entry["hours"] > 0
+    assert 0 <= entry["word_error_rate"] <= 1.5
+    assert sum(entry["instances_per_class"].values()) >= 5
+    # A second build from scratch gives identical records.
+    build_data.build("smoke", str(tmp_path))
+    first, second = _records(data_dir, "questions-smoke"), _records(tmp_path, "questions-smoke")
+    for call_id, record in first.items():
+        for key in ("audio", "labels", "asr_start"):
+            np.testing.assert_array_equal(record[key], second[call_id][key])
