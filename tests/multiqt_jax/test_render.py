@@ -38,7 +38,7 @@ def test_shapes_labels_and_alignment(call):
 
 def test_recognition_and_report(call):
     assert call.asr_words and all(w.end <= call.duration + 0.02 for w in call.asr_words)
-    assert call.noise in ("pink", "white", "babble") and 8 <= call.snr_db <= 20
+    assert call.noise in ("pink", "white", "babble") and 15 <= call.snr_db <= 30
     assert set(call.stage_seconds) == {"synthesis", "channel", "recognition", "features"}
 
 
