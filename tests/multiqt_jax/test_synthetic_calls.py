@@ -16,16 +16,9 @@ def _records(data_dir, name):
     return {record["call_id"]: record for record in (source[i] for i in range(len(source)))}
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("tfds")
-    report = build_data.build("smoke", str(data_dir))
-    return data_dir, report
-
-
 @pytest.mark.slow
-def test_records_are_consistent(built):
-    data_dir, _ = built
+def test_records_are_consistent(smoke_build):
+    data_dir, _ = smoke_build
     questions = _records(data_dir, "questions-smoke")
     symptoms = _records(data_dir, "symptoms-smoke")
     assert len(questions) == 5 and questions.keys() == symptoms.keys()
@@ -55,8 +48,8 @@ def test_records_are_consistent(built):
 
 
 @pytest.mark.slow
-def test_report_and_determinism(built, tmp_path):
-    data_dir, report = built
+def test_report_and_determinism(smoke_build, tmp_path):
+    data_dir, _ = smoke_build
     saved = json.loads((data_dir / "build_report-smoke.json").read_text())
     assert saved["configs"].keys() == {"questions-smoke", "symptoms-smoke"}
     entry = saved["configs"]["questions-smoke"]
