@@ -96,6 +96,14 @@ def to_example(record, causal_text: bool) -> dict[str, np.ndarray]:
             strict=True,
         )
     ]
+    given = np.asarray(record.get("text_posteriors", np.zeros((0, 0))), np.float32)
+    if given.size:  # a user's own recogniser output (annotated_calls)
+        if given.shape != (audio.shape[0] // 2, asr.NUM_SYMBOLS):
+            raise ValueError(
+                f"record {record.get('call_id', '?')!r}: text_posteriors {given.shape}, "
+                f"expected {(audio.shape[0] // 2, asr.NUM_SYMBOLS)}"
+            )
+        return {"audio": audio, "text": given, "labels": labels}
     text = asr.char_frames(words, audio.shape[0] // 2, causal=causal_text)
     return {"audio": audio, "text": text, "labels": labels}
 

@@ -1,0 +1,236 @@
+"""TFDS builder `annotated_calls`: a user's own recorded calls, from `manual_dir`.
+
+Layout of the manual folder (one call per stem; audio in any format soundfile reads,
+any sample rate, mono):
+
+    <manual_dir>/<call>.wav            the call audio (or .flac / .ogg)
+    <manual_dir>/<call>.json           annotations, see below
+    <manual_dir>/<call>.npy            optional: character posteriors [frames, V] at 20 ms,
+                                       V = speechkit.asr.NUM_SYMBOLS (blank, a-z, ', unknown)
+
+`<call>.json`:
+
+    {"segments": [{"label": "address", "start": 1.20, "end": 3.45}, ...],
+     "fold": 2,                                  optional, 0-4 (default: from the name)
+     "asr": [{"word": "hello", "start": 0.10, "end": 0.42, "emitted": 0.60}, ...]}
+
+`label` is a class name of the config's task (`multiqt_jax.labels`); times are seconds,
+0 <= start < end <= the audio's duration; segments of one call do not overlap. `asr`
+(timed words; `emitted` optional) or the `.npy` matrix give the text modality; with
+neither, pocketsphinx recognises the audio. Every violation raises `AnnotationError`
+naming the file (and the segment). Records have the same fields as `synthetic_calls`,
+plus `text_posteriors` (empty unless a `.npy` was given).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+
+import numpy as np
+import tensorflow_datasets as tfds
+
+from multiqt_jax import labels
+from multiqt_jax.datasets.render import LABEL_HOP_S
+from speechkit import asr, audio_io, frontend
+
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
+SAMPLE_RATE = 16_000
+NUM_FOLDS = 5
+TIME_TOLERANCE_S = 0.05  # annotations may end this much past the audio
+
+
+class AnnotationError(ValueError):
+    """An annotation file that breaks the documented format; the message names it."""
+
+
+def _number(path, where: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise AnnotationError(f"{path}: {where} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def read_annotation(path: str, task: str, duration: float) -> dict:
+    """Parses and validates `<call>.json`; returns segments (class ids), fold and asr."""
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except json.JSONDecodeError as err:
+        raise AnnotationError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise AnnotationError(f"{path}: expected a JSON object with 'segments'")
+    if not isinstance(data.get("segments"), list):
+        raise AnnotationError(f"{path}: 'segments' must be a list of {{label, start, end}}")
+    names = labels.classes(task)
+    segments = []
+    for i, segment in enumerate(data["segments"]):
+        where = f"segments[{i}]"
+        if not isinstance(segment, dict) or not {"label", "start", "end"} <= set(segment):
+            raise AnnotationError(f"{path}: {where} needs 'label', 'start' and 'end'")
+        if segment["label"] not in names:
+            raise AnnotationError(
+                f"{path}: {where} has label {segment['label']!r}, not a {task} class {names}"
+            )
+        start = _number(path, f"{where}.start", segment["start"])
+        end = _number(path, f"{where}.end", segment["end"])
+        if not 0 <= start < end:
+            raise AnnotationError(f"{path}: {where} needs 0 <= start < end, got {start}, {end}")
+        if end > duration + TIME_TOLERANCE_S:
+            raise AnnotationError(
+                f"{path}: {where} ends at {end} s, after the audio ({duration:.2f} s)"
+            )
+        segments.append((names.index(segment["label"]), start, min(end, duration)))
+    segments.sort(key=lambda s: s[1])
+    for (_, _, end), (_, start, _) in zip(segments, segments[1:], strict=False):
+        if start < end:
+            raise AnnotationError(f"{path}: segments overlap around {start} s")
+    fold = data.get("fold")
+    if fold is not None and (isinstance(fold, bool) or fold not in range(NUM_FOLDS)):
+        raise AnnotationError(f"{path}: 'fold' must be an integer 0-{NUM_FOLDS - 1}, got {fold!r}")
+    words = None
+    if "asr" in data:
+        if not isinstance(data["asr"], list):
+            raise AnnotationError(f"{path}: 'asr' must be a list of {{word, start, end}}")
+        words = []
+        for i, word in enumerate(data["asr"]):
+            where = f"asr[{i}]"
+            if not isinstance(word, dict) or not isinstance(word.get("word"), str):
+                raise AnnotationError(f"{path}: {where} needs a string 'word'")
+            start = _number(path, f"{where}.start", word.get("start"))
+            end = _number(path, f"{where}.end", word.get("end"))
+            emitted = _number(path, f"{where}.emitted", word.get("emitted", end))
+            if not 0 <= start <= end <= emitted:
+                raise AnnotationError(f"{path}: {where} needs 0 <= start <= end <= emitted")
+            words.append(asr.TimedWord(word["word"], start, end, emitted))
+    return {"segments": segments, "fold": fold, "asr": words}
+
+
+def read_posteriors(path: str, frames: int) -> np.ndarray:
+    """Loads `<call>.npy` and checks it: float [about frames, V], rows of probabilities."""
+    try:
+        matrix = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as err:
+        raise AnnotationError(f"{path}: not a readable .npy array ({err})") from None
+    if matrix.ndim != 2 or matrix.shape[1] != asr.NUM_SYMBOLS:
+        raise AnnotationError(
+            f"{path}: expected shape [frames, {asr.NUM_SYMBOLS}] (speechkit.asr symbols), "
+            f"got {matrix.shape}"
+        )
+    if abs(matrix.shape[0] - frames) > 1:
+        raise AnnotationError(
+            f"{path}: has {matrix.shape[0]} frames, expected {frames} (20 ms over the audio)"
+        )
+    if not np.all(np.isfinite(matrix)) or matrix.min() < 0:
+        raise AnnotationError(f"{path}: values must be finite and non-negative")
+    return _fit(matrix.astype(np.float32), frames)
+
+
+def _fit(matrix: np.ndarray, frames: int) -> np.ndarray:
+    if matrix.shape[0] >= frames:
+        return matrix[:frames]
+    return np.concatenate([matrix, np.repeat(matrix[-1:], frames - matrix.shape[0], axis=0)])
+
+
+def _default_fold(call_id: str) -> int:
+    return int(hashlib.sha1(call_id.encode()).hexdigest(), 16) % NUM_FOLDS
+
+
+def convert_call(audio_path: str, task: str) -> dict:
+    """One call of the manual folder -> a record (see the module docstring)."""
+    stem, _ = os.path.splitext(audio_path)
+    call_id = os.path.basename(stem)
+    json_path = stem + ".json"
+    if not os.path.exists(json_path):
+        raise AnnotationError(f"{audio_path}: no annotation file {json_path}")
+    samples, _ = audio_io.read_audio(audio_path, target_rate=SAMPLE_RATE)
+    duration = samples.size / SAMPLE_RATE
+    annotation = read_annotation(json_path, task, duration)
+    features, mask = frontend.log_mel(samples[None], np.array([samples.size]))
+    frames = int(mask.sum())
+    label = np.zeros(frames, np.int32)
+    for class_id, start, end in annotation["segments"]:
+        label[int(round(start / LABEL_HOP_S)) : int(round(end / LABEL_HOP_S))] = class_id
+    posteriors = np.zeros((0, asr.NUM_SYMBOLS), np.float32)
+    words = annotation["asr"]
+    if os.path.exists(stem + ".npy"):
+        posteriors = read_posteriors(stem + ".npy", frames // 2)
+        words = words or []
+    elif words is None:
+        words = list(asr.recognize(samples).words)
+    fold = annotation["fold"] if annotation["fold"] is not None else _default_fold(call_id)
+    return {
+        "audio": np.asarray(features[0, :frames]),
+        "labels": label,
+        "asr_word": [w.word for w in words],
+        "asr_start": np.array([w.start for w in words], np.float32),
+        "asr_end": np.array([w.end for w in words], np.float32),
+        "asr_emitted": np.array([w.emitted for w in words], np.float32),
+        "text_posteriors": posteriors,
+        "transcript": "",
+        "fold": fold,
+        "call_id": call_id,
+        "duration": duration,
+        "snr_db": float("nan"),
+        "noise": "recorded",
+    }
+
+
+class AnnotatedCalls(tfds.core.GeneratorBasedBuilder):
+    """A user's own call recordings with question or symptom segments."""
+
+    VERSION = tfds.core.Version("1.0.0")
+    MANUAL_DOWNLOAD_INSTRUCTIONS = __doc__
+    BUILDER_CONFIGS = [tfds.core.BuilderConfig(name=task) for task in labels.TASKS]
+
+    def _info(self) -> tfds.core.DatasetInfo:
+        return tfds.core.DatasetInfo(
+            builder=self,
+            description=__doc__,
+            features=tfds.features.FeaturesDict(
+                {
+                    "audio": tfds.features.Tensor(shape=(None, 40), dtype=np.float32),
+                    "labels": tfds.features.Tensor(shape=(None,), dtype=np.int32),
+                    "asr_word": tfds.features.Sequence(tfds.features.Text()),
+                    "asr_start": tfds.features.Tensor(shape=(None,), dtype=np.float32),
+                    "asr_end": tfds.features.Tensor(shape=(None,), dtype=np.float32),
+                    "asr_emitted": tfds.features.Tensor(shape=(None,), dtype=np.float32),
+                    "text_posteriors": tfds.features.Tensor(
+                        shape=(None, asr.NUM_SYMBOLS), dtype=np.float32
+                    ),
+                    "transcript": tfds.features.Text(),
+                    "fold": np.int32,
+                    "call_id": tfds.features.Text(),
+                    "duration": np.float32,
+                    "snr_db": np.float32,
+                    "noise": tfds.features.Text(),
+                }
+            ),
+        )
+
+    def _split_generators(self, dl_manager):
+        folder = os.fspath(dl_manager.manual_dir)
+        if not os.path.isdir(folder):
+            raise AnnotationError(f"{folder}: the manual_dir does not exist")
+        audio = sorted(
+            os.path.join(folder, name)
+            for name in os.listdir(folder)
+            if name.lower().endswith(AUDIO_SUFFIXES)
+        )
+        stems = {os.path.splitext(p)[0] for p in audio}
+        orphans = sorted(
+            os.path.join(folder, name)
+            for name in os.listdir(folder)
+            if name.endswith(".json") and os.path.join(folder, name[:-5]) not in stems
+        )
+        if orphans:
+            raise AnnotationError(f"{orphans[0]}: no audio file for this annotation")
+        if not audio:
+            raise AnnotationError(f"{folder}: no audio files ({', '.join(AUDIO_SUFFIXES)})")
+        return {"train": self._generate_examples(audio)}
+
+    def _generate_examples(self, audio_paths):
+        for path in audio_paths:
+            record = convert_call(path, self.builder_config.name)
+            yield record["call_id"], record
