@@ -80,6 +80,10 @@ class FeatureConfig:
 MULTIQT_FEATURES = FeatureConfig()
 """40 log-mel bands, 20 ms Hann window, 10 ms hop, 16 kHz (the MultiQT audio input)."""
 
+KWS_FEATURES = FeatureConfig(window_ms=25.0, hop_ms=10.0, num_mels=64, fft_size=512)
+"""Keyword spotting front end: 64 log-mel bands, 25 ms window, 10 ms hop, 512-point FFT
+(`stft_magnitude` with it gives the 257-bin spectrogram)."""
+
 
 def hz_to_mel(hz):
     """HTK mel scale."""

@@ -27,6 +27,10 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
         "What street are you on?",
         "Where is the patient now?",
         "What is the address there?",
+        "Which town are you in?",
+        "What is the nearest cross street?",
+        "Give me the address where you are.",
+        "Where should we send the ambulance?",
     ),
     "phone_number": (
         "What is the phone number you are calling from?",
@@ -37,6 +41,10 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
         "What is the best number for you?",
         "Which phone are you calling on?",
         "Tell me your phone number please.",
+        "What phone number are you on?",
+        "If we get cut off, what number do I call?",
+        "Is this number the one you are calling from?",
+        "Can you read me your number?",
     ),
     "what_happened": (
         "Tell me exactly what happened.",
@@ -47,6 +55,10 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
         "Okay, tell me what is wrong.",
         "What happened to him?",
         "What is happening right now?",
+        "Tell me what is going on.",
+        "What made you call today?",
+        "What exactly is the problem?",
+        "Explain to me what happened.",
     ),
     "age": (
         "How old is the patient?",
@@ -57,6 +69,10 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
         "How old is she?",
         "Do you know how old he is?",
         "What is his age?",
+        "How old would you say she is?",
+        "Is the patient an adult or a child?",
+        "How many years old is he?",
+        "Roughly what age is she?",
     ),
     "conscious": (
         "Is the patient awake?",
@@ -67,6 +83,10 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
         "Does she open her eyes?",
         "Is he answering you?",
         "Is she conscious right now?",
+        "Is he awake at all?",
+        "Does he answer when you talk to him?",
+        "Is she able to speak?",
+        "Are his eyes open?",
     ),
     "breathing": (
         "Is the patient breathing?",
@@ -77,6 +97,10 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
         "Can you hear him breathing?",
         "Is the breathing normal?",
         "Is she still breathing?",
+        "Is his chest going up and down?",
+        "Is she breathing on her own?",
+        "Can you feel him breathing?",
+        "Is he taking breaths?",
     ),
 }
 
@@ -88,6 +112,10 @@ SYMPTOMS: dict[str, tuple[str, ...]] = {
         "He is holding his chest in pain.",
         "He said his chest hurts.",
         "She has a bad pain in the chest.",
+        "He feels pressure on his chest.",
+        "She says it feels like a weight on her chest.",
+        "His chest has been hurting for an hour.",
+        "The pain in her chest is getting worse.",
     ),
     "breathing_difficulty": (
         "She can not breathe properly.",
@@ -96,6 +124,10 @@ SYMPTOMS: dict[str, tuple[str, ...]] = {
         "He keeps saying he can not get air.",
         "She is breathing really fast and hard.",
         "He is short of breath.",
+        "She can hardly breathe.",
+        "He is wheezing and can not catch his breath.",
+        "Her breathing sounds really bad.",
+        "He is fighting for every breath.",
     ),
     "unconscious": (
         "He just collapsed and will not wake up.",
@@ -104,6 +136,10 @@ SYMPTOMS: dict[str, tuple[str, ...]] = {
         "She fainted and is not moving.",
         "He is lying there and not answering me.",
         "She blacked out a minute ago.",
+        "He is out cold.",
+        "She will not respond to anything.",
+        "He dropped to the ground and is not moving.",
+        "She is unconscious on the kitchen floor.",
     ),
     "bleeding": (
         "There is blood everywhere.",
@@ -112,6 +148,10 @@ SYMPTOMS: dict[str, tuple[str, ...]] = {
         "He is losing a lot of blood.",
         "Her leg is bleeding badly.",
         "There is a deep cut on his hand.",
+        "The bleeding will not stop.",
+        "She has blood coming from her nose and mouth.",
+        "He is bleeding through the towel.",
+        "There is a lot of blood on the floor.",
     ),
     "seizure": (
         "He is shaking all over.",
@@ -120,6 +160,10 @@ SYMPTOMS: dict[str, tuple[str, ...]] = {
         "She started shaking and fell down.",
         "He is having a fit.",
         "She is shaking and her eyes rolled back.",
+        "He is having a convulsion.",
+        "Her arms and legs are jerking.",
+        "He had a seizure and now he is confused.",
+        "She is twitching all over.",
     ),
     "fall_injury": (
         "She fell down the stairs.",
@@ -128,6 +172,10 @@ SYMPTOMS: dict[str, tuple[str, ...]] = {
         "He slipped and hit his head.",
         "She fell in the bathroom.",
         "He fell from the roof.",
+        "She tripped and fell on the street.",
+        "He fell and can not get up.",
+        "My father fell and hit his face.",
+        "She took a bad fall in the garden.",
     ),
 }
 
