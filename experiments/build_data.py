@@ -32,6 +32,7 @@ def corpus_report(source, class_names) -> dict:
     """Hours, class counts (10 ms frames and instances) and ASR error rates of a split."""
     frames = np.zeros(len(class_names), np.int64)
     instances = np.zeros(len(class_names), np.int64)
+    per_fold = np.zeros((synthetic_calls.NUM_FOLDS, len(class_names)), np.int64)
     references, hypotheses, seconds = [], [], 0.0
     for index in range(len(source)):
         record = source[index]
@@ -41,6 +42,7 @@ def corpus_report(source, class_names) -> dict:
         for start in starts:
             if label[start] != 0:
                 instances[label[start]] += 1
+                per_fold[int(record["fold"]), label[start]] += 1
         seconds += float(record["duration"])
         transcript = record["transcript"]
         transcript = transcript.decode() if isinstance(transcript, bytes) else transcript
@@ -51,6 +53,10 @@ def corpus_report(source, class_names) -> dict:
         "hours": seconds / 3600,
         "frames_per_class": dict(zip(class_names, frames.tolist(), strict=True)),
         "instances_per_class": dict(zip(class_names, instances.tolist(), strict=True)),
+        "instances_per_fold": {
+            f"fold {fold}": dict(zip(class_names[1:], row[1:].tolist(), strict=True))
+            for fold, row in enumerate(per_fold)
+        },
         "word_error_rate": lm.error_rate(references, hypotheses),
         "character_error_rate": lm.error_rate(
             [" ".join(r) for r in references], [" ".join(h) for h in hypotheses]
