@@ -26,6 +26,7 @@ import dataclasses
 import grain.python as grain
 import numpy as np
 
+from multiqt_jax.datasets.features import recognised_words
 from speechkit import asr
 
 AUDIO_FRAME_S = 0.01
@@ -84,18 +85,6 @@ def to_example(record, causal_text: bool) -> dict[str, np.ndarray]:
             f"record {record.get('call_id', '?')!r}: audio {audio.shape} and labels "
             f"{labels.shape} do not share a time axis"
         )
-    words = [
-        asr.TimedWord(
-            word.decode() if isinstance(word, bytes) else str(word), float(s), float(e), float(m)
-        )
-        for word, s, e, m in zip(
-            record["asr_word"],
-            record["asr_start"],
-            record["asr_end"],
-            record["asr_emitted"],
-            strict=True,
-        )
-    ]
     given = np.asarray(record.get("text_posteriors", np.zeros((0, 0))), np.float32)
     if given.size:  # a user's own recogniser output (annotated_calls)
         if given.shape != (audio.shape[0] // 2, asr.NUM_SYMBOLS):
@@ -104,7 +93,7 @@ def to_example(record, causal_text: bool) -> dict[str, np.ndarray]:
                 f"expected {(audio.shape[0] // 2, asr.NUM_SYMBOLS)}"
             )
         return {"audio": audio, "text": given, "labels": labels}
-    text = asr.char_frames(words, audio.shape[0] // 2, causal=causal_text)
+    text = asr.char_frames(recognised_words(record), audio.shape[0] // 2, causal=causal_text)
     return {"audio": audio, "text": text, "labels": labels}
 
 

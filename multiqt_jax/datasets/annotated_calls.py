@@ -33,6 +33,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from multiqt_jax import labels
+from multiqt_jax.datasets.features import call_features, word_fields
 from multiqt_jax.datasets.render import LABEL_HOP_S
 from speechkit import asr, audio_io, frontend
 
@@ -163,10 +164,7 @@ def convert_call(audio_path: str, task: str) -> dict:
     return {
         "audio": np.asarray(features[0, :frames]),
         "labels": label,
-        "asr_word": [w.word for w in words],
-        "asr_start": np.array([w.start for w in words], np.float32),
-        "asr_end": np.array([w.end for w in words], np.float32),
-        "asr_emitted": np.array([w.emitted for w in words], np.float32),
+        **word_fields(words),
         "text_posteriors": posteriors,
         "transcript": "",
         "fold": fold,
@@ -188,25 +186,7 @@ class AnnotatedCalls(tfds.core.GeneratorBasedBuilder):
         return tfds.core.DatasetInfo(
             builder=self,
             description=__doc__,
-            features=tfds.features.FeaturesDict(
-                {
-                    "audio": tfds.features.Tensor(shape=(None, 40), dtype=np.float32),
-                    "labels": tfds.features.Tensor(shape=(None,), dtype=np.int32),
-                    "asr_word": tfds.features.Sequence(tfds.features.Text()),
-                    "asr_start": tfds.features.Tensor(shape=(None,), dtype=np.float32),
-                    "asr_end": tfds.features.Tensor(shape=(None,), dtype=np.float32),
-                    "asr_emitted": tfds.features.Tensor(shape=(None,), dtype=np.float32),
-                    "text_posteriors": tfds.features.Tensor(
-                        shape=(None, asr.NUM_SYMBOLS), dtype=np.float32
-                    ),
-                    "transcript": tfds.features.Text(),
-                    "fold": np.int32,
-                    "call_id": tfds.features.Text(),
-                    "duration": np.float32,
-                    "snr_db": np.float32,
-                    "noise": tfds.features.Text(),
-                }
-            ),
+            features=call_features(with_text_posteriors=True),
         )
 
     def _split_generators(self, dl_manager):

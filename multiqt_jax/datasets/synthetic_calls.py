@@ -32,6 +32,7 @@ import tensorflow_datasets as tfds
 
 from multiqt_jax import labels
 from multiqt_jax.datasets import dialogue, render
+from multiqt_jax.datasets.features import call_features, word_fields
 from speechkit import asr, lm
 
 NUM_FOLDS = 5
@@ -138,22 +139,7 @@ class SyntheticCalls(tfds.core.GeneratorBasedBuilder):
         return tfds.core.DatasetInfo(
             builder=self,
             description=__doc__,
-            features=tfds.features.FeaturesDict(
-                {
-                    "audio": tfds.features.Tensor(shape=(None, 40), dtype=np.float32),
-                    "labels": tfds.features.Tensor(shape=(None,), dtype=np.int32),
-                    "asr_word": tfds.features.Sequence(tfds.features.Text()),
-                    "asr_start": tfds.features.Tensor(shape=(None,), dtype=np.float32),
-                    "asr_end": tfds.features.Tensor(shape=(None,), dtype=np.float32),
-                    "asr_emitted": tfds.features.Tensor(shape=(None,), dtype=np.float32),
-                    "transcript": tfds.features.Text(),
-                    "fold": np.int32,
-                    "call_id": tfds.features.Text(),
-                    "duration": np.float32,
-                    "snr_db": np.float32,
-                    "noise": tfds.features.Text(),
-                }
-            ),
+            features=call_features(),
             metadata=tfds.core.MetadataDict(classes=list(labels.classes(self.builder_config.task))),
         )
 
@@ -185,17 +171,13 @@ class SyntheticCalls(tfds.core.GeneratorBasedBuilder):
 
     def _generate_examples(self, calls, task):
         for index, call in enumerate(calls):
-            words = call.asr_words
             call_id = f"call-{index:05d}"
             yield (
                 call_id,
                 {
                     "audio": call.features,
                     "labels": call.labels[task],
-                    "asr_word": [w.word for w in words],
-                    "asr_start": np.array([w.start for w in words], np.float32),
-                    "asr_end": np.array([w.end for w in words], np.float32),
-                    "asr_emitted": np.array([w.emitted for w in words], np.float32),
+                    **word_fields(call.asr_words),
                     "transcript": call.transcript,
                     "fold": index % NUM_FOLDS,
                     "call_id": call_id,

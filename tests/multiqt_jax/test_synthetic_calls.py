@@ -8,6 +8,7 @@ import tensorflow_datasets as tfds
 
 from experiments import build_data
 from multiqt_jax import labels
+from multiqt_jax.datasets.features import recognised_words
 from speechkit import asr
 
 
@@ -33,16 +34,7 @@ def test_records_are_consistent(smoke_build):
         # The recognised words live inside the call and become 20 ms character frames
         # that line up with the 10 ms audio frames.
         assert np.all(record["asr_end"] <= record["duration"] + 0.02)
-        words = [
-            asr.TimedWord(w.decode(), s, e, m)
-            for w, s, e, m in zip(
-                record["asr_word"],
-                record["asr_start"],
-                record["asr_end"],
-                record["asr_emitted"],
-                strict=True,
-            )
-        ]
+        words = recognised_words(record)
         text = asr.char_frames(words, frames // 2, causal=True)
         assert text.shape == (frames // 2, asr.NUM_SYMBOLS)
 

@@ -1,0 +1,62 @@
+"""The record schema shared by the MultiQT call builders (synthetic and annotated)."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow_datasets as tfds
+
+from speechkit import asr
+
+
+def call_features(with_text_posteriors: bool = False) -> tfds.features.FeaturesDict:
+    """audio [frames, 40] and labels [frames] at 10 ms, recognised words with times (s),
+    transcript, fold, call_id, duration (s), snr_db, noise; optionally the user's own
+    character posteriors [frames // 2, asr.NUM_SYMBOLS] at 20 ms."""
+    fields = {
+        "audio": tfds.features.Tensor(shape=(None, 40), dtype=np.float32),
+        "labels": tfds.features.Tensor(shape=(None,), dtype=np.int32),
+        "asr_word": tfds.features.Sequence(tfds.features.Text()),
+        "asr_start": tfds.features.Tensor(shape=(None,), dtype=np.float32),
+        "asr_end": tfds.features.Tensor(shape=(None,), dtype=np.float32),
+        "asr_emitted": tfds.features.Tensor(shape=(None,), dtype=np.float32),
+        "transcript": tfds.features.Text(),
+        "fold": np.int32,
+        "call_id": tfds.features.Text(),
+        "duration": np.float32,
+        "snr_db": np.float32,
+        "noise": tfds.features.Text(),
+    }
+    if with_text_posteriors:
+        fields["text_posteriors"] = tfds.features.Tensor(
+            shape=(None, asr.NUM_SYMBOLS), dtype=np.float32
+        )
+    return tfds.features.FeaturesDict(fields)
+
+
+def word_fields(words) -> dict[str, object]:
+    """The asr_* record fields of a sequence of `asr.TimedWord`s."""
+    return {
+        "asr_word": [w.word for w in words],
+        "asr_start": np.array([w.start for w in words], np.float32),
+        "asr_end": np.array([w.end for w in words], np.float32),
+        "asr_emitted": np.array([w.emitted for w in words], np.float32),
+    }
+
+
+def recognised_words(record) -> list[asr.TimedWord]:
+    """The asr_* fields of a stored record back as `asr.TimedWord`s."""
+    return [
+        asr.TimedWord(
+            word.decode() if isinstance(word, bytes) else str(word),
+            float(start),
+            float(end),
+            float(emitted),
+        )
+        for word, start, end, emitted in zip(
+            record["asr_word"],
+            record["asr_start"],
+            record["asr_end"],
+            record["asr_emitted"],
+            strict=True,
+        )
+    ]
