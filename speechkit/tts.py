@@ -237,10 +237,13 @@ class _Server:
         to_server_read, to_server_write = os.pipe()
         from_server_read, from_server_write = os.pipe()
         code = f"from speechkit.tts import _serve; _serve({to_server_read}, {from_server_write})"
+        # One BLAS thread: the server forks per utterance and should stay single-threaded.
+        environment = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         self.process = subprocess.Popen(
             [sys.executable, "-c", code],
             pass_fds=(to_server_read, from_server_write),
             stdin=subprocess.DEVNULL,
+            env=environment,
         )
         os.close(to_server_read)
         os.close(from_server_write)
