@@ -60,10 +60,12 @@ class CallsConfig(tfds.core.BuilderConfig):
         self.render_config = render_config or render.RenderConfig()
 
 
-def _cache_key(size: str, config: render.RenderConfig, seed: int) -> str:
-    """Names the render cache after everything that changes the rendered calls."""
+def _cache_key(size: str, config: render.RenderConfig, seed: int, version: str) -> str:
+    """Names the render cache after everything that changes the rendered calls (bump the
+    builder's VERSION when the scripts or the rendering change)."""
     recognizer = dataclasses.replace(config.recognizer, language_model=None)
-    text = repr((size, SIZES[size], dataclasses.replace(config, recognizer=recognizer), seed))
+    settings = dataclasses.replace(config, recognizer=recognizer)
+    text = repr((version, size, SIZES[size], settings, seed))
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
@@ -156,7 +158,8 @@ class SyntheticCalls(tfds.core.GeneratorBasedBuilder):
         cache = os.path.join(
             self._dataset_root(),
             "render_cache",
-            f"{config.size}-{_cache_key(config.size, config.render_config, SEED)}",
+            f"{config.size}-"
+            + _cache_key(config.size, config.render_config, SEED, str(self.VERSION)),
         )
         lm_path = os.path.join(cache, "calls.arpa")
         if not os.path.exists(lm_path):
