@@ -22,6 +22,8 @@ import re
 
 import numpy as np
 
+from speechkit import channel
+
 _FILLER = re.compile(r"^(<s>|</s>|<sil>|\[.*\]|\+\+.*\+\+)$")
 _ALTERNATIVE = re.compile(r"\(\d+\)$")
 ALPHABET = "abcdefghijklmnopqrstuvwxyz'"
@@ -114,11 +116,9 @@ def _decoder(config: RecognizerConfig) -> _Decoder:
 
 
 def _pcm(waveform, name: str = "waveform") -> bytes:
-    waveform = np.asarray(waveform)
-    if waveform.ndim != 1 or waveform.size == 0:
+    waveform = channel.as_waveform(name, waveform)
+    if waveform.size == 0:
         raise ValueError(f"{name}: expected a non-empty mono waveform, got shape {waveform.shape}")
-    if not np.all(np.isfinite(waveform)):
-        raise ValueError(f"{name}: contains NaN or infinite samples")
     return (np.clip(waveform, -1.0, 1.0) * 32767).astype("<i2").tobytes()
 
 

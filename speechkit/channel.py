@@ -21,7 +21,8 @@ WIDEBAND_RATE = 16_000  # Hz: "HD voice" (G.722-like) calls
 WIDEBAND_BAND = (50.0, 7000.0)  # Hz
 
 
-def _as_waveform(name: str, waveform) -> np.ndarray:
+def as_waveform(name: str, waveform) -> np.ndarray:
+    """The waveform as float32 [samples], or a ValueError naming `name` (not mono, NaN)."""
     waveform = np.asarray(waveform)
     if waveform.ndim != 1:
         raise ValueError(f"{name}: expected a mono waveform [samples], got shape {waveform.shape}")
@@ -38,7 +39,7 @@ def power(waveform) -> float:
 
 def gain(waveform, decibels: float) -> np.ndarray:
     """The waveform scaled by `decibels` dB (amplitude)."""
-    return (_as_waveform("waveform", waveform) * 10 ** (decibels / 20)).astype(np.float32)
+    return (as_waveform("waveform", waveform) * 10 ** (decibels / 20)).astype(np.float32)
 
 
 def white_noise(rng: np.random.Generator, samples: int) -> np.ndarray:
@@ -70,7 +71,7 @@ def babble(
         raise ValueError("babble: needs at least one voice waveform")
     mix = np.zeros(samples, np.float64)
     for _ in range(talkers):
-        voice = _as_waveform("voices[i]", voices[int(rng.integers(len(voices)))])
+        voice = as_waveform("voices[i]", voices[int(rng.integers(len(voices)))])
         if voice.size == 0:
             raise ValueError("babble: a voice waveform is empty")
         start = int(rng.integers(voice.size))
@@ -85,8 +86,8 @@ def add_noise(waveform, noise, snr_db: float) -> np.ndarray:
     noise is looped or cut to the waveform's length. A silent waveform gets no noise
     (its SNR is undefined); a silent noise is an error.
     """
-    waveform = _as_waveform("waveform", waveform)
-    noise = _as_waveform("noise", noise)
+    waveform = as_waveform("waveform", waveform)
+    noise = as_waveform("noise", noise)
     if noise.size == 0 or power(noise) == 0.0:
         raise ValueError("noise: is silent, so no SNR can be reached")
     noise = np.resize(noise, waveform.size)
@@ -96,7 +97,7 @@ def add_noise(waveform, noise, snr_db: float) -> np.ndarray:
 
 def resample(waveform, from_rate: int, to_rate: int) -> np.ndarray:
     """Polyphase resampling between integer rates (exact rational ratio)."""
-    waveform = _as_waveform("waveform", waveform)
+    waveform = as_waveform("waveform", waveform)
     if from_rate <= 0 or to_rate <= 0:
         raise ValueError(f"resample: rates must be > 0, got {from_rate} -> {to_rate}")
     if from_rate == to_rate:
