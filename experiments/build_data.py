@@ -21,6 +21,7 @@ import tensorflow_datasets as tfds
 
 from multiqt_jax import labels
 from multiqt_jax.datasets import synthetic_calls
+from multiqt_jax.datasets.features import NUM_FOLDS
 from speechkit import asr, lm
 
 
@@ -32,7 +33,7 @@ def corpus_report(source, class_names) -> dict:
     """Hours, class counts (10 ms frames and instances) and ASR error rates of a split."""
     frames = np.zeros(len(class_names), np.int64)
     instances = np.zeros(len(class_names), np.int64)
-    per_fold = np.zeros((synthetic_calls.NUM_FOLDS, len(class_names)), np.int64)
+    per_fold = np.zeros((NUM_FOLDS, len(class_names)), np.int64)
     references, hypotheses, seconds = [], [], 0.0
     for index in range(len(source)):
         record = source[index]

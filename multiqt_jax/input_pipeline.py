@@ -29,8 +29,6 @@ import numpy as np
 from multiqt_jax.datasets.features import recognised_words
 from speechkit import asr
 
-AUDIO_FRAME_S = 0.01
-
 
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:

@@ -33,13 +33,11 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from multiqt_jax import labels
-from multiqt_jax.datasets.features import call_features, word_fields
-from multiqt_jax.datasets.render import LABEL_HOP_S
+from multiqt_jax.datasets.features import NUM_FOLDS, call_features, word_fields
+from multiqt_jax.datasets.render import log_mel_features, paint_span
 from speechkit import asr, audio_io, frontend
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
-SAMPLE_RATE = 16_000
-NUM_FOLDS = 5
 TIME_TOLERANCE_S = 0.05  # annotations may end this much past the audio
 
 
@@ -145,14 +143,15 @@ def convert_call(audio_path: str, task: str) -> dict:
     json_path = stem + ".json"
     if not os.path.exists(json_path):
         raise AnnotationError(f"{audio_path}: no annotation file {json_path}")
-    samples, _ = audio_io.read_audio(audio_path, target_rate=SAMPLE_RATE)
-    duration = samples.size / SAMPLE_RATE
+    config = frontend.MULTIQT_FEATURES
+    samples, _ = audio_io.read_audio(audio_path, target_rate=config.sample_rate)
+    duration = samples.size / config.sample_rate
     annotation = read_annotation(json_path, task, duration)
-    features, mask = frontend.log_mel(samples[None], np.array([samples.size]))
-    frames = int(mask.sum())
+    features = log_mel_features(samples, config)
+    frames = features.shape[0]
     label = np.zeros(frames, np.int32)
     for class_id, start, end in annotation["segments"]:
-        label[int(round(start / LABEL_HOP_S)) : int(round(end / LABEL_HOP_S))] = class_id
+        paint_span(label, start, end, class_id)
     posteriors = np.zeros((0, asr.NUM_SYMBOLS), np.float32)
     words = annotation["asr"]
     if os.path.exists(stem + ".npy"):
@@ -162,7 +161,7 @@ def convert_call(audio_path: str, task: str) -> dict:
         words = list(asr.recognize(samples).words)
     fold = annotation["fold"] if annotation["fold"] is not None else _default_fold(call_id)
     return {
-        "audio": np.asarray(features[0, :frames]),
+        "audio": features,
         "labels": label,
         **word_fields(words),
         "text_posteriors": posteriors,

@@ -7,6 +7,8 @@ import tensorflow_datasets as tfds
 
 from speechkit import asr
 
+NUM_FOLDS = 5  # cross-validation folds; every record carries its fold id 0..NUM_FOLDS-1
+
 
 def call_features(with_text_posteriors: bool = False) -> tfds.features.FeaturesDict:
     """audio [frames, 40] and labels [frames] at 10 ms, recognised words with times (s),

@@ -71,6 +71,22 @@ class RenderedCall:
 _log_mel = jax.jit(frontend.log_mel, static_argnums=2)
 
 
+def log_mel_features(audio: np.ndarray, config: frontend.FeatureConfig) -> np.ndarray:
+    """float32 [samples // hop, num_mels] log-mel of one waveform at config's rate.
+
+    Padding to whole 5 s blocks bounds the number of shapes `jit` compiles for.
+    """
+    block = 5 * config.sample_rate
+    padded = np.pad(audio, (0, -audio.size % block))[None]
+    features, mask = _log_mel(padded, np.array([audio.size]), config)
+    return np.asarray(features[0, : int(mask.sum())])
+
+
+def paint_span(frame_labels: np.ndarray, start: float, end: float, class_id: int) -> None:
+    """Sets the 10 ms label frames of [start, end) seconds to class_id, in place."""
+    frame_labels[int(round(start / LABEL_HOP_S)) : int(round(end / LABEL_HOP_S))] = class_id
+
+
 def _voice(rng: np.random.Generator, variants: tuple[str, ...], config: RenderConfig):
     return tts.Voice(
         variant=variants[int(rng.integers(len(variants)))],
@@ -136,20 +152,15 @@ def render_call(
     timings["recognition"] += time.perf_counter() - clock
 
     clock = time.perf_counter()
-    # Padding to whole 5 s blocks bounds the number of shapes `jit` compiles for.
-    block = 5 * rate
-    padded = np.pad(audio, (0, -audio.size % block))[None]
-    features, mask = _log_mel(padded, np.array([audio.size]), config.features)
-    frames = int(mask.sum())
-    features = np.asarray(features[0, :frames])
+    features = log_mel_features(audio, config.features)
+    frames = features.shape[0]
     timings["features"] += time.perf_counter() - clock
 
     call_labels = {task: np.zeros(frames, np.int32) for task in labels.TASKS}
     for turn, start, end in spans:
-        first, last = int(round(start / LABEL_HOP_S)), int(round(end / LABEL_HOP_S))
         for task, name in (("questions", turn.question), ("symptoms", turn.symptom)):
             if name != "none":
-                call_labels[task][first:last] = labels.classes(task).index(name)
+                paint_span(call_labels[task], start, end, labels.classes(task).index(name))
     return RenderedCall(
         features=features,
         labels=call_labels,

@@ -32,10 +32,8 @@ import tensorflow_datasets as tfds
 
 from multiqt_jax import labels
 from multiqt_jax.datasets import dialogue, render
-from multiqt_jax.datasets.features import call_features, word_fields
+from multiqt_jax.datasets.features import NUM_FOLDS, call_features, word_fields
 from speechkit import asr, lm
-
-NUM_FOLDS = 5
 
 
 @dataclasses.dataclass(frozen=True)
