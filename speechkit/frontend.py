@@ -171,6 +171,21 @@ def log_mel(audio, lengths, config: FeatureConfig = MULTIQT_FEATURES):
     return jnp.where(mask[..., None], features, 0.0), mask
 
 
+_jitted_log_mel = jax.jit(log_mel, static_argnums=2)
+
+
+def waveform_log_mel(waveform: np.ndarray, config: FeatureConfig = MULTIQT_FEATURES) -> np.ndarray:
+    """float32 [samples // hop, num_mels] log-mel of one NumPy waveform at config's rate.
+
+    For corpus builders: padding to whole 5 s blocks bounds the number of shapes `jit`
+    compiles for, and the causal framing makes the padding invisible to the kept frames.
+    """
+    block = 5 * config.sample_rate
+    padded = np.pad(np.asarray(waveform, np.float32), (0, -np.size(waveform) % block))[None]
+    features, mask = _jitted_log_mel(padded, np.array([np.size(waveform)]), config)
+    return np.asarray(features[0, : int(mask.sum())])
+
+
 def _hann(config: FeatureConfig) -> np.ndarray:
     n = np.arange(config.window_samples)
     return (0.5 - 0.5 * np.cos(2 * np.pi * n / config.window_samples)).astype(np.float32)

@@ -34,7 +34,7 @@ import tensorflow_datasets as tfds
 
 from multiqt_jax import labels
 from multiqt_jax.datasets.features import NUM_FOLDS, call_features, word_fields
-from multiqt_jax.datasets.render import log_mel_features, paint_span
+from multiqt_jax.datasets.render import paint_span
 from speechkit import asr, audio_io, frontend
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
@@ -147,7 +147,7 @@ def convert_call(audio_path: str, task: str) -> dict:
     samples, _ = audio_io.read_audio(audio_path, target_rate=config.sample_rate)
     duration = samples.size / config.sample_rate
     annotation = read_annotation(json_path, task, duration)
-    features = log_mel_features(samples, config)
+    features = frontend.waveform_log_mel(samples, config)
     frames = features.shape[0]
     label = np.zeros(frames, np.int32)
     for class_id, start, end in annotation["segments"]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import time
 
-import jax
 import numpy as np
 
 from multiqt_jax import labels
@@ -66,20 +65,6 @@ class RenderedCall:
     snr_db: float
     noise: str
     stage_seconds: dict[str, float]
-
-
-_log_mel = jax.jit(frontend.log_mel, static_argnums=2)
-
-
-def log_mel_features(audio: np.ndarray, config: frontend.FeatureConfig) -> np.ndarray:
-    """float32 [samples // hop, num_mels] log-mel of one waveform at config's rate.
-
-    Padding to whole 5 s blocks bounds the number of shapes `jit` compiles for.
-    """
-    block = 5 * config.sample_rate
-    padded = np.pad(audio, (0, -audio.size % block))[None]
-    features, mask = _log_mel(padded, np.array([audio.size]), config)
-    return np.asarray(features[0, : int(mask.sum())])
 
 
 def paint_span(frame_labels: np.ndarray, start: float, end: float, class_id: int) -> None:
@@ -152,7 +137,7 @@ def render_call(
     timings["recognition"] += time.perf_counter() - clock
 
     clock = time.perf_counter()
-    features = log_mel_features(audio, config.features)
+    features = frontend.waveform_log_mel(audio, config.features)
     frames = features.shape[0]
     timings["features"] += time.perf_counter() - clock
 
