@@ -20,12 +20,7 @@ Same seed and size -> identical records.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import multiprocessing
 import os
-import pickle
-import sys
-import time
 
 import numpy as np
 import tensorflow_datasets as tfds
@@ -33,7 +28,7 @@ import tensorflow_datasets as tfds
 from multiqt_jax import labels
 from multiqt_jax.datasets import dialogue, render
 from multiqt_jax.datasets.features import NUM_FOLDS, call_features, word_fields
-from speechkit import asr, lm
+from speechkit import asr, corpus, lm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,15 +53,6 @@ class CallsConfig(tfds.core.BuilderConfig):
         self.render_config = render_config or render.RenderConfig()
 
 
-def _cache_key(size: str, config: render.RenderConfig, seed: int, version: str) -> str:
-    """Names the render cache after everything that changes the rendered calls (bump the
-    builder's VERSION when the scripts or the rendering change)."""
-    recognizer = dataclasses.replace(config.recognizer, language_model=None)
-    settings = dataclasses.replace(config, recognizer=recognizer)
-    text = repr((version, size, SIZES[size], settings, seed))
-    return hashlib.sha1(text.encode()).hexdigest()[:12]
-
-
 def build_language_model(size: str, path: str, seed: int = SEED) -> str:
     """The recogniser's trigram model from the "lm" phrase pool (never the calls' text)."""
     sentences = dialogue.language_model_text(np.random.default_rng([seed, 1]), SIZES[size].lm_calls)
@@ -74,12 +60,12 @@ def build_language_model(size: str, path: str, seed: int = SEED) -> str:
     return path
 
 
-def _render_one(job) -> tuple[int, render.RenderedCall]:
+def _render_one(job) -> render.RenderedCall:
     index, size, config, seed = job
     turns = dialogue.generate_call(
         np.random.default_rng([seed, 2, index]), SIZES[size].protocol_questions
     )
-    return index, render.render_call(turns, np.random.default_rng([seed, 3, index]), config)
+    return render.render_call(turns, np.random.default_rng([seed, 3, index]), config)
 
 
 def render_calls(
@@ -89,46 +75,16 @@ def render_calls(
     seed: int = SEED,
     workers: int | None = None,
 ) -> list[render.RenderedCall]:
-    """All calls of a size, rendered once and cached as pickles (one per call)."""
-    os.makedirs(cache_dir, exist_ok=True)
-    paths = [os.path.join(cache_dir, f"call-{i:05d}.pkl") for i in range(SIZES[size].calls)]
-    todo = [i for i, p in enumerate(paths) if not os.path.exists(p)]
-    workers = workers or min(os.cpu_count() or 1, max(1, len(todo)))
-    started, totals = time.perf_counter(), {}
-    if todo:
-        jobs = [(i, size, config, seed) for i in todo]
-        context = multiprocessing.get_context("forkserver")
-        with context.Pool(workers) as pool:
-            for done, (index, call) in enumerate(pool.imap_unordered(_render_one, jobs), 1):
-                temporary = paths[index] + ".tmp"
-                with open(temporary, "wb") as out:
-                    pickle.dump(call, out)
-                os.replace(temporary, paths[index])
-                for stage, seconds in call.stage_seconds.items():
-                    totals[stage] = totals.get(stage, 0.0) + seconds
-                print(
-                    f"\r[synthetic_calls/{size}] rendered {done}/{len(todo)} calls "
-                    f"({time.perf_counter() - started:.0f} s)",
-                    end="",
-                    file=sys.stderr,
-                    flush=True,
-                )
-        print(
-            f"\n[synthetic_calls/{size}] stage seconds (summed over workers): "
-            + ", ".join(f"{k} {v:.1f}" for k, v in totals.items()),
-            file=sys.stderr,
-        )
-    calls = []
-    for path in paths:
-        with open(path, "rb") as source:
-            calls.append(pickle.load(source))
-    return calls
+    """All calls of a size, rendered once and cached (`speechkit.corpus.render_cached`)."""
+    jobs = [(i, size, config, seed) for i in range(SIZES[size].calls)]
+    return corpus.render_cached(_render_one, jobs, cache_dir, f"synthetic_calls/{size}", workers)
 
 
 class SyntheticCalls(tfds.core.GeneratorBasedBuilder):
     """Synthetic emergency calls for question and symptom tracking."""
 
-    VERSION = tfds.core.Version("1.0.0")
+    VERSION = tfds.core.Version("1.0.1")
+    RELEASE_NOTES = {"1.0.1": "render cache files renamed (speechkit.corpus)"}
     BUILDER_CONFIGS = [
         CallsConfig(task=task, size=size, description=f"{task} labels, {size} size")
         for size in SIZES
@@ -143,21 +99,13 @@ class SyntheticCalls(tfds.core.GeneratorBasedBuilder):
             metadata=tfds.core.MetadataDict(classes=list(labels.classes(self.builder_config.task))),
         )
 
-    def _dataset_root(self) -> str:
-        """<data_dir>/synthetic_calls, shared by every config (data_dir may point into a
-        config's temporary folder while it is being prepared)."""
-        root = os.path.abspath(self.data_dir)
-        while os.path.basename(root) != self.name and os.path.dirname(root) != root:
-            root = os.path.dirname(root)
-        return root
-
     def _split_generators(self, dl_manager):
         config = self.builder_config
-        cache = os.path.join(
-            self._dataset_root(),
-            "render_cache",
-            f"{config.size}-"
-            + _cache_key(config.size, config.render_config, SEED, str(self.VERSION)),
+        # The recogniser's language model path is built here, not a setting.
+        recognizer = dataclasses.replace(config.render_config.recognizer, language_model=None)
+        settings = dataclasses.replace(config.render_config, recognizer=recognizer)
+        cache = corpus.cache_dir(
+            self, str(self.VERSION), config.size, SIZES[config.size], settings, SEED
         )
         lm_path = os.path.join(cache, "calls.arpa")
         if not os.path.exists(lm_path):
