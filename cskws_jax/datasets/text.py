@@ -1,11 +1,13 @@
 """Sentences for the synthetic keyword-spotting corpus, sampled from an n-gram model.
 
 Text is sampled word by word from pocketsphinx's shipped en-us trigram model over its
-most probable alphabetic words (`vocabulary_size`), so utterances read like varied,
-loosely grammatical English. Each sentence should hold a drawn number of keywords
-(0-3): sentences are resampled until they do (keywords are frequent words, so this is
-usually quick) and, failing that, the missing keywords are inserted at random
-positions. Everything comes from the `np.random.Generator` passed in.
+most probable alphabetic words (`vocabulary_size`, plus the keywords), so utterances
+read like varied, loosely grammatical English. Each sentence holds a drawn number of
+keywords (0-3), reached while sampling: once the sentence has them, keywords get
+probability zero; while some are missing, keyword probabilities are multiplied by
+`keyword_boost` and the sentence may not end. If `max_words` is reached first, the
+missing keywords are inserted at random positions. Everything comes from the
+`np.random.Generator` passed in (one sentence: ~0.1 s).
 """
 
 from __future__ import annotations
@@ -27,7 +29,16 @@ class TextConfig:
     min_words: int = 5
     max_words: int = 22
     max_keywords: int = 3
-    resample_tries: int = 60
+    keyword_boost: float = 4.0  # keyword probability factor while keywords are missing
+
+    def __post_init__(self):
+        if not 1 <= self.min_words <= self.max_words:
+            raise ValueError(
+                f"TextConfig: expected 1 <= min_words <= max_words, got "
+                f"{self.min_words}, {self.max_words}"
+            )
+        if self.max_keywords < 0 or self.keyword_boost <= 0:
+            raise ValueError("TextConfig: expected max_keywords >= 0 and keyword_boost > 0")
 
 
 @functools.lru_cache(maxsize=2)
@@ -43,6 +54,14 @@ def _model_and_vocabulary(vocabulary_size: int):
     return model, vocabulary
 
 
+def _vocabulary_with(vocabulary_size: int, keywords: tuple[str, ...]):
+    """(model, vocabulary ending in END, keyword positions int64 [len(keywords)])."""
+    model, vocabulary = _model_and_vocabulary(vocabulary_size)
+    missing = [k for k in keywords if k not in vocabulary]
+    vocabulary = vocabulary[:-1] + missing + [END]
+    return model, vocabulary, np.array([vocabulary.index(k) for k in keywords], np.int64)
+
+
 def _next_word_probabilities(model, vocabulary, history) -> np.ndarray:
     # NGramModel.prob takes the word first, then its history most recent first.
     context = list(reversed(history[-2:]))
@@ -53,42 +72,30 @@ def _next_word_probabilities(model, vocabulary, history) -> np.ndarray:
     return probabilities / probabilities.sum()
 
 
-def sample_sentence(rng: np.random.Generator, config: TextConfig = TextConfig()) -> list[str]:
-    """One sentence (list of words) from the trigram model."""
-    model, vocabulary = _model_and_vocabulary(config.vocabulary_size)
-    history = ["<s>"]
-    words: list[str] = []
+def sample_utterance_text(
+    rng: np.random.Generator, keywords: list[str], config: TextConfig = TextConfig()
+) -> tuple[list[str], int]:
+    """(words, wanted): a sentence holding exactly `wanted` keyword occurrences, where
+    `wanted` is drawn from 0..max_keywords (see the module docstring)."""
+    wanted = int(rng.integers(0, config.max_keywords + 1))
+    model, vocabulary, keyword_ids = _vocabulary_with(config.vocabulary_size, tuple(keywords))
+    keyword_set = set(keywords)
+    history, words, found = ["<s>"], [], 0
     while len(words) < config.max_words:
         probabilities = _next_word_probabilities(model, vocabulary, history)
-        if len(words) < config.min_words:
-            probabilities[-1] = 0.0  # no end before min_words
-            probabilities /= probabilities.sum()
-        word = vocabulary[int(rng.choice(len(vocabulary), p=probabilities))]
+        if found < wanted:
+            probabilities[keyword_ids] *= config.keyword_boost
+        else:
+            probabilities[keyword_ids] = 0.0
+        if len(words) < config.min_words or found < wanted:
+            probabilities[-1] = 0.0  # END
+        word = vocabulary[int(rng.choice(len(vocabulary), p=probabilities / probabilities.sum()))]
         if word == END:
             break
         words.append(word)
         history.append(word)
-    return words
-
-
-def sample_utterance_text(
-    rng: np.random.Generator, keywords: list[str], config: TextConfig = TextConfig()
-) -> tuple[list[str], int]:
-    """(words, wanted keyword count): a sentence holding exactly the drawn number of
-    keyword occurrences (0..max_keywords)."""
-    wanted = int(rng.integers(0, config.max_keywords + 1))
-    keyword_set = set(keywords)
-    words = sample_sentence(rng, config)
-    for _ in range(config.resample_tries):
-        if sum(w in keyword_set for w in words) == wanted:
-            return words, wanted
-        words = sample_sentence(rng, config)
-    # Fall back: drop surplus keywords, insert missing ones at random positions.
-    words = [w for w in words if w not in keyword_set] if wanted == 0 else words
-    while sum(w in keyword_set for w in words) > wanted:
-        surplus = [i for i, w in enumerate(words) if w in keyword_set]
-        del words[surplus[-1]]
-    while sum(w in keyword_set for w in words) < wanted:
+        found += word in keyword_set
+    for _ in range(wanted - found):
         position = int(rng.integers(0, len(words) + 1))
         words.insert(position, keywords[int(rng.integers(len(keywords)))])
     return words, wanted
