@@ -2,7 +2,7 @@
 
 Word intervals come from pocketsphinx forced alignment of the clean synthesised audio
 to its text, cross-checked against espeak's word events: an aligned word is kept when
-its onset is within `tolerance_s` of espeak's (or espeak's is only an estimate);
+its onset and end are within `tolerance_s` of espeak's (or espeak's is only an estimate);
 otherwise, and for words the alignment did not reach, espeak's interval is used. Each
 interval records its `source`. Voices are split into training and test variants, so
 test speakers are never heard in training.
@@ -18,6 +18,11 @@ import numpy as np
 from speechkit import asr, channel, tts
 
 SOURCES = ("alignment", "espeak", "espeak-estimate")
+TELEPHONE_LINES = {
+    "none": None,
+    "wideband": channel.wideband_telephone,
+    "narrowband": channel.telephone,
+}
 
 
 def voice_variants(split: str) -> tuple[str, ...]:
@@ -37,7 +42,22 @@ class KwsRenderConfig:
     noise_kinds: tuple[str, ...] = ("pink", "white")
     gain_db: tuple[float, float] = (-6.0, 3.0)
     rate_wpm: tuple[int, int] = (140, 210)
-    tolerance_s: float = 0.1  # alignment vs espeak onsets
+    # "none", "wideband" (50-7000 Hz) or "narrowband" (300-3400 Hz, mu-law, back at 16 kHz)
+    telephone: str = "none"
+    tolerance_s: float = 0.1  # alignment vs espeak word starts and ends
+
+    def __post_init__(self):
+        unknown = set(self.noise_kinds) - {"pink", "white"}
+        if unknown or not self.noise_kinds:
+            raise ValueError(f"noise_kinds: expected some of pink, white; got {self.noise_kinds}")
+        if self.telephone not in TELEPHONE_LINES:
+            raise ValueError(
+                f"telephone: expected one of {sorted(TELEPHONE_LINES)}, got {self.telephone!r}"
+            )
+        for name in ("snr_db", "gain_db", "rate_wpm"):
+            low, high = getattr(self, name)
+            if low > high:
+                raise ValueError(f"{name}: expected (low, high) with low <= high, got {low, high}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +66,8 @@ class WordInterval:
     start: float  # seconds
     end: float  # seconds
     source: str  # one of SOURCES
+    espeak_start: float  # espeak's word event (seconds), for the cross-check
+    espeak_end: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +77,8 @@ class RenderedUtterance:
     words: tuple[WordInterval, ...]  # every word, in order
     text: str
     voice: tts.Voice
+    snr_db: float
+    noise: str
     stage_seconds: dict[str, float]
 
     @property
@@ -71,13 +95,16 @@ def word_intervals(speech: tts.Synthesis, words: list[str], tolerance_s: float):
     for i, event in enumerate(speech.words):
         candidate = aligned[i] if i < len(aligned) and aligned[i].word == words[i] else None
         agrees = candidate is not None and (
-            not event.exact or abs(candidate.start - event.start) <= tolerance_s
+            not event.exact
+            or max(abs(candidate.start - event.start), abs(candidate.end - event.end))
+            <= tolerance_s
         )
         if agrees:
-            intervals.append(WordInterval(words[i], candidate.start, candidate.end, "alignment"))
+            start, end, source = candidate.start, candidate.end, "alignment"
         else:
+            start, end = event.start, event.end
             source = "espeak" if event.exact else "espeak-estimate"
-            intervals.append(WordInterval(words[i], event.start, event.end, source))
+        intervals.append(WordInterval(words[i], start, end, source, event.start, event.end))
     return tuple(intervals)
 
 
@@ -111,7 +138,13 @@ def render_utterance(
         if kind == "white"
         else channel.pink_noise(rng, speech.waveform.size)
     )
-    noisy = channel.add_noise(speech.waveform, noise, float(rng.uniform(*config.snr_db)))
-    waveform = np.clip(channel.gain(noisy, float(rng.uniform(*config.gain_db))), -1.0, 1.0)
+    snr_db = float(rng.uniform(*config.snr_db))
+    waveform = channel.add_noise(speech.waveform, noise, snr_db)
+    line = TELEPHONE_LINES[config.telephone]
+    if line is not None:
+        waveform = line(waveform, config.sample_rate)
+    waveform = np.clip(channel.gain(waveform, float(rng.uniform(*config.gain_db))), -1.0, 1.0)
     timings["channel"] = time.perf_counter() - clock
-    return RenderedUtterance(waveform, config.sample_rate, intervals, text, voice, timings)
+    return RenderedUtterance(
+        waveform, config.sample_rate, intervals, text, voice, snr_db, kind, timings
+    )
