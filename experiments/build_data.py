@@ -1,11 +1,14 @@
 """Builds every embedded corpus of one size (TFDS ArrayRecord), with a build report.
 
     python -m experiments.build_data --size=quick --data_dir=~/tensorflow_datasets
+    python -m experiments.build_data --size=smoke --corpora=kws
 
-Sizes: smoke (tests, seconds), quick (the main job's default), full. Calls are rendered
-once per size and shared by the `questions` and `symptoms` configs. Prints progress and
-writes `<data_dir>/build_report-<size>.json`: build seconds per config and per stage,
-corpus hours, class counts, and the recogniser's word and character error rates.
+Sizes: smoke (tests, seconds), quick (the main job's default), full. Corpora: `calls`
+(synthetic_calls: the `questions` and `symptoms` configs share one rendering of the
+calls) and `kws` (synthetic_kws). Prints progress and writes
+`<data_dir>/build_report-<size>.json`: build seconds per config, corpus hours, class or
+keyword counts per split, the recogniser's word and character error rates (calls) and
+the share of keyword-corpus word intervals that came from forced alignment.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import time
 import numpy as np
 import tensorflow_datasets as tfds
 
+from cskws_jax.datasets import synthetic_kws
 from multiqt_jax import labels
 from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import NUM_FOLDS
@@ -65,8 +69,36 @@ def corpus_report(source, class_names) -> dict:
     }
 
 
-def build(size: str, data_dir: str) -> dict:
-    report = {"size": size, "configs": {}}
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def kws_report(source, keywords) -> dict:
+    """Utterances, hours, keyword occurrences per keyword and other words of a split."""
+    counts = np.zeros(len(keywords), np.int64)
+    seconds, other_words, aligned, speakers = 0.0, 0, 0.0, set()
+    for index in range(len(source)):
+        record = source[index]
+        labels_here = np.asarray(record["keyword_label"])[np.asarray(record["keyword_valid"])]
+        counts += np.bincount(labels_here, minlength=len(keywords))
+        other_words += int(np.size(record["other_start"]))
+        seconds += float(record["duration"])
+        aligned += float(record["aligned_fraction"])
+        speakers.add(_text(record["speaker"]))
+    return {
+        "utterances": len(source),
+        "hours": seconds / 3600,
+        "speakers": len(speakers),
+        "keyword_occurrences": int(counts.sum()),
+        "keywords": dict(zip(keywords, counts.tolist(), strict=True)),
+        "other_words": other_words,
+        "mean_aligned_fraction": aligned / max(len(source), 1),
+    }
+
+
+def build_calls(size: str, data_dir: str) -> dict:
+    """Both synthetic_calls configs of a size; their report entries."""
+    configs = {}
     for task in labels.TASKS:
         name = f"{task}-{size}"
         _log(f"building synthetic_calls/{name} in {data_dir}")
@@ -77,15 +109,50 @@ def build(size: str, data_dir: str) -> dict:
         builder.download_and_prepare()
         seconds = time.perf_counter() - started
         source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
-        report["configs"][name] = {
-            "build_seconds": seconds,
-            **corpus_report(source, labels.classes(task)),
-        }
+        entry = {"build_seconds": seconds, **corpus_report(source, labels.classes(task))}
+        configs[f"synthetic_calls/{name}"] = entry
         _log(
-            f"synthetic_calls/{name}: {seconds:.1f} s, {report['configs'][name]['hours']:.3f} h, "
-            f"WER {report['configs'][name]['word_error_rate']:.3f}"
+            f"synthetic_calls/{name}: {seconds:.1f} s, {entry['hours']:.3f} h, "
+            f"WER {entry['word_error_rate']:.3f}"
         )
+    return configs
+
+
+def build_kws(size: str, data_dir: str) -> dict:
+    """The synthetic_kws config of a size; its report entry."""
+    name = f"synthetic_kws/{size}"
+    _log(f"building {name} in {data_dir}")
+    started = time.perf_counter()
+    builder = synthetic_kws.SyntheticKws(config=size, data_dir=data_dir, file_format="array_record")
+    builder.download_and_prepare()
+    seconds = time.perf_counter() - started
+    keywords = list(builder.info.metadata["keywords"])
+    sources = tfds.data_source(name, data_dir=data_dir)
+    splits = {split: kws_report(sources[split], keywords) for split in sorted(sources)}
+    hours = sum(entry["hours"] for entry in splits.values())
+    _log(
+        f"{name}: {seconds:.1f} s, {hours:.3f} h, keywords per split "
+        + ", ".join(f"{split} {entry['keyword_occurrences']}" for split, entry in splits.items())
+    )
+    return {name: {"build_seconds": seconds, "hours": hours, "keyword_list": keywords, **splits}}
+
+
+BUILDERS = {"calls": build_calls, "kws": build_kws}
+
+
+def build(size: str, data_dir: str, corpora=tuple(BUILDERS)) -> dict:
+    """Builds `corpora` of one size into data_dir; writes and returns the report (an
+    existing report of the size keeps the entries of corpora not rebuilt)."""
+    unknown = set(corpora) - set(BUILDERS)
+    if unknown:
+        raise ValueError(f"corpora: unknown {sorted(unknown)}; expected some of {list(BUILDERS)}")
     path = os.path.join(data_dir, f"build_report-{size}.json")
+    report = {"size": size, "configs": {}}
+    if os.path.exists(path):
+        with open(path) as previous:
+            report["configs"].update(json.load(previous).get("configs", {}))
+    for corpus in corpora:
+        report["configs"].update(BUILDERS[corpus](size, data_dir))
     with open(path + ".tmp", "w") as out:
         json.dump(report, out, indent=2)
     os.replace(path + ".tmp", path)
@@ -101,8 +168,14 @@ def main(argv=None) -> int:
         default=os.path.expanduser("~/tensorflow_datasets"),
         help="TFDS data dir (default: TFDS's)",
     )
+    parser.add_argument(
+        "--corpora",
+        default=",".join(BUILDERS),
+        help=f"comma-separated, some of {','.join(BUILDERS)} (default: all)",
+    )
     args = parser.parse_args(argv)
-    build(args.size, os.path.expanduser(args.data_dir))
+    corpora = tuple(name for name in args.corpora.split(",") if name)
+    build(args.size, os.path.expanduser(args.data_dir), corpora)
     return 0
 
 

@@ -43,13 +43,17 @@ def test_records_are_consistent(smoke_build):
 def test_report_and_determinism(smoke_build, tmp_path):
     data_dir, _ = smoke_build
     saved = json.loads((data_dir / "build_report-smoke.json").read_text())
-    assert saved["configs"].keys() == {"questions-smoke", "symptoms-smoke"}
-    entry = saved["configs"]["questions-smoke"]
+    assert saved["configs"].keys() == {
+        "synthetic_calls/questions-smoke",
+        "synthetic_calls/symptoms-smoke",
+        "synthetic_kws/smoke",
+    }
+    entry = saved["configs"]["synthetic_calls/questions-smoke"]
     assert entry["examples"] == 5 and entry["hours"] > 0
     assert 0 <= entry["word_error_rate"] <= 1.5
     assert sum(entry["instances_per_class"].values()) >= 5
     # A second build from scratch gives identical records.
-    build_data.build("smoke", str(tmp_path))
+    build_data.build("smoke", str(tmp_path), corpora=("calls",))
     first, second = _records(data_dir, "questions-smoke"), _records(tmp_path, "questions-smoke")
     for call_id, record in first.items():
         for key in ("audio", "labels", "asr_start"):

@@ -1,0 +1,174 @@
+"""TFDS builder `synthetic_kws`: continuous synthetic speech with keywords, made here.
+
+Each utterance is 2-10 s of text sampled from pocketsphinx's trigram model with 0-3 of
+the 20 keywords (`cskws_jax.keywords`), spoken by espeak-ng, with word intervals from
+forced alignment cross-checked against espeak's word events (`render.word_intervals`),
+then noise, gain and optionally a telephone line (`render.KwsRenderConfig`). The `test`
+split is spoken by voice variants never used in `train`. Configs are sizes:
+
+    smoke   tests, seconds          quick   the main job's default    full   ~15 hours
+
+    builder = SyntheticKws(config="quick", data_dir=DIR, file_format="array_record")
+    builder.download_and_prepare()
+    source = tfds.data_source("synthetic_kws/quick", data_dir=DIR)   # "train", "test"
+
+Records follow `cskws_jax.datasets.features` (64 log-mel at 10 ms, padded keyword
+intervals, other words for the unknown class, text, duration). Same size and seed ->
+identical records: every utterance draws from its own `(seed, split, index, attempt)`
+generator, whatever the worker count. An utterance outside `duration_s` is redrawn
+(next attempt) - never cut.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import tensorflow_datasets as tfds
+
+from cskws_jax import keywords as keyword_list
+from cskws_jax.datasets import render, text
+from cskws_jax.datasets.features import FEATURES, Word, interval_fields, kws_features
+from speechkit import corpus, frontend
+
+SPLITS = ("train", "test")
+SEED = 20_220_808
+MAX_ATTEMPTS = 10  # text redraws for an utterance outside duration_s
+
+
+@dataclasses.dataclass(frozen=True)
+class KwsSize:
+    utterances: dict[str, int]  # split -> count
+
+
+SIZES = {
+    "smoke": KwsSize({"train": 8, "test": 4}),
+    "quick": KwsSize({"train": 640, "test": 160}),
+    "full": KwsSize({"train": 8000, "test": 2000}),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Utterance:
+    """One rendered utterance, as cached between rendering and writing records."""
+
+    features: np.ndarray  # float32 [frames, 64]
+    words: tuple[render.WordInterval, ...]
+    text: str
+    duration: float  # seconds
+    speaker: str  # espeak voice
+    snr_db: float
+    noise: str
+    stage_seconds: dict[str, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class UtteranceJob:
+    split: str
+    index: int
+    seed: int
+    keywords: tuple[str, ...]
+    duration_s: tuple[float, float]
+    text_config: text.TextConfig
+    render_config: render.KwsRenderConfig
+
+
+def render_one(job: UtteranceJob) -> Utterance:
+    """Text, speech, intervals, channel and features of one utterance (a worker's job)."""
+    for attempt in range(MAX_ATTEMPTS):
+        rng = np.random.default_rng([job.seed, SPLITS.index(job.split), job.index, attempt])
+        words, _ = text.sample_utterance_text(rng, list(job.keywords), job.text_config)
+        spoken = render.render_utterance(words, rng, job.split, job.render_config)
+        if job.duration_s[0] <= spoken.duration <= job.duration_s[1]:
+            break
+    else:
+        raise RuntimeError(
+            f"synthetic_kws {job.split}[{job.index}]: no utterance within {job.duration_s} s "
+            f"in {MAX_ATTEMPTS} attempts (last {spoken.duration:.2f} s); widen duration_s "
+            "or change TextConfig.min_words / max_words"
+        )
+    features = frontend.waveform_log_mel(spoken.waveform, FEATURES)
+    return Utterance(
+        features=features,
+        words=spoken.words,
+        text=spoken.text,
+        duration=spoken.duration,
+        speaker=spoken.voice.name,
+        snr_db=spoken.snr_db,
+        noise=spoken.noise,
+        stage_seconds={**spoken.stage_seconds, "attempts": float(attempt + 1)},
+    )
+
+
+class KwsConfig(tfds.core.BuilderConfig):
+    def __init__(
+        self,
+        *,
+        size: str,
+        render_config: render.KwsRenderConfig | None = None,
+        text_config: text.TextConfig | None = None,
+        duration_s: tuple[float, float] = (2.0, 10.0),
+        seed: int = SEED,
+        **kwargs,
+    ):
+        if size not in SIZES:
+            raise ValueError(f"size: expected one of {sorted(SIZES)}, got {size!r}")
+        kwargs.setdefault("name", size)
+        super().__init__(**kwargs)
+        self.size, self.duration_s, self.seed = size, duration_s, seed
+        self.render_config = render_config or render.KwsRenderConfig()
+        self.text_config = text_config or text.TextConfig()
+
+
+class SyntheticKws(tfds.core.GeneratorBasedBuilder):
+    """Synthetic continuous speech with keyword intervals, for CS-KWS."""
+
+    VERSION = tfds.core.Version("1.0.0")
+    BUILDER_CONFIGS = [KwsConfig(size=size, description=f"{size} size") for size in SIZES]
+
+    def _info(self) -> tfds.core.DatasetInfo:
+        return tfds.core.DatasetInfo(
+            builder=self,
+            description=__doc__,
+            features=kws_features(),
+            metadata=tfds.core.MetadataDict(keywords=keyword_list.load_keywords()),
+        )
+
+    def _split_generators(self, dl_manager):
+        config = self.builder_config
+        keywords = tuple(keyword_list.load_keywords())
+        settings = (config.duration_s, config.text_config, config.render_config, keywords)
+        cache = corpus.cache_dir(
+            self, str(self.VERSION), config.size, SIZES[config.size], config.seed, settings
+        )
+        generators = {}
+        for split in SPLITS:
+            jobs = [
+                UtteranceJob(split, i, config.seed, keywords, *settings[:3])
+                for i in range(SIZES[config.size].utterances[split])
+            ]
+            utterances = corpus.render_cached(
+                render_one, jobs, f"{cache}/{split}", f"synthetic_kws/{config.size} {split}"
+            )
+            generators[split] = self._generate_examples(split, utterances, keywords)
+        return generators
+
+    def _generate_examples(self, split, utterances, keywords):
+        for index, utterance in enumerate(utterances):
+            utterance_id = f"{split}-{index:06d}"
+            words = [Word(w.word, w.start, w.end) for w in utterance.words]
+            sources = [w.source for w in utterance.words]
+            yield (
+                utterance_id,
+                {
+                    "audio": utterance.features,
+                    **interval_fields(words, keywords, utterance_id),
+                    "text": utterance.text,
+                    "duration": utterance.duration,
+                    "utterance_id": utterance_id,
+                    "speaker": utterance.speaker,
+                    "snr_db": utterance.snr_db,
+                    "noise": utterance.noise,
+                    "aligned_fraction": sources.count("alignment") / len(sources),
+                },
+            )

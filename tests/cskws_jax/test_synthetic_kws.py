@@ -1,0 +1,123 @@
+"""The synthetic_kws builder on `smoke` size (real synthesis and forced alignment)."""
+
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from cskws_jax import keywords as keyword_list
+from cskws_jax.datasets import render, synthetic_kws
+from cskws_jax.datasets.features import MAX_KEYWORDS
+from experiments import build_data
+
+KEYWORDS = keyword_list.load_keywords()
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _records(data_dir, split):
+    source = tfds.data_source("synthetic_kws/smoke", data_dir=str(data_dir))[split]
+    return {_text(r["utterance_id"]): r for r in (source[i] for i in range(len(source)))}
+
+
+def _smoke_job(split, index):
+    config = synthetic_kws.KwsConfig(size="smoke")
+    return synthetic_kws.UtteranceJob(
+        split,
+        index,
+        config.seed,
+        tuple(KEYWORDS),
+        config.duration_s,
+        config.text_config,
+        config.render_config,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("split", synthetic_kws.SPLITS)
+def test_records_hold_keyword_intervals_inside_the_audio(smoke_build, split):
+    data_dir, _ = smoke_build
+    records = _records(data_dir, split)
+    assert len(records) == synthetic_kws.SIZES["smoke"].utterances[split]
+    voices = set(render.voice_variants(split))
+    for utterance_id, record in records.items():
+        duration = float(record["duration"])
+        frames = record["audio"].shape[0]
+        assert record["audio"].shape == (frames, 64) and abs(frames - duration / 0.01) <= 1
+        assert 2.0 <= duration <= 10.0, utterance_id
+        assert _text(record["speaker"]).split("+")[1] in voices
+        valid = record["keyword_valid"]
+        count = int(valid.sum())
+        assert valid.shape == (MAX_KEYWORDS,) and valid[:count].all() and not valid[count:].any()
+        start, end = record["keyword_start"][:count], record["keyword_end"][:count]
+        assert np.all((start >= 0) & (start < end) & (end <= duration + 0.02)), utterance_id
+        assert np.all(np.diff(start) > 0)
+        words = _text(record["text"]).split()
+        spoken = [KEYWORDS.index(w) for w in words if w in KEYWORDS]
+        assert record["keyword_label"][:count].tolist() == spoken
+        assert 0 <= count <= 3
+        assert record["other_start"].size == len(words) - count
+        assert np.all(record["other_end"] <= duration + 0.02)
+
+
+@pytest.mark.slow
+def test_intervals_agree_with_espeak_and_reach_the_records(smoke_build):
+    data_dir, _ = smoke_build
+    records = _records(data_dir, "train")
+    tolerance = render.KwsRenderConfig().tolerance_s
+    sources = []
+    for index in range(4):
+        utterance = synthetic_kws.render_one(_smoke_job("train", index))
+        for word in utterance.words:
+            sources.append(word.source)
+            assert abs(word.start - word.espeak_start) <= tolerance, word
+            assert abs(word.end - word.espeak_end) <= tolerance, word
+        record = records[f"train-{index:06d}"]
+        keyword_words = [w for w in utterance.words if w.word in KEYWORDS]
+        count = len(keyword_words)
+        np.testing.assert_array_equal(
+            record["keyword_start"][:count], np.float32([w.start for w in keyword_words])
+        )
+        np.testing.assert_array_equal(record["audio"], utterance.features)
+    # Most intervals come from the aligner, the rest fall back to espeak's events.
+    assert sources.count("alignment") / len(sources) > 0.3
+
+
+@pytest.mark.slow
+def test_report_counts_keywords_per_split(smoke_build):
+    data_dir, report = smoke_build
+    entry = report["configs"]["synthetic_kws/smoke"]
+    assert entry["keyword_list"] == KEYWORDS
+    for split in synthetic_kws.SPLITS:
+        records = _records(data_dir, split).values()
+        occurrences = sum(int(r["keyword_valid"].sum()) for r in records)
+        assert entry[split]["keyword_occurrences"] == occurrences
+        assert sum(entry[split]["keywords"].values()) == occurrences
+        assert entry[split]["utterances"] == len(records)
+    assert entry["hours"] > 0
+
+
+@pytest.mark.slow
+def test_same_seed_same_records(smoke_build, tmp_path):
+    data_dir, _ = smoke_build
+    build_data.build("smoke", str(tmp_path), corpora=("kws",))
+    for split in synthetic_kws.SPLITS:
+        first, second = _records(data_dir, split), _records(tmp_path, split)
+        assert first.keys() == second.keys()
+        for utterance_id, record in first.items():
+            for key in ("audio", "keyword_start", "keyword_end", "other_start", "text"):
+                np.testing.assert_array_equal(record[key], second[utterance_id][key])
+
+
+def test_bad_settings_are_named():
+    with pytest.raises(ValueError, match="size: expected one of"):
+        synthetic_kws.KwsConfig(size="huge")
+    with pytest.raises(ValueError, match="telephone: expected one of"):
+        render.KwsRenderConfig(telephone="tin-can")
+    with pytest.raises(ValueError, match="snr_db: expected"):
+        render.KwsRenderConfig(snr_db=(30.0, 5.0))
+    with pytest.raises(ValueError, match="noise_kinds"):
+        render.KwsRenderConfig(noise_kinds=("babble",))
+    with pytest.raises(ValueError, match="corpora: unknown"):
+        build_data.build("smoke", "/nonexistent", corpora=("videos",))
