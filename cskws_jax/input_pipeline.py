@@ -1,0 +1,229 @@
+"""KWS input pipeline: Grain over a `tfds.data_source`, fixed-length training crops and
+whole-utterance evaluation batches, both padded and masked.
+
+    source = tfds.data_source("synthetic_kws/quick", data_dir=DIR)
+    keywords = list(tfds.builder("synthetic_kws/quick", data_dir=DIR).info.metadata["keywords"])
+    train = training_batches(source["train"], PipelineConfig(), num_keywords=20, seed=0)
+    test = evaluation_batches(source["test"], PipelineConfig(), num_keywords=20)
+    batch = next(iter(train))      # grain iterators: get_state() / set_state()
+
+A batch (B = batch_size, T frames of 10 ms, E = max_events):
+  audio         float32 [B, T, 64]  log-mel
+  audio_mask    bool    [B, T]
+  start, end    float32 [B, E]  seconds from the start of the crop / utterance
+  label         int32   [B, E]  keyword class 0..K-1, or K (= num_keywords) for the
+                                *unknown* class (every other word; only when
+                                `unknown_class`)
+  valid         bool    [B, E]
+  duration      float32 [B]     seconds of real audio in the row (0 on filler rows)
+  example_mask  bool    [B]     False on the filler rows of a last, partial batch
+  record        int32   [B]     index of the record in the source (-1 on filler rows)
+
+Training crops are `crop_s` long, as in the AF-KWS paper: a shorter utterance is
+repeated (its words with it) until it fills the crop; a longer one is cropped at a random
+frame. A word cut by the crop's edge is kept, clipped to the crop, when at least
+`min_visible` of it is inside, and dropped otherwise (it is not in the audio the model
+sees). Evaluation batches hold whole utterances, padded to a multiple of `pad_multiple`
+frames, in length order, events unchanged. Same seed -> same batches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import grain.python as grain
+import numpy as np
+
+from cskws_jax.datasets.features import FEATURES
+
+HOP_S = FEATURES.hop_ms / 1000  # seconds per audio frame
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineConfig:
+    batch_size: int = 16
+    crop_s: float = 4.0  # training crop length (seconds)
+    num_epochs: int = 1
+    shuffle: bool = True
+    max_events: int = 64  # keyword + unknown-word slots per row
+    unknown_class: bool = True  # other words as class K (False: the ablation)
+    min_visible: float = 0.5  # share of a word that must be inside a crop to keep it
+    pad_multiple: int = 100  # evaluation: pad frames to a multiple of this
+    drop_remainder: bool = False
+
+    def __post_init__(self):
+        for name in ("batch_size", "num_epochs", "max_events", "pad_multiple"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"PipelineConfig.{name}: expected >= 1, got {getattr(self, name)}")
+        if self.crop_frames < 1:
+            raise ValueError(f"PipelineConfig.crop_s: expected >= {HOP_S} s, got {self.crop_s}")
+        if not 0 < self.min_visible <= 1:
+            raise ValueError(
+                f"PipelineConfig.min_visible: expected in (0, 1], got {self.min_visible}"
+            )
+
+    @property
+    def crop_frames(self) -> int:
+        return int(round(self.crop_s / HOP_S))
+
+
+def record_events(record, num_keywords: int, unknown_class: bool):
+    """(start, end, label) float64/float64/int32 arrays of a record's words in time order:
+    the valid keywords, plus the other words as class `num_keywords` if unknown_class."""
+    valid = np.asarray(record["keyword_valid"], bool)
+    start = [np.asarray(record["keyword_start"], np.float64)[valid]]
+    end = [np.asarray(record["keyword_end"], np.float64)[valid]]
+    label = [np.asarray(record["keyword_label"], np.int32)[valid]]
+    if label[0].size and not (label[0].min() >= 0 and label[0].max() < num_keywords):
+        raise ValueError(
+            f"record {_name(record)}: keyword labels {label[0].tolist()} outside "
+            f"[0, {num_keywords})"
+        )
+    if unknown_class:
+        start.append(np.asarray(record["other_start"], np.float64))
+        end.append(np.asarray(record["other_end"], np.float64))
+        label.append(np.full(start[-1].size, num_keywords, np.int32))
+    start, end, label = np.concatenate(start), np.concatenate(end), np.concatenate(label)
+    order = np.argsort(start, kind="stable")
+    return start[order], end[order], label[order]
+
+
+def _name(record) -> str:
+    name = record.get("utterance_id", "?")
+    return repr(name.decode() if isinstance(name, bytes) else name)
+
+
+def crop(
+    record, config: PipelineConfig, num_keywords: int, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """One record -> a training crop: audio [crop_frames, 64] and its events (unpadded)."""
+    audio = np.asarray(record["audio"], np.float32)
+    frames, length = audio.shape[0], config.crop_frames
+    if frames == 0:
+        raise ValueError(f"record {_name(record)}: empty audio")
+    start, end, label = record_events(record, num_keywords, config.unknown_class)
+    if frames < length:  # repeat the utterance (and its words) until it fills the crop
+        copies = -(-length // frames)
+        offsets = np.repeat(np.arange(copies) * frames * HOP_S, start.size)
+        audio = np.tile(audio, (copies, 1))
+        start, end = np.tile(start, copies) + offsets, np.tile(end, copies) + offsets
+        label = np.tile(label, copies)
+        first = 0
+    else:
+        first = int(rng.integers(0, frames - length + 1))
+    window_start, window_end = first * HOP_S, (first + length) * HOP_S
+    clipped_start = np.clip(start, window_start, window_end)
+    clipped_end = np.clip(end, window_start, window_end)
+    visible = clipped_end - clipped_start
+    keep = visible >= config.min_visible * np.maximum(end - start, 1e-9)
+    keep &= visible > 0
+    return {
+        "audio": audio[first : first + length],
+        "start": (clipped_start[keep] - window_start).astype(np.float32),
+        "end": (clipped_end[keep] - window_start).astype(np.float32),
+        "label": label[keep],
+        "duration": np.float32(length * HOP_S),
+        "name": _name(record),
+    }
+
+
+def whole(record, config: PipelineConfig, num_keywords: int) -> dict[str, np.ndarray]:
+    """One record -> an evaluation example: all its audio and events (unpadded)."""
+    audio = np.asarray(record["audio"], np.float32)
+    if audio.shape[0] == 0:
+        raise ValueError(f"record {_name(record)}: empty audio")
+    start, end, label = record_events(record, num_keywords, config.unknown_class)
+    return {
+        "audio": audio,
+        "start": start.astype(np.float32),
+        "end": end.astype(np.float32),
+        "label": label,
+        "duration": np.float32(record["duration"]),
+        "name": _name(record),
+    }
+
+
+def collate(
+    examples: list[dict], records: list[int], config: PipelineConfig, frames: int
+) -> dict[str, np.ndarray]:
+    """Pads examples (audio to `frames`, events to max_events) into one batch."""
+    rows, slots = config.batch_size, config.max_events
+    batch = {
+        "audio": np.zeros((rows, frames, FEATURES.num_mels), np.float32),
+        "audio_mask": np.zeros((rows, frames), bool),
+        "start": np.zeros((rows, slots), np.float32),
+        "end": np.zeros((rows, slots), np.float32),
+        "label": np.zeros((rows, slots), np.int32),
+        "valid": np.zeros((rows, slots), bool),
+        "duration": np.zeros(rows, np.float32),
+        "example_mask": np.zeros(rows, bool),
+        "record": np.full(rows, -1, np.int32),
+    }
+    for row, (example, record) in enumerate(zip(examples, records, strict=True)):
+        length, events = example["audio"].shape[0], example["label"].size
+        if events > slots:
+            raise ValueError(
+                f"record {record} ({example['name']}): {events} events (keywords + unknown "
+                f"words) in one row, more than PipelineConfig.max_events = {slots}"
+            )
+        batch["audio"][row, :length] = example["audio"]
+        batch["audio_mask"][row, :length] = True
+        for field in ("start", "end", "label"):
+            batch[field][row, :events] = example[field]
+        batch["valid"][row, :events] = True
+        batch["duration"][row] = example["duration"]
+        batch["example_mask"][row] = True
+        batch["record"][row] = record
+    return batch
+
+
+def _cut(order: np.ndarray, config: PipelineConfig) -> list[np.ndarray]:
+    plan = [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
+    if config.drop_remainder and plan and len(plan[-1]) < config.batch_size:
+        plan = plan[:-1]
+    return plan
+
+
+def training_batches(
+    source, config: PipelineConfig, num_keywords: int, seed: int = 0, indices=None
+) -> grain.MapDataset:
+    """Batches of random `crop_s` crops over source[indices] for config.num_epochs."""
+    indices = np.arange(len(source)) if indices is None else np.asarray(indices, np.int64)
+    if indices.size == 0:
+        raise ValueError("training_batches: no records selected")
+    plan = []
+    for epoch in range(config.num_epochs):
+        order = indices
+        if config.shuffle:
+            order = np.random.default_rng([seed, epoch]).permutation(indices)
+        plan.extend(_cut(order, config))
+
+    def load(step: int) -> dict[str, np.ndarray]:
+        records = [int(i) for i in plan[step]]
+        examples = [
+            crop(source[i], config, num_keywords, np.random.default_rng([seed, step, row]))
+            for row, i in enumerate(records)
+        ]
+        return collate(examples, records, config, config.crop_frames)
+
+    return grain.MapDataset.range(len(plan)).map(load)
+
+
+def evaluation_batches(
+    source, config: PipelineConfig, num_keywords: int, indices=None
+) -> grain.MapDataset:
+    """One pass over whole utterances of source[indices], in length order."""
+    indices = np.arange(len(source)) if indices is None else np.asarray(indices, np.int64)
+    if indices.size == 0:
+        raise ValueError("evaluation_batches: no records selected")
+    durations = np.array([float(source[int(i)]["duration"]) for i in indices])
+    plan = _cut(indices[np.argsort(durations, kind="stable")], config)
+
+    def load(step: int) -> dict[str, np.ndarray]:
+        records = [int(i) for i in plan[step]]
+        examples = [whole(source[i], config, num_keywords) for i in records]
+        longest = max(e["audio"].shape[0] for e in examples)
+        frames = -(-longest // config.pad_multiple) * config.pad_multiple
+        return collate(examples, records, config, frames)
+
+    return grain.MapDataset.range(len(plan)).map(load)
