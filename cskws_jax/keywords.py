@@ -45,7 +45,7 @@ def read_dictionary(path: str | os.PathLike) -> dict[str, int]:
     return counts
 
 
-def _shipped_model_paths() -> tuple[str, str]:
+def shipped_model_paths() -> tuple[str, str]:
     from pocketsphinx import get_model_path
 
     folder = os.path.join(get_model_path(), "en-us")
@@ -61,7 +61,7 @@ def derive_keywords(
     """The `count` most probable alphabetic words with >= `min_syllables` syllables."""
     from pocketsphinx import Config, LogMath, NGramModel
 
-    shipped_lm, shipped_dict = _shipped_model_paths()
+    shipped_lm, shipped_dict = shipped_model_paths()
     model = NGramModel(Config(), LogMath(), language_model or shipped_lm)
     unknown = model.prob(["<no-such-word-in-any-model>"])
     scored = []

@@ -45,7 +45,7 @@ class TextConfig:
 def _model_and_vocabulary(vocabulary_size: int):
     from pocketsphinx import Config, LogMath, NGramModel
 
-    lm_path, dict_path = keyword_list._shipped_model_paths()
+    lm_path, dict_path = keyword_list.shipped_model_paths()
     model = NGramModel(Config(), LogMath(), lm_path)
     words = [w for w in keyword_list.read_dictionary(dict_path) if w.isalpha()]
     scores = np.array([model.prob([w]) for w in words], np.float64)
