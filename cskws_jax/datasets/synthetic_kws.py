@@ -22,6 +22,7 @@ generator, whatever the worker count. An utterance outside `duration_s` is redra
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 import tensorflow_datasets as tfds
@@ -59,7 +60,8 @@ class Utterance:
     speaker: str  # espeak voice
     snr_db: float
     noise: str
-    stage_seconds: dict[str, float]
+    attempts: int  # text draws until the duration fitted
+    stage_seconds: dict[str, float]  # text, synthesis, alignment, channel, features
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,10 +77,15 @@ class UtteranceJob:
 
 def render_one(job: UtteranceJob) -> Utterance:
     """Text, speech, intervals, channel and features of one utterance (a worker's job)."""
+    seconds = dict.fromkeys(("text", "synthesis", "alignment", "channel", "features"), 0.0)
     for attempt in range(MAX_ATTEMPTS):
         rng = np.random.default_rng([job.seed, SPLITS.index(job.split), job.index, attempt])
+        clock = time.perf_counter()
         words, _ = text.sample_utterance_text(rng, list(job.keywords), job.text_config)
+        seconds["text"] += time.perf_counter() - clock
         spoken = render.render_utterance(words, rng, job.split, job.render_config)
+        for stage, spent in spoken.stage_seconds.items():
+            seconds[stage] += spent
         if job.duration_s[0] <= spoken.duration <= job.duration_s[1]:
             break
     else:
@@ -87,7 +94,9 @@ def render_one(job: UtteranceJob) -> Utterance:
             f"in {MAX_ATTEMPTS} attempts (last {spoken.duration:.2f} s); widen duration_s "
             "or change TextConfig.min_words / max_words"
         )
+    clock = time.perf_counter()
     features = frontend.waveform_log_mel(spoken.waveform, FEATURES)
+    seconds["features"] += time.perf_counter() - clock
     return Utterance(
         features=features,
         words=spoken.words,
@@ -96,7 +105,8 @@ def render_one(job: UtteranceJob) -> Utterance:
         speaker=spoken.voice.name,
         snr_db=spoken.snr_db,
         noise=spoken.noise,
-        stage_seconds={**spoken.stage_seconds, "attempts": float(attempt + 1)},
+        attempts=attempt + 1,
+        stage_seconds=seconds,
     )
 
 
@@ -123,7 +133,7 @@ class KwsConfig(tfds.core.BuilderConfig):
 class SyntheticKws(tfds.core.GeneratorBasedBuilder):
     """Synthetic continuous speech with keyword intervals, for CS-KWS."""
 
-    VERSION = tfds.core.Version("1.0.0")
+    VERSION = tfds.core.Version("1.0.0")  # bump when text or rendering change
     BUILDER_CONFIGS = [KwsConfig(size=size, description=f"{size} size") for size in SIZES]
 
     def _info(self) -> tfds.core.DatasetInfo:
