@@ -1,0 +1,369 @@
+"""MultiQT: a multimodal streaming question tracker (Havtorn et al. 2020), in flax.linen.
+
+Two causal convolutional encoders land on one output clock:
+
+    audio [B, Ta, 40] log-mel, 10 ms    -- f_a: causal Conv1D stack --\
+                                                                      fuse -> g -> h -> logits
+    text  [B, Ts, 29] characters, 20 ms -- f_s: causal Conv1D stack --/
+
+`prod(audio_strides) * 10 ms == prod(text_strides) * 20 ms` is the output hop (40 ms by
+default). Fusion: `concat` (default), `sum`, `gated` (a learnt sigmoid mix) or `tensor`
+(outer product of the projected encodings, each with a constant 1 appended). g is a
+per-frame dense stack, h the output layer over the classes (background included), so
+the whole model is causal: output frame t sees audio and text up to time t * hop (the
+first frame of its block; `StreamingSpec`).
+
+The same code gives audio-only and text-only models (`modalities`). Training may drop one
+modality per example (`modality_dropout`); at inference a modality can be marked missing
+per example (`present`), which zeroes its encoding exactly as in modality dropout.
+
+Streaming (the DESIGN.md contract): `initial_state(batch)` and `step(audio_block,
+text_block, state)`, where a block holds `n * audio_block` audio frames and
+`n * text_block` text frames for n output frames; `streaming_spec(config)` declares block
+sizes, latency and receptive fields, and `multiqt_jax.streaming` runs it with `lax.scan`.
+Step-by-step outputs equal `__call__`'s on any block partition (tests/multiqt_jax).
+
+    >>> import jax, jax.numpy as jnp
+    >>> from multiqt_jax import model
+    >>> config = model.MultiQTConfig(num_classes=4)
+    >>> net = model.MultiQT(config)
+    >>> audio, text = jnp.zeros((1, 400, 40)), jnp.zeros((1, 200, 29))
+    >>> params = net.init(jax.random.key(0), audio, text)
+    >>> logits, mask = net.apply(params, audio, text)
+    >>> logits.shape, model.streaming_spec(config).output_hop_s
+    ((1, 100, 4), 0.04)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import sequence_layers.jax as sl
+
+from speechkit import asr
+
+MODALITIES = ("audio", "text")
+FUSIONS = ("concat", "sum", "gated", "tensor")
+AUDIO_HOP_S = 0.01
+TEXT_HOP_S = 0.02
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiQTConfig:
+    """Every size of the model; hashable (a static argument of jit)."""
+
+    num_classes: int
+    modalities: tuple[str, ...] = MODALITIES
+    audio_features: int = 40
+    text_symbols: int = asr.NUM_SYMBOLS
+    # f_a: receptive field 1.13 s; f_s: 1.14 s (see `streaming_spec`)
+    audio_channels: tuple[int, ...] = (64, 64, 128, 128, 128)
+    audio_kernels: tuple[int, ...] = (5, 5, 5, 5, 5)
+    audio_strides: tuple[int, ...] = (1, 2, 2, 1, 1)
+    audio_dilations: tuple[int, ...] = (1, 1, 1, 2, 4)
+    text_channels: tuple[int, ...] = (64, 128, 128, 128)
+    text_kernels: tuple[int, ...] = (5, 5, 5, 5)
+    text_strides: tuple[int, ...] = (1, 2, 1, 1)
+    text_dilations: tuple[int, ...] = (1, 1, 2, 4)
+    fusion: str = "concat"
+    fusion_size: int = 32  # projection width for sum / gated / tensor fusion
+    dense: tuple[int, ...] = (128,)  # g: hidden layers
+    dropout: float = 0.1
+    modality_dropout: float = 0.0  # probability of dropping one modality per example
+
+    def __post_init__(self):
+        if self.num_classes < 2:
+            raise ValueError(
+                f"num_classes: expected >= 2 (background + one), got {self.num_classes}"
+            )
+        if not self.modalities or set(self.modalities) - set(MODALITIES):
+            raise ValueError(
+                f"modalities: expected a non-empty subset of {MODALITIES}, got {self.modalities}"
+            )
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion: expected one of {FUSIONS}, got {self.fusion!r}")
+        for prefix in MODALITIES:
+            sizes = [
+                getattr(self, f"{prefix}_{part}") for part in ("channels", "kernels", "strides")
+            ]
+            if len({len(s) for s in sizes}) != 1 or not sizes[0]:
+                raise ValueError(
+                    f"{prefix}_channels / _kernels / _strides: expected equal, non-zero lengths, "
+                    f"got {[len(s) for s in sizes]}"
+                )
+            if min(min(s) for s in sizes) < 1:
+                raise ValueError(f"{prefix} encoder: sizes must be >= 1")
+        if _seconds(self.audio_stride * AUDIO_HOP_S) != _seconds(self.text_stride * TEXT_HOP_S):
+            raise ValueError(
+                f"audio_strides {self.audio_strides} (x 10 ms) and text_strides "
+                f"{self.text_strides} (x 20 ms) must reach one output hop"
+            )
+        if not 0 <= self.dropout < 1 or not 0 <= self.modality_dropout <= 1:
+            raise ValueError("dropout in [0, 1) and modality_dropout in [0, 1] expected")
+
+    @property
+    def audio_stride(self) -> int:
+        return math.prod(self.audio_strides)
+
+    @property
+    def text_stride(self) -> int:
+        return math.prod(self.text_strides)
+
+
+def _seconds(value: float) -> float:
+    """A time rounded to the microsecond, so that 2 * 0.02 == 4 * 0.01."""
+    return round(value, 6)
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamingSpec:
+    """The streaming contract's declarations for a config."""
+
+    audio_block: int  # audio frames (10 ms) per output frame
+    text_block: int  # text frames (20 ms) per output frame
+    output_hop_s: float  # seconds per output frame
+    output_latency: int  # output frames between an input block and its outputs (0: causal)
+    # Output frame t sees audio frames t * audio_block - audio_receptive_field + 1 ..
+    # t * audio_block (the first frame of its block), likewise for text.
+    audio_receptive_field: int
+    text_receptive_field: int
+
+
+def _receptive_field(kernels, strides, dilations) -> int:
+    field, step = 1, 1
+    for kernel, stride, dilation in zip(kernels, strides, dilations, strict=True):
+        field += (kernel - 1) * dilation * step
+        step *= stride
+    return field
+
+
+def streaming_spec(config: MultiQTConfig) -> StreamingSpec:
+    return StreamingSpec(
+        audio_block=config.audio_stride,
+        text_block=config.text_stride,
+        output_hop_s=_seconds(config.audio_stride * AUDIO_HOP_S),
+        output_latency=0,
+        audio_receptive_field=_receptive_field(
+            config.audio_kernels, config.audio_strides, config.audio_dilations
+        ),
+        text_receptive_field=_receptive_field(
+            config.text_kernels, config.text_strides, config.text_dilations
+        ),
+    )
+
+
+def _encoder(config: MultiQTConfig, modality: str) -> sl.Serial.Config:
+    """f_a or f_s: causal (dilated, strided) Conv1D + ReLU layers."""
+    channels, kernels, strides, dilations = (
+        getattr(config, f"{modality}_{part}")
+        for part in ("channels", "kernels", "strides", "dilations")
+    )
+    return sl.Serial.Config(
+        [
+            sl.Conv1D.Config(
+                filters=width,
+                kernel_size=kernel,
+                strides=stride,
+                dilation_rate=dilation,
+                padding="causal",
+                activation=jax.nn.relu,
+                name=f"conv{i}",
+            )
+            for i, (width, kernel, stride, dilation) in enumerate(
+                zip(channels, kernels, strides, dilations, strict=True)
+            )
+        ],
+        name=f"{modality}_encoder",
+    )
+
+
+class MultiQT(nn.Module):
+    """See the module docstring. Inputs are arrays plus optional bool masks (all valid by
+    default); outputs are logits [B, To, num_classes] and their mask [B, To]."""
+
+    config: MultiQTConfig
+
+    def setup(self):
+        config = self.config
+        if "audio" in config.modalities:
+            self.audio_encoder = _encoder(config, "audio").make()
+        if "text" in config.modalities:
+            self.text_encoder = _encoder(config, "text").make()
+        if len(config.modalities) == 2 and config.fusion != "concat":
+            self.audio_projection = nn.Dense(config.fusion_size, name="audio_projection")
+            self.text_projection = nn.Dense(config.fusion_size, name="text_projection")
+            if config.fusion == "gated":
+                self.gate = nn.Dense(config.fusion_size, name="gate")
+        self.hidden = [nn.Dense(width, name=f"g{i}") for i, width in enumerate(config.dense)]
+        self.classifier = nn.Dense(config.num_classes, name="h")
+        self.dropout = nn.Dropout(config.dropout)
+
+    # -- whole sequence -------------------------------------------------------------------
+
+    def __call__(
+        self,
+        audio,
+        text,
+        audio_mask=None,
+        text_mask=None,
+        present=None,
+        *,
+        training: bool = False,
+    ):
+        """audio float [B, Ta, 40] (10 ms), text float [B, Ts, V] (20 ms), masks bool;
+        present bool [B, 2] (audio, text available; default all). Returns logits float32
+        [B, To, num_classes] and mask bool [B, To], To = min(Ta / audio stride, Ts / text
+        stride) (rounded up); the two may differ by at most one output frame."""
+        check_shapes(self.config, audio, text)
+        encodings = {}
+        if "audio" in self.config.modalities:
+            encodings["audio"] = self.audio_encoder.layer(
+                _sequence(audio, audio_mask), training=training
+            )
+        if "text" in self.config.modalities:
+            encodings["text"] = self.text_encoder.layer(
+                _sequence(text, text_mask), training=training
+            )
+        frames = min(e.values.shape[1] for e in encodings.values())
+        values = {name: e.values[:, :frames] for name, e in encodings.items()}
+        mask = jnp.stack([e.mask[:, :frames] for e in encodings.values()]).all(axis=0)
+        present = self._present(present, audio.shape[0], training)
+        logits = self._head(self._fuse(values, present), training)
+        return jnp.where(mask[..., None], logits, 0.0), mask
+
+    # -- streaming ------------------------------------------------------------------------
+
+    def initial_state(self, batch_size: int):
+        """The state before the first block: zeros in every causal convolution buffer."""
+        state = {}
+        if "audio" in self.config.modalities:
+            spec = sl.ChannelSpec((self.config.audio_features,), jnp.float32)
+            state["audio"] = self.audio_encoder.get_initial_state(batch_size, spec, training=False)
+        if "text" in self.config.modalities:
+            spec = sl.ChannelSpec((self.config.text_symbols,), jnp.float32)
+            state["text"] = self.text_encoder.get_initial_state(batch_size, spec, training=False)
+        return state
+
+    def step(self, audio_block, text_block, state, present=None):
+        """One block: audio [B, n * audio_block, 40], text [B, n * text_block, V] ->
+        (logits [B, n, num_classes], new state). Inference only (no dropout)."""
+        check_shapes(self.config, audio_block, text_block)
+        values, new_state = {}, {}
+        if "audio" in self.config.modalities:
+            out, new_state["audio"] = self.audio_encoder.step(
+                _sequence(audio_block, None), state["audio"], training=False
+            )
+            values["audio"] = out.values
+        if "text" in self.config.modalities:
+            out, new_state["text"] = self.text_encoder.step(
+                _sequence(text_block, None), state["text"], training=False
+            )
+            values["text"] = out.values
+        present = self._present(present, audio_block.shape[0], training=False)
+        return self._head(self._fuse(values, present), training=False), new_state
+
+    # -- pieces ---------------------------------------------------------------------------
+
+    def _present(self, present, batch: int, training: bool):
+        """bool [B, 2]: which modalities each example has (after modality dropout)."""
+        present = jnp.ones((batch, 2), bool) if present is None else jnp.asarray(present, bool)
+        if present.shape != (batch, 2):
+            raise ValueError(
+                f"present: expected bool [{batch}, 2] (audio, text), got {present.shape}"
+            )
+        probability = self.config.modality_dropout
+        if training and probability > 0 and len(self.config.modalities) == 2:
+            draw = jax.random.uniform(self.make_rng("dropout"), (batch,))
+            keep_audio = draw >= probability / 2
+            keep_text = (draw < probability / 2) | (draw >= probability)
+            present = present & jnp.stack([keep_audio, keep_text], axis=1)
+        return present
+
+    def _fuse(self, values: dict, present):
+        config = self.config
+        scaled = {
+            name: value * present[:, MODALITIES.index(name), None, None].astype(value.dtype)
+            for name, value in values.items()
+        }
+        if len(scaled) == 1:
+            return next(iter(scaled.values()))
+        audio, text = scaled["audio"], scaled["text"]
+        if config.fusion == "concat":
+            return jnp.concatenate([audio, text], axis=-1)
+        audio, text = self.audio_projection(audio), self.text_projection(text)
+        if config.fusion == "sum":
+            return audio + text
+        if config.fusion == "gated":
+            gate = jax.nn.sigmoid(self.gate(jnp.concatenate([audio, text], axis=-1)))
+            return gate * audio + (1 - gate) * text
+        ones = jnp.ones(audio.shape[:-1] + (1,), audio.dtype)
+        outer = jnp.einsum(
+            "btf,btg->btfg",
+            jnp.concatenate([audio, ones], -1),
+            jnp.concatenate([text, ones], -1),
+        )
+        return outer.reshape(outer.shape[:2] + (-1,))
+
+    def _head(self, fused, training: bool):
+        hidden = fused
+        for layer in self.hidden:
+            hidden = self.dropout(jax.nn.relu(layer(hidden)), deterministic=not training)
+        return self.classifier(hidden).astype(jnp.float32)
+
+
+def _sequence(values, mask) -> sl.Sequence:
+    values = jnp.asarray(values, jnp.float32)
+    mask = jnp.ones(values.shape[:2], bool) if mask is None else jnp.asarray(mask, bool)
+    return sl.Sequence(values, mask)
+
+
+def check_shapes(config: MultiQTConfig, audio, text) -> None:
+    """Trace-time checks (shapes are static): widths and agreeing lengths."""
+    expected = {"audio": config.audio_features, "text": config.text_symbols}
+    arrays = {"audio": audio, "text": text}
+    for name in config.modalities:
+        shape = np.shape(arrays[name])
+        if len(shape) != 3 or shape[2] != expected[name]:
+            raise ValueError(f"{name}: shape {shape}, expected [batch, frames, {expected[name]}]")
+    if len(config.modalities) == 2:
+        audio_out = -(-np.shape(audio)[1] // config.audio_stride)
+        text_out = -(-np.shape(text)[1] // config.text_stride)
+        if abs(audio_out - text_out) > 1 or np.shape(audio)[0] != np.shape(text)[0]:
+            raise ValueError(
+                f"audio {np.shape(audio)} and text {np.shape(text)} disagree: "
+                f"{audio_out} and {text_out} output frames (audio / {config.audio_stride}, "
+                f"text / {config.text_stride}); expected the same batch and at most one apart"
+            )
+
+
+def check_inputs(config: MultiQTConfig, audio, text) -> None:
+    """Host-side checks before a jitted call: shapes (see `check_shapes`) and finiteness."""
+    check_shapes(config, audio, text)
+    for name, array in (("audio", audio), ("text", text)):
+        if name in config.modalities and not np.all(np.isfinite(np.asarray(array))):
+            bad = np.argwhere(~np.isfinite(np.asarray(array)))[0].tolist()
+            raise ValueError(
+                f"{name}: shape {np.shape(array)} holds non-finite values (first at {bad}); "
+                "expected finite features"
+            )
+
+
+def parameter_count(params) -> int:
+    return sum(int(np.size(leaf)) for leaf in jax.tree_util.tree_leaves(params))
+
+
+def describe(config: MultiQTConfig, params) -> str:
+    """One line for the start of a run: size, output rate, receptive fields."""
+    spec = streaming_spec(config)
+    return (
+        f"MultiQT {'+'.join(config.modalities)} ({config.fusion} fusion): "
+        f"{parameter_count(params):,} parameters, one output every "
+        f"{spec.output_hop_s * 1000:.0f} ms ({1 / spec.output_hop_s:.0f} Hz), receptive field "
+        f"{spec.audio_receptive_field * AUDIO_HOP_S:.2f} s audio / "
+        f"{spec.text_receptive_field * TEXT_HOP_S:.2f} s text, latency {spec.output_latency}"
+    )

@@ -1,0 +1,139 @@
+"""MultiQT model: the streaming contract for every fusion and modality, causality,
+modality dropout and missing modalities, and clear errors on bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from multiqt_jax import model
+from multiqt_jax.streaming import StreamRunner
+
+SMALL = dict(
+    num_classes=4,
+    audio_channels=(8, 8, 8),
+    audio_kernels=(3, 3, 3),
+    audio_strides=(1, 2, 2),
+    audio_dilations=(1, 1, 2),
+    text_channels=(8, 8),
+    text_kernels=(3, 3),
+    text_strides=(2, 1),
+    text_dilations=(1, 2),
+    fusion_size=4,
+    dense=(16,),
+)
+SETTINGS = [{"fusion": fusion, "modalities": ("audio", "text")} for fusion in model.FUSIONS] + [
+    {"modalities": ("audio",)},
+    {"modalities": ("text",)},
+]
+
+
+def _setup(seed=0, outputs=23, batch=2, **overrides):
+    config = model.MultiQTConfig(**{**SMALL, **overrides})
+    rng = np.random.default_rng(seed)
+    audio = rng.normal(size=(batch, outputs * 4 - 1, 40)).astype(np.float32)
+    text = rng.random((batch, outputs * 2, 29)).astype(np.float32)
+    net = model.MultiQT(config)
+    params = net.init(jax.random.key(seed), audio, text)
+    return config, net, params, audio, text
+
+
+def _partition(rng, total):
+    sizes = []
+    while sum(sizes) < total:
+        sizes.append(int(rng.integers(1, 6)))
+    sizes[-1] -= sum(sizes) - total
+    return sizes
+
+
+@pytest.mark.parametrize(
+    "setting", SETTINGS, ids=lambda s: "+".join(s["modalities"]) + "-" + s.get("fusion", "")
+)
+def test_streaming_over_random_block_partitions_equals_the_whole_call(setting):
+    config, net, params, audio, text = _setup(**setting)
+    present = np.array([[True, True], [True, False]]) if len(config.modalities) == 2 else None
+    whole, mask = net.apply(params, audio, text, present=present)
+    assert whole.shape == (2, 23, 4) and mask.all()
+    spec = model.streaming_spec(config)
+    padded_audio = np.pad(audio, ((0, 0), (0, 23 * 4 - audio.shape[1]), (0, 0)))
+    step = jax.jit(lambda a, t, s: net.apply(params, a, t, s, present, method=net.step))
+    for trial in range(3):
+        rng = np.random.default_rng(trial)
+        state = net.apply(params, 2, method=net.initial_state)
+        outputs, start = [], 0
+        for size in _partition(rng, 23):
+            a = padded_audio[:, start * spec.audio_block : (start + size) * spec.audio_block]
+            t = text[:, start * spec.text_block : (start + size) * spec.text_block]
+            logits, state = step(a, t, state)
+            outputs.append(logits)
+            start += size
+        np.testing.assert_allclose(np.concatenate(outputs, axis=1), whole, atol=1e-5)
+    runner = StreamRunner(net, params, block_outputs=4)
+    np.testing.assert_allclose(runner.logits(audio, text, present), whole, atol=1e-5)
+    labels = runner.labels(audio, text, present)
+    np.testing.assert_array_equal(labels, np.argmax(whole, axis=-1))
+
+
+def test_outputs_are_causal_with_the_declared_receptive_field():
+    config, net, params, audio, text = _setup(batch=1)
+    spec = model.streaming_spec(config)
+    frame = 12
+
+    def output(audio, text):
+        return net.apply(params, audio, text)[0][0, frame].sum()
+
+    audio_grad, text_grad = jax.grad(output, argnums=(0, 1))(jnp.asarray(audio), jnp.asarray(text))
+    seen_audio = np.flatnonzero(np.abs(audio_grad[0]).sum(axis=1) > 0)
+    seen_text = np.flatnonzero(np.abs(text_grad[0]).sum(axis=1) > 0)
+    last = frame * spec.audio_block
+    assert seen_audio.max() == last
+    assert seen_audio.min() == last - spec.audio_receptive_field + 1
+    assert seen_text.max() == frame * spec.text_block
+    assert seen_text.min() == frame * spec.text_block - spec.text_receptive_field + 1
+
+
+def test_a_missing_modality_is_ignored_and_modality_dropout_drops_one():
+    config, net, params, audio, text = _setup(dropout=0.0, modality_dropout=1.0)
+    other_text = text[::-1].copy()
+    without_text = np.array([[True, False]] * 2)
+    first, _ = net.apply(params, audio, text, present=without_text)
+    second, _ = net.apply(params, audio, other_text, present=without_text)
+    np.testing.assert_allclose(first, second, atol=1e-6)
+    without_audio, _ = net.apply(params, audio, text, present=np.array([[False, True]] * 2))
+    dropped, _ = net.apply(params, audio, text, training=True, rngs={"dropout": jax.random.key(3)})
+    for row in range(2):
+        assert np.allclose(dropped[row], first[row], atol=1e-6) or np.allclose(
+            dropped[row], without_audio[row], atol=1e-6
+        )
+
+
+def test_bad_input_is_named():
+    config, net, params, audio, text = _setup()
+    with pytest.raises(ValueError, match=r"audio \(2, 91, 40\) and text \(2, 40, 29\) disagree"):
+        net.apply(params, audio, text[:, :40])
+    with pytest.raises(
+        ValueError, match=r"text: shape \(2, 46, 30\), expected \[batch, frames, 29\]"
+    ):
+        net.apply(params, audio, np.zeros((2, 46, 30), np.float32))
+    broken = audio.copy()
+    broken[1, 5, 7] = np.nan
+    with pytest.raises(
+        ValueError,
+        match=r"audio: shape \(2, 91, 40\) holds non-finite values \(first at \[1, 5, 7\]\)",
+    ):
+        StreamRunner(net, params).logits(broken, text)
+    with pytest.raises(ValueError, match="fusion: expected one of"):
+        model.MultiQTConfig(num_classes=3, fusion="product")
+    with pytest.raises(ValueError, match="must reach one output hop"):
+        model.MultiQTConfig(num_classes=3, text_strides=(1, 1, 1, 1))
+    with pytest.raises(ValueError, match="modalities"):
+        model.MultiQTConfig(num_classes=3, modalities=("video",))
+
+
+def test_describe_names_size_and_rate():
+    config = model.MultiQTConfig(num_classes=9)
+    audio, text = np.zeros((1, 40, 40), np.float32), np.zeros((1, 20, 29), np.float32)
+    params = model.MultiQT(config).init(jax.random.key(0), audio, text)
+    line = model.describe(config, params)
+    assert f"{model.parameter_count(params):,} parameters" in line
+    assert "every 40 ms (25 Hz)" in line and "1.13 s audio / 1.14 s text" in line
