@@ -1,0 +1,153 @@
+"""MultiQT training pieces, as pure functions: loss, optimiser, train and eval steps.
+
+    net = model.MultiQT(model_config)
+    state = create_train_state(net, OptimizerConfig(), jax.random.key(0), batch)
+    step = jax.jit(functools.partial(train_step, net))
+    state, stats = step(state, batch, jax.random.key(1))           # stats["loss"]
+    counts = jax.jit(functools.partial(eval_step, net))(state.params, batch)
+
+Batches are `multiqt_jax.input_pipeline` batches (labels at 10 ms). The model emits one
+frame per `audio_stride` 10 ms frames; output frame t sees audio up to frame
+t * audio_stride, so its target is the label of that frame (`output_labels`).
+`train_step` and `eval_step` have no Python side effects, so they can be `vmap`-ed over
+stacked fold states and sharded (experiments).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import optax
+
+import metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig:
+    learning_rate: float = 1e-3  # peak
+    warmup_steps: int = 50
+    total_steps: int = 1000  # cosine decay to `final_fraction` of the peak by then
+    final_fraction: float = 0.05
+    weight_decay: float = 1e-4
+    clip_norm: float = 1.0
+
+    def __post_init__(self):
+        if self.learning_rate <= 0 or self.total_steps < 1 or self.warmup_steps < 0:
+            raise ValueError(
+                "OptimizerConfig: expected learning_rate > 0, total_steps >= 1, warmup_steps >= 0"
+            )
+
+
+def make_optimizer(config: OptimizerConfig) -> optax.GradientTransformation:
+    """AdamW with linear warm-up, cosine decay and global-norm gradient clipping."""
+    schedule = optax.warmup_cosine_decay_schedule(
+        init_value=0.0,
+        peak_value=config.learning_rate,
+        warmup_steps=config.warmup_steps,
+        decay_steps=max(config.total_steps, config.warmup_steps + 1),
+        end_value=config.learning_rate * config.final_fraction,
+    )
+    return optax.chain(
+        optax.clip_by_global_norm(config.clip_norm),
+        optax.adamw(schedule, weight_decay=config.weight_decay),
+    )
+
+
+class TrainState(flax.struct.PyTreeNode):
+    step: jax.Array
+    params: Any
+    opt_state: Any
+    tx: optax.GradientTransformation = flax.struct.field(pytree_node=False)
+
+
+def create_train_state(net, config: OptimizerConfig, rng, batch) -> TrainState:
+    """Initial parameters (shapes from `batch`) and optimiser state."""
+    params = net.init(rng, batch["audio"][:1], batch["text"][:1])
+    tx = make_optimizer(config)
+    return TrainState(
+        step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params), tx=tx
+    )
+
+
+def output_labels(labels, mask, audio_stride: int, frames: int):
+    """10 ms labels int [B, Ta] and mask bool [B, Ta] -> the model's output clock:
+    int32 [B, frames] and bool [B, frames] (the label of frame t * audio_stride)."""
+    picked = labels[:, ::audio_stride][:, :frames]
+    picked_mask = mask[:, ::audio_stride][:, :frames]
+    missing = frames - picked.shape[1]
+    if missing > 0:  # the model's output may reach one frame past the labels
+        picked = jnp.pad(picked, ((0, 0), (0, missing)))
+        picked_mask = jnp.pad(picked_mask, ((0, 0), (0, missing)))
+    return picked.astype(jnp.int32), picked_mask
+
+
+def cross_entropy(logits, labels, mask, class_weights=None) -> jax.Array:
+    """Masked per-timestep cross-entropy, weighted by class: logits [B, T, C], labels int
+    [B, T], mask bool [B, T], class_weights float [C] (default 1). The weighted mean over
+    valid timesteps (0 when there are none)."""
+    per_step = optax.softmax_cross_entropy_with_integer_labels(logits, labels)
+    weights = mask.astype(jnp.float32)
+    if class_weights is not None:
+        weights = weights * jnp.asarray(class_weights, jnp.float32)[labels]
+    return jnp.sum(per_step * weights) / jnp.maximum(jnp.sum(weights), 1e-9)
+
+
+def _targets(net, batch, logits_mask):
+    labels, mask = output_labels(
+        batch["labels"], batch["audio_mask"], net.config.audio_stride, logits_mask.shape[1]
+    )
+    return labels, mask & logits_mask & batch["example_mask"][:, None]
+
+
+def train_step(net, state: TrainState, batch, rng, class_weights=None):
+    """One optimiser step on a batch -> (new state, {"loss", "grad_norm"})."""
+
+    def loss_fn(params):
+        logits, logits_mask = net.apply(
+            params,
+            batch["audio"],
+            batch["text"],
+            batch["audio_mask"],
+            batch["text_mask"],
+            training=True,
+            rngs={"dropout": rng},
+        )
+        labels, mask = _targets(net, batch, logits_mask)
+        return cross_entropy(logits, labels, mask, class_weights)
+
+    loss, grads = jax.value_and_grad(loss_fn)(state.params)
+    updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
+    new_state = state.replace(
+        step=state.step + 1, params=optax.apply_updates(state.params, updates), opt_state=opt_state
+    )
+    return new_state, {"loss": loss, "grad_norm": optax.tree.norm(grads)}
+
+
+def predict(net, params, batch, present=None):
+    """(predicted labels int32 [B, To], gold labels int32 [B, To], mask bool [B, To])."""
+    logits, logits_mask = net.apply(
+        params, batch["audio"], batch["text"], batch["audio_mask"], batch["text_mask"], present
+    )
+    labels, mask = _targets(net, batch, logits_mask)
+    return jnp.argmax(logits, axis=-1).astype(jnp.int32), labels, mask
+
+
+def eval_step(net, params, batch, present=None, min_run: int = 5):
+    """Counts for TIMESTEP and INSTANCE scores of a batch (merge batches with `+`)."""
+    pred, gold, mask = predict(net, params, batch, present)
+    classes = net.config.num_classes
+    return {
+        "timestep": metrics.timestep_counts(pred, gold, mask, num_classes=classes),
+        "instance": metrics.instance_counts(pred, gold, mask, num_classes=classes, min_run=min_run),
+    }
+
+
+def class_weights_from_counts(frame_counts, power: float = 0.5):
+    """float32 [C] weights ~ (1 / frequency) ** power, mean 1 over present classes."""
+    counts = jnp.asarray(frame_counts, jnp.float32)
+    weights = jnp.where(counts > 0, (counts.sum() / jnp.maximum(counts, 1.0)) ** power, 0.0)
+    return weights / jnp.maximum(weights[counts > 0].mean(), 1e-9)
