@@ -1,0 +1,806 @@
+"""Segment-trained MultiQT baselines: a random forest and a feed-forward network.
+
+The MultiQT paper (Havtorn et al. 2020) compares its streaming tagger with classifiers
+trained on *fixed segments*: each labelled question instance (a maximal run of one
+non-background label at 10 ms) is one training example, described by features pooled
+over its true extent, plus background segments sampled from the unlabelled regions with
+lengths drawn like the instances'. At test time such a classifier only sees a stream, so
+it runs as a causal sliding window, and the mismatch between clean segments in training
+and windows that straddle boundaries in use is what costs it accuracy.
+
+Pooled features of a span `[start, end)` of 10 ms frames (`pooled_features`, the single
+definition used for training segments and for sliding windows), float32 [FEATURE_DIM]:
+
+  [0, 40)    mean of the 40 log-mel bands over the span's valid audio frames
+  [40, 80)   standard deviation (population, ddof=0) of the same bands
+  [80, 109)  mean of the 29 character posteriors over the text frames (20 ms) that lie
+             wholly inside the span: text frames ceil(start / 2) .. end // 2 - 1
+
+A span with no valid frame of a modality gets zeros for it. Masked frames (padding)
+never enter a mean.
+
+Streaming (`sliding_labels`): windows of `window_s` end every `hop_s`; the window grid
+is anchored at the stream start, the first full window covering frames [0, W). A
+window ending with frame k (inclusive) is classified at the end of frame k, and every
+timestep t >= k up to the next window's last frame takes that window's prediction, so
+the label at t depends only on audio frames <= t and text frames that ended by then.
+Timesteps before the first window (t < W - 1 with full windows only) are background
+(class 0). `min_window_s` < `window_s` adds shorter, left-truncated windows on the same
+grid before the first full one. Masked timesteps are 0.
+
+Inputs are either padded batches in the format of `multiqt_jax.input_pipeline`
+(dicts with `audio` [B, Ta, 40], `text` [B, Ta // 2, 29], `labels` [B, Ta] and the
+masks `audio_mask`, `text_mask`, `example_mask`) or unpadded examples (dicts with
+`audio` [Ta, 40], `text` [~Ta // 2, 29], `labels` [Ta]); `segment_dataset` takes one
+such dict or a sequence of them.
+
+    >>> import numpy as np
+    >>> from multiqt_jax import baselines
+    >>> rng = np.random.default_rng(0)
+    >>> labels = np.zeros(600, np.int32); labels[100:250] = 1; labels[350:500] = 2
+    >>> audio = rng.normal(size=(600, 40)).astype(np.float32) + 2.0 * labels[:, None]
+    >>> text = np.full((300, 29), 1 / 29, np.float32)
+    >>> config = baselines.BaselineConfig(window_s=1.0, n_estimators=10)
+    >>> X, y = baselines.segment_dataset([{"audio": audio, "text": text, "labels": labels}],
+    ...                                  config)
+    >>> X.shape, sorted(y.tolist())
+    ((4, 109), [0, 0, 1, 2])
+    >>> forest = baselines.fit_random_forest(X, y, config)
+    >>> pred = baselines.sliding_labels(forest, audio[None], text[None], None, config)
+    >>> pred.shape, pred.dtype, int(pred[0, :99].max())  # background before the 1st window
+    ((1, 600), dtype('int32'), 0)
+
+With pipeline batches and the feed-forward network:
+
+    X, y = baselines.segment_dataset(train_batches, config)
+    fnn = baselines.fit_fnn(X, y, config, num_classes=7)  # multiqt_jax.labels.QUESTION_CLASSES
+    pred = baselines.sliding_labels_batch(fnn, test_batch, config)
+    metrics.timestep_prf(pred, test_batch["labels"], test_batch["audio_mask"], num_classes=7)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from sklearn.ensemble import RandomForestClassifier
+
+from speechkit import asr, frontend
+
+FRAME_S = 0.01  # seconds per audio frame (labels share this rate)
+NUM_MELS = frontend.MULTIQT_FEATURES.num_mels  # 40
+NUM_SYMBOLS = asr.NUM_SYMBOLS  # 29
+FEATURE_DIM = 2 * NUM_MELS + NUM_SYMBOLS  # 109: mel mean, mel std, posterior mean
+BACKGROUND = 0
+
+
+def _frames(name: str, seconds, minimum: float) -> int:
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+        raise TypeError(f"BaselineConfig.{name}: expected seconds as a number, got {seconds!r}")
+    if not math.isfinite(seconds) or seconds < minimum:
+        raise ValueError(f"BaselineConfig.{name}: expected >= {minimum} s, got {seconds!r}")
+    frames = round(seconds / FRAME_S)
+    if abs(seconds / FRAME_S - frames) > 1e-6:
+        raise ValueError(
+            f"BaselineConfig.{name}: expected a whole number of 10 ms frames, got {seconds!r} s"
+        )
+    return int(frames)
+
+
+def _require_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"BaselineConfig.{name}: expected an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"BaselineConfig.{name}: expected an int >= {minimum}, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class BaselineConfig:
+    """Sizes of the segment baselines. Times in seconds, whole multiples of 10 ms."""
+
+    window_s: float = 2.0  # sliding window length
+    hop_s: float = 0.1  # one window ends every hop_s
+    min_window_s: float | None = None  # shortest (left-truncated) early window; None = window_s
+    background_per_segment: float = 1.0  # background segments per labelled segment
+    # random forest (scikit-learn)
+    n_estimators: int = 100
+    max_depth: int | None = None  # None = grow until leaves are pure
+    n_jobs: int = 1  # results do not depend on it (random_state is fixed)
+    # feed-forward network (flax.linen + optax AdamW)
+    hidden: tuple[int, ...] = (128, 128)
+    epochs: int = 100
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-4
+    seed: int = 0  # forest random_state, network init and minibatch order, segment sampling
+
+    def __post_init__(self):
+        window = _frames("window_s", self.window_s, FRAME_S)
+        _frames("hop_s", self.hop_s, FRAME_S)
+        if self.min_window_s is not None:
+            shortest = _frames("min_window_s", self.min_window_s, FRAME_S)
+            if shortest > window:
+                raise ValueError(
+                    f"BaselineConfig.min_window_s: expected <= window_s ({self.window_s}), "
+                    f"got {self.min_window_s}"
+                )
+        ratio = self.background_per_segment
+        if isinstance(ratio, bool) or not isinstance(ratio, numbers.Real):
+            raise TypeError(
+                f"BaselineConfig.background_per_segment: expected a number, got {ratio!r}"
+            )
+        if not math.isfinite(ratio) or ratio < 0:
+            raise ValueError(f"BaselineConfig.background_per_segment: expected >= 0, got {ratio!r}")
+        _require_int("n_estimators", self.n_estimators, 1)
+        if self.max_depth is not None:
+            _require_int("max_depth", self.max_depth, 1)
+        _require_int("n_jobs", self.n_jobs, -(2**31))
+        if self.n_jobs == 0:
+            raise ValueError(
+                "BaselineConfig.n_jobs: expected a nonzero int (-1 = all cores), got 0"
+            )
+        if isinstance(self.hidden, (str, bytes)) or not isinstance(self.hidden, Iterable):
+            raise TypeError(f"BaselineConfig.hidden: expected a tuple of ints, got {self.hidden!r}")
+        object.__setattr__(self, "hidden", tuple(self.hidden))
+        for width in self.hidden:
+            if isinstance(width, bool) or not isinstance(width, numbers.Integral) or width < 1:
+                raise ValueError(
+                    f"BaselineConfig.hidden: expected positive ints, got {self.hidden!r}"
+                )
+        _require_int("epochs", self.epochs, 1)
+        _require_int("batch_size", self.batch_size, 1)
+        for name in ("learning_rate", "weight_decay"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"BaselineConfig.{name}: expected a number, got {value!r}")
+            if not math.isfinite(value) or value < 0 or (name == "learning_rate" and value == 0):
+                bound = "> 0" if name == "learning_rate" else ">= 0"
+                raise ValueError(f"BaselineConfig.{name}: expected {bound}, got {value!r}")
+        _require_int("seed", self.seed, 0)
+
+    @property
+    def window_frames(self) -> int:
+        return _frames("window_s", self.window_s, FRAME_S)
+
+    @property
+    def hop_frames(self) -> int:
+        return _frames("hop_s", self.hop_s, FRAME_S)
+
+    @property
+    def min_window_frames(self) -> int:
+        if self.min_window_s is None:
+            return self.window_frames
+        return _frames("min_window_s", self.min_window_s, FRAME_S)
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _array(name: str, value, dtype=None) -> np.ndarray:
+    try:
+        return np.asarray(value) if dtype is None else np.asarray(value, dtype)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name}: expected an array, got {type(value).__name__}") from err
+
+
+def _check_streams(audio, text, *, batched: bool, prefix: str = ""):
+    """Validates audio / text widths and lengths; returns float arrays."""
+    a_name, t_name = (f"{prefix}['audio']", f"{prefix}['text']") if prefix else ("audio", "text")
+    audio = _array(a_name, audio, np.float32)
+    text = _array(t_name, text, np.float32)
+    rank, layout = (3, "[B, Ta, {}]") if batched else (2, "[Ta, {}]")
+    if audio.ndim != rank or audio.shape[-1] != NUM_MELS:
+        raise ValueError(
+            f"{a_name}: shape {audio.shape}; expected {layout.format(NUM_MELS)} "
+            f"({NUM_MELS} log-mel bands at 10 ms)"
+        )
+    text_layout = ("[B, Ta // 2, {}]" if batched else "[Ta // 2, {}]").format(NUM_SYMBOLS)
+    if text.ndim != rank or text.shape[-1] != NUM_SYMBOLS:
+        raise ValueError(
+            f"{t_name}: shape {text.shape}; expected {text_layout} "
+            f"({NUM_SYMBOLS} character posteriors at 20 ms)"
+        )
+    if batched and text.shape[0] != audio.shape[0]:
+        raise ValueError(
+            f"{t_name}: shape {text.shape}; expected {audio.shape[0]} rows like {a_name} "
+            f"{audio.shape}"
+        )
+    frames, expected = audio.shape[-2], audio.shape[-2] // 2
+    if abs(text.shape[-2] - expected) > 1:
+        raise ValueError(
+            f"{t_name}: shape {text.shape} has {text.shape[-2]} frames at 20 ms but {a_name} "
+            f"{audio.shape} has {frames} frames at 10 ms; expected {expected} (+-1) text frames"
+        )
+    return audio, text
+
+
+def _check_mask(name: str, mask, shape: tuple[int, ...]) -> np.ndarray:
+    if mask is None:
+        return np.ones(shape, bool)
+    mask = _array(name, mask)
+    if mask.shape != shape:
+        raise ValueError(f"{name}: shape {mask.shape}; expected {shape}")
+    if mask.dtype != bool:
+        raise TypeError(f"{name}: expected dtype bool, got {mask.dtype}")
+    return mask
+
+
+def _text_mask_from_audio(mask: np.ndarray, text_frames: int) -> np.ndarray:
+    """Text frame i (audio frames 2i, 2i + 1) is valid when audio frame 2i + 1 is."""
+    out = np.zeros(mask.shape[:-1] + (text_frames,), bool)
+    odd = mask[..., 1::2][..., :text_frames]
+    out[..., : odd.shape[-1]] = odd
+    return out
+
+
+# ------------------------------------------------------------------------------- pooling
+
+
+def _span_sums(values: np.ndarray, mask: np.ndarray, starts, ends, squares: bool):
+    """Masked sums of values [B, T, F] (and of their squares) and counts over [s, e)."""
+    weights = mask.astype(np.float64)
+    count = np.zeros(mask.shape[:1] + (mask.shape[1] + 1,))
+    count[:, 1:] = np.cumsum(weights, axis=1)
+    values = values.astype(np.float64) * weights[..., None]
+    # Shift by the per-row mean so the running sums of squares do not cancel.
+    shift = values.sum(axis=1, keepdims=True) / np.maximum(count[:, -1:, None], 1)
+    centred = (values - shift) * weights[..., None]
+    rows = np.arange(values.shape[0])[:, None]
+    n = count[rows, ends] - count[rows, starts]
+    total = np.zeros((values.shape[0], values.shape[1] + 1, values.shape[2]))
+    total[:, 1:] = np.cumsum(centred, axis=1)
+    sums = total[rows, ends] - total[rows, starts]
+    squared = None
+    if squares:
+        total[:, 1:] = np.cumsum(centred * centred, axis=1)
+        squared = total[rows, ends] - total[rows, starts]
+    return n, sums, squared, shift
+
+
+def pooled_features(audio, text, starts, ends, *, audio_mask=None, text_mask=None) -> np.ndarray:
+    """Pooled features of many spans, by cumulative sums (layout: module docstring).
+
+    Args:
+      audio: float [B, Ta, 40] log-mel (or [Ta, 40] for one example).
+      text: float [B, Tt, 29] character posteriors at 20 ms, |Tt - Ta // 2| <= 1
+        (or [Tt, 29]).
+      starts, ends: int [B, N] or [N] (shared by all rows): spans [start, end) of 10 ms
+        frames; clipped to [0, Ta].
+      audio_mask: optional bool [B, Ta] (or [Ta]); False frames are left out.
+      text_mask: optional bool [B, Tt]; default: frame i is valid when audio frame 2i + 1 is.
+
+    Returns:
+      float32 [B, N, FEATURE_DIM] (or [N, FEATURE_DIM] for one example).
+    """
+    batched = np.ndim(audio) == 3
+    audio, text = _check_streams(audio, text, batched=batched)
+    if not batched:
+        audio, text = audio[None], text[None]
+        audio_mask = None if audio_mask is None else np.asarray(audio_mask)[None]
+        text_mask = None if text_mask is None else np.asarray(text_mask)[None]
+    rows, frames = audio.shape[:2]
+    audio_mask = _check_mask("audio_mask", audio_mask, (rows, frames))
+    if text_mask is None:
+        text_mask = _text_mask_from_audio(audio_mask, text.shape[1])
+    text_mask = _check_mask("text_mask", text_mask, text.shape[:2])
+    starts = _array("starts", starts)
+    ends = _array("ends", ends)
+    if not np.issubdtype(starts.dtype, np.integer) or not np.issubdtype(ends.dtype, np.integer):
+        raise TypeError(f"starts, ends: expected integers, got {starts.dtype}, {ends.dtype}")
+    if starts.shape != ends.shape or starts.ndim not in (1, 2):
+        raise ValueError(
+            f"starts, ends: shapes {starts.shape}, {ends.shape}; expected one shape [N] or [B, N]"
+        )
+    spans = (rows, starts.shape[-1])
+    if starts.ndim == 2 and starts.shape != spans:
+        raise ValueError(f"starts: shape {starts.shape}; expected {spans} or [N]")
+    starts = np.broadcast_to(np.clip(starts, 0, frames), spans)
+    ends = np.broadcast_to(np.clip(ends, 0, frames), spans)
+    ends = np.maximum(ends, starts)
+
+    n, sums, squared, shift = _span_sums(audio, audio_mask, starts, ends, squares=True)
+    safe = np.maximum(n, 1)[..., None]
+    centred_mean = sums / safe
+    variance = np.maximum(squared / safe - centred_mean**2, 0.0)
+    mel_mean = np.where(n[..., None] > 0, centred_mean + shift, 0.0)
+    mel_std = np.where(n[..., None] > 0, np.sqrt(variance), 0.0)
+
+    text_starts = np.minimum((starts + 1) // 2, text.shape[1])  # text frames wholly inside
+    text_ends = np.maximum(np.minimum(ends // 2, text.shape[1]), text_starts)
+    tn, tsums, _, tshift = _span_sums(text, text_mask, text_starts, text_ends, squares=False)
+    text_mean = np.where(tn[..., None] > 0, tsums / np.maximum(tn, 1)[..., None] + tshift, 0.0)
+
+    features = np.concatenate([mel_mean, mel_std, text_mean], axis=-1).astype(np.float32)
+    return features if batched else features[0]
+
+
+def segment_features(audio, text, start: int, end: int) -> np.ndarray:
+    """Pooled features of one span [start, end) of one example: float32 [FEATURE_DIM].
+
+    audio [Ta, 40], text [Tt, 29]; the same definition as `pooled_features`.
+    """
+    return pooled_features(audio, text, np.array([start]), np.array([end]))[0]
+
+
+# ------------------------------------------------------------------------------ segments
+
+
+def label_runs(labels, mask=None, background: int = BACKGROUND):
+    """Instances of one example: maximal runs of one non-background label within the mask.
+
+    Args:
+      labels: int [T] class ids; mask: optional bool [T] (a False frame ends a run).
+
+    Returns:
+      (starts, ends, classes): int64 [K], int64 [K] (exclusive) and int32 [K], in time order.
+    """
+    labels = _array("labels", labels)
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels: shape {labels.shape} dtype {labels.dtype}; expected int [T]")
+    mask = _check_mask("mask", mask, labels.shape)
+    inside = mask & (labels != background)
+    same = np.zeros(labels.shape, bool)
+    same[1:] = inside[1:] & inside[:-1] & (labels[1:] == labels[:-1])
+    starts = np.flatnonzero(inside & ~same)
+    after = np.append(same[1:], False)
+    ends = np.flatnonzero(inside & ~after) + 1
+    return starts, ends, labels[starts].astype(np.int32)
+
+
+def _background_runs(labels: np.ndarray, mask: np.ndarray, background: int):
+    """Maximal runs of valid background frames: starts, ends (exclusive)."""
+    inside = (mask & (labels == background)).astype(np.int8)
+    edges = np.diff(np.concatenate([[0], inside, [0]]))
+    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Example:
+    audio: np.ndarray  # float32 [Ta, 40]
+    text: np.ndarray  # float32 [Tt, 29]
+    labels: np.ndarray  # int32 [Ta]
+    mask: np.ndarray  # bool [Ta]
+    text_mask: np.ndarray  # bool [Tt]
+
+
+def _require_keys(name: str, item: Mapping, keys) -> None:
+    missing = [k for k in keys if k not in item]
+    if missing:
+        raise KeyError(f"{name}: missing {missing}; has {sorted(item)}")
+
+
+def _batch_examples(name: str, batch: Mapping) -> list[_Example]:
+    _require_keys(name, batch, ("audio", "text", "labels"))
+    audio, text = _check_streams(batch["audio"], batch["text"], batched=True, prefix=name)
+    rows, frames = audio.shape[:2]
+    labels = _array(f"{name}['labels']", batch["labels"])
+    if labels.shape != (rows, frames) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(
+            f"{name}['labels']: shape {labels.shape} dtype {labels.dtype}; "
+            f"expected int {(rows, frames)} like {name}['audio'] {audio.shape}"
+        )
+    mask = _check_mask(f"{name}['audio_mask']", batch.get("audio_mask"), (rows, frames))
+    if "text_mask" in batch:
+        text_mask = _check_mask(f"{name}['text_mask']", batch["text_mask"], text.shape[:2])
+    else:
+        text_mask = _text_mask_from_audio(mask, text.shape[1])
+    example_mask = _check_mask(f"{name}['example_mask']", batch.get("example_mask"), (rows,))
+    return [
+        _Example(audio[r], text[r], labels[r].astype(np.int32), mask[r], text_mask[r])
+        for r in np.flatnonzero(example_mask)
+    ]
+
+
+def _one_example(name: str, example: Mapping) -> _Example:
+    _require_keys(name, example, ("audio", "text", "labels"))
+    audio, text = _check_streams(example["audio"], example["text"], batched=False, prefix=name)
+    labels = _array(f"{name}['labels']", example["labels"])
+    if labels.shape != audio.shape[:1] or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(
+            f"{name}['labels']: shape {labels.shape} dtype {labels.dtype}; "
+            f"expected int {audio.shape[:1]} like {name}['audio'] {audio.shape}"
+        )
+    mask = np.ones(audio.shape[0], bool)
+    return _Example(audio, text, labels.astype(np.int32), mask, np.ones(text.shape[0], bool))
+
+
+def _as_examples(data) -> list[_Example]:
+    """A batch dict, an example dict, or a sequence of either -> unpadded-or-masked examples."""
+    items = [("data", data)] if isinstance(data, Mapping) else None
+    if items is None:
+        if not isinstance(data, Iterable):
+            raise TypeError(
+                f"data: expected a dict or a sequence of dicts, got {type(data).__name__}"
+            )
+        items = [(f"data[{i}]", item) for i, item in enumerate(data)]
+    examples = []
+    for name, item in items:
+        if not isinstance(item, Mapping):
+            raise TypeError(f"{name}: expected a dict of arrays, got {type(item).__name__}")
+        if "audio" in item and np.ndim(item["audio"]) == 3:
+            examples.extend(_batch_examples(name, item))
+        else:
+            examples.append(_one_example(name, item))
+    return examples
+
+
+def _rng(rng, config: BaselineConfig) -> np.random.Generator:
+    if rng is None:
+        return np.random.default_rng(config.seed)
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"rng: expected a numpy Generator, an int seed or None, got {rng!r}")
+
+
+def segment_dataset(
+    data, config: BaselineConfig = BaselineConfig(), rng=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed-segment training set: pooled features of instances and background spans.
+
+    Every labelled instance (a maximal run of one non-background label at 10 ms, within
+    the mask) is a segment of its true extent. Then
+    `round(config.background_per_segment * #instances)` background segments: each draws
+    a length from the instances' lengths, and a position uniformly among all placements
+    inside the valid background runs of all examples that fit it (a length no run fits
+    is cut to the longest background run). No background at all: no background segments.
+
+    Args:
+      data: a pipeline batch dict, an unpadded example dict ({audio, text, labels}), or a
+        sequence of either (a list of batches, a list of examples, a Grain dataset...).
+        Batch rows with example_mask False are skipped.
+      config: `background_per_segment`, and `seed` when rng is None.
+      rng: numpy Generator or int seed (default: config.seed); same rng -> same set.
+
+    Returns:
+      (X float32 [N, FEATURE_DIM], y int32 [N]): instances first (in example and time
+      order), then background segments (label 0).
+    """
+    examples = _as_examples(data)
+    generator = _rng(rng, config)
+    spans = []  # (example, start, end, class)
+    for index, example in enumerate(examples):
+        starts, ends, classes = label_runs(example.labels, example.mask)
+        spans.extend(zip([index] * len(starts), starts, ends, classes, strict=True))
+    if not spans:
+        raise ValueError(
+            f"segment_dataset: no labelled instance (run of a non-background label) in "
+            f"{len(examples)} example(s); an empty training set"
+        )
+    lengths = np.array([end - start for _, start, end, _ in spans], np.int64)
+
+    regions = [
+        (index, start, end)
+        for index, example in enumerate(examples)
+        for start, end in zip(
+            *_background_runs(example.labels, example.mask, BACKGROUND), strict=True
+        )
+    ]
+    wanted = int(round(config.background_per_segment * len(spans)))
+    if regions and wanted:
+        region = np.array(regions, np.int64).reshape(-1, 3)
+        room = region[:, 2] - region[:, 1]
+        drawn = np.minimum(generator.choice(lengths, size=wanted), room.max())
+        for length in np.unique(drawn):  # sorted: the order of draws is reproducible
+            count = int(np.sum(drawn == length))
+            weight = np.maximum(room - length + 1, 0).astype(np.float64)
+            chosen = generator.choice(len(region), size=count, p=weight / weight.sum())
+            offset = generator.integers(0, room[chosen] - length + 1)
+            for r, o in zip(chosen, offset, strict=True):
+                start = int(region[r, 1] + o)
+                spans.append((int(region[r, 0]), start, start + int(length), BACKGROUND))
+
+    features = np.zeros((len(spans), FEATURE_DIM), np.float32)
+    table = np.array([(i, s, e) for i, s, e, _ in spans], np.int64)
+    for index in np.unique(table[:, 0]):
+        rows = np.flatnonzero(table[:, 0] == index)
+        example = examples[index]
+        features[rows] = pooled_features(
+            example.audio,
+            example.text,
+            table[rows, 1],
+            table[rows, 2],
+            audio_mask=example.mask,
+            text_mask=example.text_mask,
+        )
+    return features, np.array([c for *_, c in spans], np.int32)
+
+
+def _check_training_set(X, y) -> tuple[np.ndarray, np.ndarray]:
+    X = _array("X", X, np.float32)
+    y = _array("y", y)
+    if X.ndim != 2 or X.shape[1] != FEATURE_DIM:
+        raise ValueError(f"X: shape {X.shape}; expected [N, {FEATURE_DIM}] pooled features")
+    if X.shape[0] == 0:
+        raise ValueError(f"X: shape {X.shape}; expected at least one segment (empty training set)")
+    if y.shape != (X.shape[0],) or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"y: shape {y.shape} dtype {y.dtype}; expected int [{X.shape[0]}]")
+    if y.min() < 0:
+        raise ValueError(f"y: expected class ids >= 0, got min {y.min()}")
+    if not np.isfinite(X).all():
+        raise ValueError(f"X: shape {X.shape} holds non-finite values")
+    return X, y.astype(np.int32)
+
+
+def _check_features(features) -> np.ndarray:
+    features = _array("features", features, np.float32)
+    if features.ndim != 2 or features.shape[1] != FEATURE_DIM:
+        raise ValueError(f"features: shape {features.shape}; expected [N, {FEATURE_DIM}]")
+    return features
+
+
+# --------------------------------------------------------------------------- classifiers
+
+
+class SegmentClassifier(Protocol):
+    """Anything with predict(features float32 [N, FEATURE_DIM]) -> int labels [N]."""
+
+    def predict(self, features: np.ndarray) -> np.ndarray: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class ForestClassifier:
+    """A fitted scikit-learn random forest over pooled segment features."""
+
+    model: RandomForestClassifier
+
+    def predict(self, features) -> np.ndarray:
+        """int32 [N] class ids of features float32 [N, FEATURE_DIM]."""
+        features = _check_features(features)
+        if features.shape[0] == 0:
+            return np.zeros(0, np.int32)
+        return np.asarray(self.model.predict(features)).astype(np.int32)
+
+
+def fit_random_forest(X, y, config: BaselineConfig = BaselineConfig()) -> ForestClassifier:
+    """Fits `RandomForestClassifier(n_estimators, max_depth, random_state=seed, n_jobs)`."""
+    X, y = _check_training_set(X, y)
+    model = RandomForestClassifier(
+        n_estimators=config.n_estimators,
+        max_depth=config.max_depth,
+        random_state=config.seed,
+        n_jobs=config.n_jobs,
+    )
+    return ForestClassifier(model.fit(X, y))
+
+
+class FeedForward(nn.Module):
+    """Dense-ReLU stack; returns logits (softmax applied by the loss and predict_proba)."""
+
+    hidden: tuple[int, ...]
+    num_classes: int
+
+    @nn.compact
+    def __call__(self, x):
+        for width in self.hidden:
+            x = nn.relu(nn.Dense(width)(x))
+        return nn.Dense(self.num_classes)(x)
+
+
+@functools.lru_cache(maxsize=16)
+def _train_step(hidden: tuple[int, ...], num_classes: int, learning_rate: float, decay: float):
+    module = FeedForward(hidden, num_classes)
+    optimizer = optax.adamw(learning_rate, weight_decay=decay)
+
+    @jax.jit
+    def step(params, opt_state, x, y, weight):
+        def loss_fn(p):
+            losses = optax.softmax_cross_entropy_with_integer_labels(module.apply(p, x), y)
+            return jnp.sum(losses * weight) / jnp.maximum(jnp.sum(weight), 1.0)
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return optimizer, step
+
+
+@functools.partial(jax.jit, static_argnames=("hidden", "num_classes"))
+def fnn_probabilities(params, mean, scale, features, *, hidden, num_classes):
+    """Softmax class probabilities [N, num_classes] of raw features [N, FEATURE_DIM]."""
+    logits = FeedForward(hidden, num_classes).apply(params, (features - mean) / scale)
+    return jax.nn.softmax(logits, axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class FNNClassifier:
+    """A trained feed-forward network and the train-set standardisation it needs."""
+
+    params: Any  # flax parameters of FeedForward(hidden, num_classes)
+    mean: np.ndarray  # float32 [FEATURE_DIM] train feature means
+    scale: np.ndarray  # float32 [FEATURE_DIM] train feature stds (1 where constant)
+    hidden: tuple[int, ...]
+    num_classes: int
+    losses: np.ndarray  # float32 [epochs] mean minibatch loss per epoch
+
+    def predict_proba(self, features) -> np.ndarray:
+        """float32 [N, num_classes] softmax outputs of features float32 [N, FEATURE_DIM]."""
+        features = _check_features(features)
+        count = features.shape[0]
+        padded = max(64, 1 << max(count - 1, 0).bit_length())  # few jit shapes
+        rows = np.zeros((padded, FEATURE_DIM), np.float32)
+        rows[:count] = features
+        probs = fnn_probabilities(
+            self.params,
+            self.mean,
+            self.scale,
+            rows,
+            hidden=self.hidden,
+            num_classes=self.num_classes,
+        )
+        return np.asarray(probs)[:count]
+
+    def predict(self, features) -> np.ndarray:
+        """int32 [N] most probable class of each row."""
+        return self.predict_proba(features).argmax(axis=-1).astype(np.int32)
+
+
+def fit_fnn(
+    X, y, config: BaselineConfig = BaselineConfig(), num_classes: int | None = None
+) -> FNNClassifier:
+    """Trains FeedForward(config.hidden) with AdamW on standardised features.
+
+    Softmax cross-entropy, `config.epochs` passes over minibatches of
+    min(batch_size, N) rows in a seeded random order (the last short minibatch padded
+    with zero-weight rows, so one jitted step serves all). Initialisation and order come
+    from config.seed: same inputs and config -> same parameters.
+
+    num_classes: output width (default: max(y) + 1, at least 2).
+    """
+    X, y = _check_training_set(X, y)
+    classes = max(int(y.max()) + 1, 2) if num_classes is None else num_classes
+    if isinstance(classes, bool) or not isinstance(classes, numbers.Integral) or classes < 2:
+        raise ValueError(f"num_classes: expected an int >= 2, got {num_classes!r}")
+    if y.max() >= classes:
+        raise ValueError(f"y: class {y.max()} out of range for num_classes={classes}")
+    mean = X.mean(axis=0)
+    scale = X.std(axis=0)
+    scale = np.where(scale > 1e-6, scale, 1.0).astype(np.float32)
+    standard = (X - mean) / scale
+
+    hidden = tuple(int(w) for w in config.hidden)
+    optimizer, step = _train_step(
+        hidden, int(classes), float(config.learning_rate), float(config.weight_decay)
+    )
+    params = FeedForward(hidden, int(classes)).init(
+        jax.random.PRNGKey(config.seed), jnp.zeros((1, FEATURE_DIM), jnp.float32)
+    )
+    opt_state = optimizer.init(params)
+    order_rng = np.random.default_rng(config.seed)
+    count = X.shape[0]
+    size = min(config.batch_size, count)
+    steps = -(-count // size)
+    losses = np.zeros(config.epochs, np.float32)
+    for epoch in range(config.epochs):
+        order = np.zeros(steps * size, np.int64)
+        order[:count] = order_rng.permutation(count)
+        weight = (np.arange(steps * size) < count).astype(np.float32)
+        epoch_loss = 0.0
+        for s in range(steps):
+            rows = order[s * size : (s + 1) * size]
+            params, opt_state, loss = step(
+                params, opt_state, standard[rows], y[rows], weight[s * size : (s + 1) * size]
+            )
+            epoch_loss += loss * weight[s * size : (s + 1) * size].sum()
+        losses[epoch] = float(epoch_loss) / count
+    return FNNClassifier(
+        params=params,
+        mean=mean.astype(np.float32),
+        scale=scale,
+        hidden=hidden,
+        num_classes=int(classes),
+        losses=losses,
+    )
+
+
+# ------------------------------------------------------------------------------ streaming
+
+
+def window_ends(frames: int, config: BaselineConfig = BaselineConfig()) -> np.ndarray:
+    """Exclusive end frames of the sliding windows over `frames` 10 ms steps, int64 [J].
+
+    The grid: window_frames + j * hop_frames for j >= 0 (full windows), plus earlier
+    points of the same grid down to min_window_frames (shorter, left-truncated windows).
+    """
+    window, hop, shortest = config.window_frames, config.hop_frames, config.min_window_frames
+    first = window - ((window - shortest) // hop) * hop
+    return np.arange(first, frames + 1, hop, dtype=np.int64)
+
+
+def sliding_labels(
+    classifier: SegmentClassifier,
+    audio,
+    text,
+    mask=None,
+    config: BaselineConfig = BaselineConfig(),
+    *,
+    text_mask=None,
+) -> np.ndarray:
+    """Runs a segment classifier causally as a sliding window: int32 labels at 10 ms.
+
+    Windows of config.window_s end every config.hop_s (`window_ends`); the window whose
+    last frame is k labels timesteps k .. (next window's last frame - 1), so a label never
+    depends on later audio or text. Timesteps before the first window's last frame are
+    background (0); so are masked timesteps. All windows of the batch are pooled at once
+    with cumulative sums and classified in one `classifier.predict` call; a window with
+    no valid audio frame is background without being classified.
+
+    Args:
+      classifier: anything with predict(float32 [N, FEATURE_DIM]) -> int [N]
+        (`ForestClassifier`, `FNNClassifier`, a fitted scikit-learn estimator).
+      audio: float [B, Ta, 40] (or [Ta, 40]); text: float [B, Tt, 29] with
+        |Tt - Ta // 2| <= 1 (or [Tt, 29]).
+      mask: optional bool [B, Ta] (or [Ta]), False = padding; default all valid.
+      text_mask: optional bool [B, Tt]; default from mask (frame i valid when audio
+        frame 2i + 1 is).
+
+    Returns:
+      int32 [B, Ta] (or [Ta]) class ids.
+    """
+    batched = np.ndim(audio) == 3
+    audio, text = _check_streams(audio, text, batched=batched)
+    if not batched:
+        audio, text = audio[None], text[None]
+        mask = None if mask is None else np.asarray(mask)[None]
+        text_mask = None if text_mask is None else np.asarray(text_mask)[None]
+    rows, frames = audio.shape[:2]
+    mask = _check_mask("mask", mask, (rows, frames))
+    if text_mask is None:
+        text_mask = _text_mask_from_audio(mask, text.shape[1])
+    text_mask = _check_mask("text_mask", text_mask, text.shape[:2])
+
+    labels = np.zeros((rows, frames), np.int32)
+    ends = window_ends(frames, config)
+    if ends.size == 0 or rows == 0:
+        return labels if batched else labels[0]
+    starts = np.maximum(ends - config.window_frames, 0)
+    features = pooled_features(
+        audio, text, starts, ends, audio_mask=mask, text_mask=text_mask
+    )  # [B, J, D]
+    valid_count = np.cumsum(np.concatenate([np.zeros((rows, 1)), mask], axis=1), axis=1)
+    has_audio = (valid_count[:, ends] - valid_count[:, starts]) > 0  # [B, J]
+    window_pred = np.zeros(has_audio.shape, np.int32)
+    if has_audio.any():
+        predicted = np.asarray(classifier.predict(features[has_audio]))
+        if predicted.shape != (int(has_audio.sum()),):
+            raise ValueError(
+                f"classifier.predict: returned shape {predicted.shape}; "
+                f"expected ({int(has_audio.sum())},)"
+            )
+        window_pred[has_audio] = predicted.astype(np.int32)
+    # Timestep t takes the latest window whose last frame (end - 1) is <= t.
+    latest = np.searchsorted(ends - 1, np.arange(frames), side="right") - 1  # [Ta], -1 = none
+    labels = np.where(latest >= 0, window_pred[:, np.maximum(latest, 0)], BACKGROUND)
+    labels = np.where(mask, labels, 0).astype(np.int32)
+    return labels if batched else labels[0]
+
+
+def sliding_labels_batch(
+    classifier: SegmentClassifier, batch: Mapping, config: BaselineConfig = BaselineConfig()
+) -> np.ndarray:
+    """`sliding_labels` over a pipeline batch: int32 [B, Ta], 0 on padding and filler rows."""
+    _require_keys("batch", batch, ("audio", "text", "audio_mask"))
+    mask = _array("batch['audio_mask']", batch["audio_mask"])
+    if "example_mask" in batch:
+        example_mask = _array("batch['example_mask']", batch["example_mask"])
+        if example_mask.shape != mask.shape[:1]:
+            raise ValueError(
+                f"batch['example_mask']: shape {example_mask.shape}; expected {mask.shape[:1]}"
+            )
+        mask = mask & example_mask[:, None]
+    text_mask = batch.get("text_mask")
+    if text_mask is not None and "example_mask" in batch:
+        text_mask = np.asarray(text_mask) & np.asarray(batch["example_mask"])[:, None]
+    return sliding_labels(
+        classifier, batch["audio"], batch["text"], mask, config, text_mask=text_mask
+    )
