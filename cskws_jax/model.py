@@ -1,0 +1,232 @@
+"""AF-KWS: an anchor-free (CenterNet-style, 1-D) keyword detector, in flax.linen.
+
+    log-mel [B, T, 64] (10 ms) -> stem -> residual stages (causal Conv1D, total stride
+    `output_stride`) -> three per-frame heads:
+        heatmap  [B, To, C]  centre logits per class (keywords + the unknown class)
+        length   [B, To]     keyword length in output frames
+        offset   [B, To]     sub-frame centre offset in [0, 1)
+
+C = num_keywords + 1 with the auxiliary *unknown* class (every other word), else
+num_keywords (the ablation). Detections come from `cskws_jax.decode`.
+
+Streaming with bounded look-ahead: the backbone is causal, and output frame t describes
+position t - `delay` (frames of `output_stride`): the model sees `delay` output frames
+of future audio and emits them that much later. `__call__` feeds `delay * output_stride`
+zero frames after the audio (as a stream is flushed at its end) and drops the first
+`delay` outputs, so its outputs line up with positions 0..To-1. `initial_state` and
+`step` run the same backbone block by block (blocks of `output_stride` frames);
+`streaming_spec` declares block size, latency and receptive field. The contract test in
+tests/cskws_jax checks step-by-step outputs against `__call__` over random partitions.
+
+    >>> import jax, jax.numpy as jnp
+    >>> from cskws_jax import model
+    >>> net = model.AfKws(model.AfKwsConfig(num_keywords=20))
+    >>> features = jnp.zeros((1, 400, 64))
+    >>> params = net.init(jax.random.key(0), features)
+    >>> {k: v.shape for k, v in net.apply(params, features).items()}
+    {'heatmap': (1, 100, 21), 'length': (1, 100), 'offset': (1, 100), 'mask': (1, 100)}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import sequence_layers.jax as sl
+
+HEATMAP_PRIOR = 0.1  # initial centre probability (CenterNet's bias init)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    channels: int
+    stride: int
+    blocks: int  # residual blocks, the first one strided
+    dilation: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class AfKwsConfig:
+    """Every size of the detector; hashable (a static argument of jit)."""
+
+    num_keywords: int = 20
+    unknown_class: bool = True
+    features: int = 64
+    stem_channels: int = 64
+    kernel: int = 5
+    stages: tuple[Stage, ...] = (
+        Stage(64, 2, 1),
+        Stage(96, 2, 2),
+        Stage(128, 1, 2, dilation=2),
+        Stage(128, 1, 1, dilation=4),
+    )
+    head_channels: int = 64
+    delay: int = 8  # output frames of look-ahead (x output_stride x 10 ms)
+
+    def __post_init__(self):
+        if self.num_keywords < 1:
+            raise ValueError(f"num_keywords: expected >= 1, got {self.num_keywords}")
+        if not self.stages or any(s.blocks < 1 or s.stride < 1 for s in self.stages):
+            raise ValueError("stages: expected at least one, each with blocks >= 1, stride >= 1")
+        if self.delay < 0 or self.kernel < 1:
+            raise ValueError(
+                f"delay >= 0 and kernel >= 1 expected, got {self.delay}, {self.kernel}"
+            )
+
+    @property
+    def num_classes(self) -> int:
+        """Heatmap classes: the keywords, then the unknown class if used."""
+        return self.num_keywords + int(self.unknown_class)
+
+    @property
+    def output_stride(self) -> int:
+        return math.prod(s.stride for s in self.stages)
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamingSpec:
+    block: int  # input frames (10 ms) per step, = output_stride
+    output_hop_s: float
+    output_latency: int  # output frames from input to the output describing it (= delay)
+    receptive_field: int  # past input frames an output frame sees (incl. its own)
+
+
+def streaming_spec(config: AfKwsConfig, frame_s: float = 0.01) -> StreamingSpec:
+    field, step = config.kernel, 1  # the stem
+    for stage in config.stages:
+        for block in range(stage.blocks):
+            stride = stage.stride if block == 0 else 1
+            field += (config.kernel - 1) * step  # first conv (strided)
+            step *= stride
+            field += (config.kernel - 1) * stage.dilation * step  # second conv
+    field += 2 * step  # the head's kernel-3 conv
+    return StreamingSpec(
+        block=config.output_stride,
+        output_hop_s=round(config.output_stride * frame_s, 6),
+        output_latency=config.delay,
+        receptive_field=field,
+    )
+
+
+def _conv(channels, kernel, stride=1, dilation=1, activation=None, name=None):
+    return sl.Conv1D.Config(
+        filters=channels,
+        kernel_size=kernel,
+        strides=stride,
+        dilation_rate=dilation,
+        padding="causal",
+        activation=activation,
+        name=name,
+    )
+
+
+def _backbone(config: AfKwsConfig) -> sl.Serial.Config:
+    layers = [_conv(config.stem_channels, config.kernel, activation=jax.nn.relu, name="stem")]
+    width = config.stem_channels
+    for s, stage in enumerate(config.stages):
+        for b in range(stage.blocks):
+            stride = stage.stride if b == 0 else 1
+            shortcut = None
+            if stride != 1 or width != stage.channels:
+                shortcut = [_conv(stage.channels, 1, stride, name="shortcut")]
+            layers.append(
+                sl.Residual.Config(
+                    [
+                        _conv(stage.channels, config.kernel, stride, 1, jax.nn.relu, "conv_a"),
+                        _conv(stage.channels, config.kernel, 1, stage.dilation, None, "conv_b"),
+                    ],
+                    shortcut_layers=shortcut,
+                    name=f"stage{s}_block{b}",
+                )
+            )
+            layers.append(sl.Relu.Config())
+            width = stage.channels
+    layers.append(_conv(config.head_channels, 3, activation=jax.nn.relu, name="head_conv"))
+    return sl.Serial.Config(layers, name="backbone")
+
+
+class AfKws(nn.Module):
+    config: AfKwsConfig
+
+    def setup(self):
+        self.backbone = _backbone(self.config).make()
+        prior = math.log(HEATMAP_PRIOR / (1 - HEATMAP_PRIOR))
+        self.heatmap_head = nn.Dense(
+            self.config.num_classes, bias_init=nn.initializers.constant(prior), name="heatmap"
+        )
+        self.regression_head = nn.Dense(2, name="length_offset")
+
+    def _heads(self, hidden) -> dict[str, jax.Array]:
+        length_offset = self.regression_head(hidden)
+        return {
+            "heatmap": self.heatmap_head(hidden).astype(jnp.float32),
+            "length": jax.nn.softplus(length_offset[..., 0]).astype(jnp.float32),
+            "offset": jax.nn.sigmoid(length_offset[..., 1]).astype(jnp.float32),
+        }
+
+    def __call__(self, features, mask=None):
+        """features float [B, T, F] log-mel at 10 ms, mask bool [B, T] -> heads and mask
+        [B, To], To = ceil(T / output_stride), aligned to positions 0..To-1."""
+        check_features(self.config, features)
+        features = jnp.asarray(features, jnp.float32)
+        mask = jnp.ones(features.shape[:2], bool) if mask is None else jnp.asarray(mask, bool)
+        flush = self.config.delay * self.config.output_stride
+        # Invalid frames become zeros and the backbone sees every frame as valid, so a
+        # stream that feeds the same zeros (`step` with its mask) computes the same values.
+        features = jnp.where(mask[..., None], features, 0.0)
+        padded = _all_valid(jnp.pad(features, ((0, 0), (0, flush), (0, 0))))
+        hidden = self.backbone.layer(padded, training=False)
+        frames = -(-features.shape[1] // self.config.output_stride)
+        values = hidden.values[:, self.config.delay : self.config.delay + frames]
+        out_mask = mask[:, :: self.config.output_stride][:, :frames]
+        heads = self._heads(values)
+        heads = {k: jnp.where(_expand(out_mask, v), v, 0.0) for k, v in heads.items()}
+        return {**heads, "mask": out_mask}
+
+    def initial_state(self, batch_size: int):
+        spec = sl.ChannelSpec((self.config.features,), jnp.float32)
+        return self.backbone.get_initial_state(batch_size, spec, training=False)
+
+    def step(self, block, state, mask=None):
+        """block float [B, n * output_stride, F], mask bool [B, same] (frames of real
+        audio; default all) -> (heads for n output frames, state). Output frame i of the
+        stream describes position i - delay."""
+        check_features(self.config, block)
+        block = jnp.asarray(block, jnp.float32)
+        if mask is not None:
+            block = jnp.where(jnp.asarray(mask, bool)[..., None], block, 0.0)
+        hidden, state = self.backbone.step(_all_valid(block), state, training=False)
+        return self._heads(hidden.values), state
+
+
+def _all_valid(values) -> sl.Sequence:
+    return sl.Sequence(values, jnp.ones(values.shape[:2], bool))
+
+
+def _expand(mask, value):
+    return mask if value.ndim == 2 else mask[..., None]
+
+
+def check_features(config: AfKwsConfig, features) -> None:
+    shape = np.shape(features)
+    if len(shape) != 3 or shape[2] != config.features:
+        raise ValueError(f"features: shape {shape}, expected [batch, frames, {config.features}]")
+
+
+def parameter_count(params) -> int:
+    return sum(int(np.size(leaf)) for leaf in jax.tree_util.tree_leaves(params))
+
+
+def describe(config: AfKwsConfig, params) -> str:
+    spec = streaming_spec(config)
+    return (
+        f"AF-KWS ({config.num_keywords} keywords"
+        f"{' + unknown' if config.unknown_class else ', no unknown class'}): "
+        f"{parameter_count(params):,} parameters, output stride {config.output_stride} "
+        f"({spec.output_hop_s * 1000:.0f} ms), receptive field {spec.receptive_field / 100:.2f} s, "
+        f"look-ahead {config.delay * spec.output_hop_s:.2f} s"
+    )
