@@ -15,53 +15,12 @@ stacked fold states and sharded (experiments).
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
-import flax.struct
 import jax
 import jax.numpy as jnp
 import optax
 
 import metrics
-
-
-@dataclasses.dataclass(frozen=True)
-class OptimizerConfig:
-    learning_rate: float = 1e-3  # peak
-    warmup_steps: int = 50
-    total_steps: int = 1000  # cosine decay to `final_fraction` of the peak by then
-    final_fraction: float = 0.05
-    weight_decay: float = 1e-4
-    clip_norm: float = 1.0
-
-    def __post_init__(self):
-        if self.learning_rate <= 0 or self.total_steps < 1 or self.warmup_steps < 0:
-            raise ValueError(
-                "OptimizerConfig: expected learning_rate > 0, total_steps >= 1, warmup_steps >= 0"
-            )
-
-
-def make_optimizer(config: OptimizerConfig) -> optax.GradientTransformation:
-    """AdamW with linear warm-up, cosine decay and global-norm gradient clipping."""
-    schedule = optax.warmup_cosine_decay_schedule(
-        init_value=0.0,
-        peak_value=config.learning_rate,
-        warmup_steps=config.warmup_steps,
-        decay_steps=max(config.total_steps, config.warmup_steps + 1),
-        end_value=config.learning_rate * config.final_fraction,
-    )
-    return optax.chain(
-        optax.clip_by_global_norm(config.clip_norm),
-        optax.adamw(schedule, weight_decay=config.weight_decay),
-    )
-
-
-class TrainState(flax.struct.PyTreeNode):
-    step: jax.Array
-    params: Any
-    opt_state: Any
-    tx: optax.GradientTransformation = flax.struct.field(pytree_node=False)
+from speechkit.optim import OptimizerConfig, TrainState, make_optimizer
 
 
 def create_train_state(net, config: OptimizerConfig, rng, batch) -> TrainState:
@@ -120,11 +79,7 @@ def train_step(net, state: TrainState, batch, rng, class_weights=None):
         return cross_entropy(logits, labels, mask, class_weights)
 
     loss, grads = jax.value_and_grad(loss_fn)(state.params)
-    updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
-    new_state = state.replace(
-        step=state.step + 1, params=optax.apply_updates(state.params, updates), opt_state=opt_state
-    )
-    return new_state, {"loss": loss, "grad_norm": optax.tree.norm(grads)}
+    return state.apply_gradients(grads), {"loss": loss, "grad_norm": optax.tree.norm(grads)}
 
 
 def predict(net, params, batch, present=None):
