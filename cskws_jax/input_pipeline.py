@@ -20,11 +20,12 @@ A batch (B = batch_size, T frames of 10 ms, E = max_events):
   record        int32   [B]     index of the record in the source (-1 on filler rows)
 
 Training crops are `crop_s` long, as in the AF-KWS paper: a shorter utterance is
-repeated (its words with it) until it fills the crop; a longer one is cropped at a random
-frame. A word cut by the crop's edge is kept, clipped to the crop, when at least
-`min_visible` of it is inside, and dropped otherwise (it is not in the audio the model
-sees). Evaluation batches hold whole utterances, padded to a multiple of `pad_multiple`
-frames, in length order, events unchanged. Same seed -> same batches.
+repeated (its words with it) until it fills the crop, from a random first frame (a time
+shift; `shift_repeats`); a longer one is cropped at a random frame. A word cut by the
+crop's edge is kept, clipped to the crop, when at least `min_visible` of it is inside,
+and dropped otherwise (it is not in the audio the model sees). Evaluation batches hold
+whole utterances, padded to a multiple of `pad_multiple` frames, in length order, events
+unchanged. Same seed -> same batches.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class PipelineConfig:
     max_events: int = 64  # keyword + unknown-word slots per row
     unknown_class: bool = True  # other words as class K (False: the ablation)
     min_visible: float = 0.5  # share of a word that must be inside a crop to keep it
+    shift_repeats: bool = True  # a repeated short utterance starts at a random frame
     pad_multiple: int = 100  # evaluation: pad frames to a multiple of this
     drop_remainder: bool = False
 
@@ -103,12 +105,12 @@ def crop(
         raise ValueError(f"record {_name(record)}: empty audio")
     start, end, label = record_events(record, num_keywords, config.unknown_class)
     if frames < length:  # repeat the utterance (and its words) until it fills the crop
-        copies = -(-length // frames)
+        first = int(rng.integers(0, frames)) if config.shift_repeats else 0
+        copies = -(-(first + length) // frames)
         offsets = np.repeat(np.arange(copies) * frames * HOP_S, start.size)
         audio = np.tile(audio, (copies, 1))
         start, end = np.tile(start, copies) + offsets, np.tile(end, copies) + offsets
         label = np.tile(label, copies)
-        first = 0
     else:
         first = int(rng.integers(0, frames - length + 1))
     window_start, window_end = first * HOP_S, (first + length) * HOP_S

@@ -32,7 +32,7 @@ LONG = _record(
 
 
 def test_a_short_utterance_is_repeated_with_its_words():
-    config = pipeline.PipelineConfig(crop_s=4.0)
+    config = pipeline.PipelineConfig(crop_s=4.0, shift_repeats=False)
     crop = pipeline.crop(SHORT, config, K, np.random.default_rng(0))
     assert crop["audio"].shape == (400, 64)
     np.testing.assert_array_equal(crop["audio"][150:300], SHORT["audio"])
@@ -41,6 +41,22 @@ def test_a_short_utterance_is_repeated_with_its_words():
     np.testing.assert_allclose(crop["start"], [0.1, 0.6, 1.0, 1.6, 2.1, 2.5, 3.1, 3.6])
     assert crop["label"].tolist() == [0, K, 1, 0, K, 1, 0, K]
     assert crop["duration"] == pytest.approx(4.0)
+
+
+def test_a_repeated_utterance_starts_at_a_random_frame():
+    config = pipeline.PipelineConfig(crop_s=4.0)
+    firsts = set()
+    for seed in range(10):
+        crop = pipeline.crop(SHORT, config, K, np.random.default_rng(seed))
+        first = int(crop["audio"][0, 0]) // 64  # SHORT's audio counts up frame by frame
+        firsts.add(first)
+        np.testing.assert_array_equal(crop["audio"][: 150 - first], SHORT["audio"][first:])
+        np.testing.assert_array_equal(crop["audio"][150 - first : 300 - first], SHORT["audio"])
+        # Every kept word is a copy of one of SHORT's, moved by a whole number of copies.
+        for s, e in zip(crop["start"], crop["end"], strict=True):
+            original = (s + first / 100) % 1.5
+            assert np.isclose(original, [0.1, 0.6, 1.0], atol=1e-4).any() or e == 4.0 or s == 0
+    assert len(firsts) > 5
 
 
 def test_a_long_utterance_is_cropped_and_cut_words_follow_min_visible():
