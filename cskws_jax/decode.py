@@ -49,14 +49,14 @@ def best_peaks(is_peak, score, fields: dict, max_detections: int):
     _, flat = jax.lax.sort((-scores, order), dimension=1, num_keys=2)
     flat = flat[:, :max_detections]
     best = jnp.take_along_axis(scores, flat, axis=1)
+    valid = jnp.take_along_axis(is_peak.reshape(batch, -1), flat, axis=1)
     position, label = flat // keywords, flat % keywords
     gathered = {k: jnp.take_along_axis(v, position, axis=1) for k, v in fields.items()}
-    valid = best >= 0
     gathered = {k: jnp.where(valid, v, 0.0) for k, v in gathered.items()}
     detections = {
         "start": gathered.pop("start"),
         "end": gathered.pop("end"),
-        "score": jnp.maximum(best, 0.0),
+        "score": jnp.where(valid, best, 0.0),
         "label": jnp.where(valid, label, 0).astype(jnp.int32),
         "valid": valid,
     }
