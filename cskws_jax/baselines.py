@@ -1,0 +1,510 @@
+"""Sliding-window keyword classifier: the CS-KWS baseline that AF-KWS is compared with.
+
+The AF-KWS paper (seed 001) contrasts its anchor-free detector with keyword *classifiers*
+run as sliding windows over the audio: a classifier sees a fixed window of log-mel frames
+and says which keyword (if any) it holds; the positions and scores of the windows become
+detections. Their temporal resolution is the window grid and their extent is always the
+window's, which is what limits their AP at high IoU.
+
+Window grid. Window j of an utterance covers the 10 ms frames
+[j * hop, j * hop + W) with W = `window_s` / 10 ms and hop = `hop_s` / 10 ms, i.e. the
+seconds [j * hop_s, j * hop_s + window_s]; j = 0 .. N - 1 with N = (T - W) // hop + 1 for
+a batch of T >= W frames (audio shorter than W is padded to W, masked). A window is
+*valid* when all of its frames are valid (`audio_mask`) and its row is a real example
+(`example_mask`, when the batch has one); an utterance shorter than `window_s` has no
+valid window, hence no detections. Windows are cut with one gather
+(`extract_windows`), never a loop per window.
+
+Label rule (`window_labels`; K = num_keywords). For a valid event (word) [s, e) with
+e > s, `inside` = (seconds of [s, e) within the window) / (e - s), the share of the word
+that lies in the window. Events with label outside 0..K, `valid` False or e <= s never
+count. Each valid window gets exactly one class:
+  - keyword k (0..K-1) when some keyword event has inside >= `min_overlap`; if several
+    do, the one with the most seconds inside (ties: the first event in the row);
+  - else *unknown* K (`unknown_class`) when some event, a keyword or another word
+    (label K), has inside >= `word_overlap` (a word mostly inside, or a keyword only
+    partly inside);
+  - else *silence* K + 1 (`silence_class`): no word overlaps it enough.
+Comparisons allow 1e-5 for float32 rounding of times. Invalid windows get silence and
+mask False.
+
+Classifier (`WindowClassifier`, flax.linen): per window [W, 64] log-mel ->
+`len(channels)` x (1-D conv over time with the 64 bands as input channels, `kernel`
+frames, LayerNorm, ReLU, max-pool by `pool`) -> global mean and max over time ->
+Dense(`hidden`), ReLU -> logits over K + 2 classes (keywords, unknown, silence).
+`loss` is the masked, optionally class-weighted, cross-entropy over all valid windows
+of a batch; `train_step` one AdamW step (global-norm clipped). Both are pure (jit them
+with `config` and `num_keywords` static).
+
+Detections (`detections`): the classifier runs over every window of whole utterances;
+window j's keyword probabilities (softmax over the K + 2 classes) are treated as
+positions, and a window is a detection of keyword k when its probability of k is a local
+maximum over the windows j - `radius` .. j + `radius` (the 1-D max-pool suppression of
+`cskws_jax.decode.peaks`: ties are all peaks, invalid windows never peak or suppress)
+and >= `min_score`. Its interval is the window's [start, end] in seconds, its score the
+probability. The `max_detections` best per example are kept and padded by
+`cskws_jax.decode.best_peaks` (score descending, then window, then keyword). Unknown and
+silence never become detections. Output: the detection dict of shared/METRICS.md.
+
+    import functools, jax
+    from cskws_jax import baselines
+    config = baselines.WindowConfig(window_s=0.8, hop_s=0.1)
+    state = baselines.create_train_state(config, num_keywords=20, rng=jax.random.key(0))
+    step = jax.jit(functools.partial(baselines.train_step, config=config, num_keywords=20))
+    for batch in train:                      # input_pipeline.training_batches(...)
+        state, stats = step(state, batch)    # stats["loss"], stats["windows"]
+    detect = jax.jit(functools.partial(
+        baselines.detections, config=config, num_keywords=20, max_detections=64))
+    for batch in test:                       # input_pipeline.evaluation_batches(...)
+        found = detect(state.params, batch)  # {start, end, score, label, valid} [B, 64]
+        metrics.detection_scores(found, ground_truth_of(batch), num_classes=21,
+                                 ignore_classes=(20,), total_hours=...)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+
+from cskws_jax import decode
+from cskws_jax.input_pipeline import HOP_S
+from speechkit.optim import OptimizerConfig, TrainState
+
+NUM_MELS = 64  # log-mel bands of the KWS front end (cskws_jax.datasets.features)
+TOLERANCE = 1e-5  # slack on the overlap shares, for float32 rounding of times
+
+
+def unknown_class(num_keywords: int) -> int:
+    """Class id of the *unknown* class (other words, partial keywords): K."""
+    return num_keywords
+
+
+def silence_class(num_keywords: int) -> int:
+    """Class id of *silence* (no word overlaps the window enough): K + 1."""
+    return num_keywords + 1
+
+
+def num_classes(num_keywords: int) -> int:
+    """Classifier outputs: K keywords, unknown, silence."""
+    return num_keywords + 2
+
+
+# ----------------------------------------------------------------------------- config
+
+
+def _field(name: str) -> str:
+    return f"WindowConfig.{name}"
+
+
+def _require_number(name: str, value, low: float, high: float = math.inf, *, open_low=False):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{_field(name)}: expected a number, got {value!r}")
+    too_low = value <= low if open_low else value < low
+    if not math.isfinite(value) or too_low or value > high:
+        interval = f"{'(' if open_low else '['}{low}, {high}]"
+        raise ValueError(f"{_field(name)}: expected a value in {interval}, got {value!r}")
+
+
+def _require_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{_field(name)}: expected an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{_field(name)}: expected an int >= {minimum}, got {value!r}")
+
+
+def _frames(name: str, seconds) -> int:
+    _require_number(name, seconds, 0.0, open_low=True)
+    frames = round(seconds / HOP_S)
+    if frames < 1 or abs(seconds / HOP_S - frames) > 1e-6:
+        raise ValueError(
+            f"{_field(name)}: expected a positive whole number of {HOP_S * 1000:g} ms frames, "
+            f"got {seconds!r} s"
+        )
+    return int(frames)
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowConfig:
+    """Every setting of the sliding-window baseline; hashable (a static jit argument).
+    Times in seconds, whole multiples of the 10 ms frame."""
+
+    window_s: float = 0.8  # window length, about one keyword
+    hop_s: float = 0.1  # one window every hop_s
+    # labels (module docstring)
+    min_overlap: float = 0.8  # share of a keyword inside a window to label it that keyword
+    word_overlap: float = 0.5  # share of any word inside to label the window unknown
+    # classifier
+    channels: tuple[int, ...] = (32, 64, 64)  # one conv layer each
+    kernel: int = 5  # conv kernel (frames)
+    pool: int = 2  # max-pool size and stride (frames) after each conv
+    hidden: int = 64  # dense layer before the logits
+    # learning (AdamW, constant rate, global-norm clipping)
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-4
+    clip_norm: float = 1.0
+    # detections
+    radius: int = 1  # local-maximum neighbourhood, in windows
+    min_score: float = 0.1  # lowest keyword probability of a detection
+
+    def __post_init__(self):
+        _frames("window_s", self.window_s)
+        _frames("hop_s", self.hop_s)
+        _require_number("min_overlap", self.min_overlap, 0.0, 1.0, open_low=True)
+        _require_number("word_overlap", self.word_overlap, 0.0, 1.0, open_low=True)
+        if self.word_overlap > self.min_overlap:
+            raise ValueError(
+                f"{_field('word_overlap')}: expected <= min_overlap ({self.min_overlap}), "
+                f"got {self.word_overlap!r}"
+            )
+        if isinstance(self.channels, (str, bytes)) or not hasattr(self.channels, "__iter__"):
+            raise TypeError(
+                f"{_field('channels')}: expected a tuple of ints, got {self.channels!r}"
+            )
+        object.__setattr__(self, "channels", tuple(self.channels))
+        if not self.channels or any(
+            isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1
+            for c in self.channels
+        ):
+            raise ValueError(
+                f"{_field('channels')}: expected one or more positive ints, got {self.channels!r}"
+            )
+        _require_int("kernel", self.kernel, 1)
+        _require_int("pool", self.pool, 1)
+        _require_int("hidden", self.hidden, 1)
+        _require_number("learning_rate", self.learning_rate, 0.0, open_low=True)
+        _require_number("weight_decay", self.weight_decay, 0.0)
+        _require_number("clip_norm", self.clip_norm, 0.0, open_low=True)
+        _require_int("radius", self.radius, 0)
+        _require_number("min_score", self.min_score, 0.0, 1.0)
+
+    @property
+    def window_frames(self) -> int:
+        return _frames("window_s", self.window_s)
+
+    @property
+    def hop_frames(self) -> int:
+        return _frames("hop_s", self.hop_s)
+
+    def num_windows(self, num_frames: int) -> int:
+        """Windows on a batch of `num_frames` frames (at least 1: short audio is padded)."""
+        return max(num_frames - self.window_frames, 0) // self.hop_frames + 1
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _require_num_keywords(num_keywords) -> int:
+    if isinstance(num_keywords, bool) or not isinstance(num_keywords, numbers.Integral):
+        raise TypeError(f"num_keywords: expected a static Python int, got {num_keywords!r}")
+    if num_keywords < 1:
+        raise ValueError(f"num_keywords: expected an int >= 1, got {num_keywords!r}")
+    return int(num_keywords)
+
+
+def _require_keys(batch: Mapping, keys) -> None:
+    if not isinstance(batch, Mapping):
+        raise TypeError(f"batch: expected a dict, got {type(batch).__name__}")
+    missing = [k for k in keys if k not in batch]
+    if missing:
+        raise KeyError(f"batch: missing field(s) {missing}")
+
+
+def _check_audio(audio, audio_mask) -> tuple[int, int]:
+    shape = jnp.shape(audio)
+    if len(shape) != 3 or shape[-1] != NUM_MELS:
+        raise ValueError(f"audio: expected shape [B, T, {NUM_MELS}] (log-mel), got {shape}")
+    if not jnp.issubdtype(jnp.result_type(audio), jnp.floating):
+        raise TypeError(f"audio: expected a floating dtype, got {jnp.result_type(audio)}")
+    if jnp.shape(audio_mask) != shape[:2]:
+        raise ValueError(
+            f"audio_mask: expected shape {shape[:2]} (audio's [B, T]), got {jnp.shape(audio_mask)}"
+        )
+    if jnp.result_type(audio_mask) != jnp.bool_:
+        raise TypeError(f"audio_mask: expected bool, got {jnp.result_type(audio_mask)}")
+    return shape[0], shape[1]
+
+
+def _check_events(batch_size: int, **events) -> None:
+    first = None
+    for name, value in events.items():
+        shape = jnp.shape(value)
+        if len(shape) != 2 or shape[0] != batch_size:
+            raise ValueError(f"{name}: expected shape [B={batch_size}, E], got {shape}")
+        if first is not None and shape != first[1]:
+            raise ValueError(f"{name}: shape {shape} does not match {first[0]} shape {first[1]}")
+        first = first or (name, shape)
+    if jnp.result_type(events["valid"]) != jnp.bool_:
+        raise TypeError(f"valid: expected bool, got {jnp.result_type(events['valid'])}")
+    if not jnp.issubdtype(jnp.result_type(events["label"]), jnp.integer):
+        raise TypeError(f"label: expected an integer dtype, got {jnp.result_type(events['label'])}")
+
+
+def _require_max_detections(max_detections) -> int:
+    if isinstance(max_detections, bool) or not isinstance(max_detections, numbers.Integral):
+        raise TypeError(f"max_detections: expected a static Python int, got {max_detections!r}")
+    if max_detections < 1:
+        raise ValueError(f"max_detections: expected an int >= 1, got {max_detections!r}")
+    return int(max_detections)
+
+
+def _example_mask(batch: Mapping, batch_size: int):
+    if "example_mask" not in batch:
+        return jnp.ones((batch_size,), bool)
+    mask = batch["example_mask"]
+    if jnp.shape(mask) != (batch_size,):
+        raise ValueError(f"example_mask: expected shape ({batch_size},), got {jnp.shape(mask)}")
+    return jnp.asarray(mask, bool)
+
+
+# ----------------------------------------------------------------------------- windows
+
+
+def _grid(num_windows: int, config: WindowConfig) -> tuple[jax.Array, jax.Array]:
+    first = jnp.arange(num_windows) * config.hop_frames
+    start = first.astype(jnp.float32) * HOP_S
+    return start, (first + config.window_frames).astype(jnp.float32) * HOP_S
+
+
+def window_times(num_frames: int, config: WindowConfig) -> tuple[jax.Array, jax.Array]:
+    """(start, end) float32 [N] seconds of the windows on `num_frames` frames."""
+    return _grid(config.num_windows(num_frames), config)
+
+
+def _frame_index(num_frames: int, config: WindowConfig) -> jax.Array:
+    first = jnp.arange(config.num_windows(num_frames)) * config.hop_frames
+    return first[:, None] + jnp.arange(config.window_frames)[None, :]  # [N, W]
+
+
+def _pad_to_window(audio, audio_mask, config: WindowConfig):
+    missing = config.window_frames - audio.shape[1]
+    if missing > 0:
+        audio = jnp.pad(audio, ((0, 0), (0, missing), (0, 0)))
+        audio_mask = jnp.pad(audio_mask, ((0, 0), (0, missing)))
+    return audio, audio_mask
+
+
+def extract_windows(audio, audio_mask, config: WindowConfig) -> tuple[jax.Array, jax.Array]:
+    """Windows of a padded batch by one gather: audio float [B, T, 64], audio_mask bool
+    [B, T] -> (windows float [B, N, W, 64], window_mask bool [B, N]: all frames valid)."""
+    _check_audio(audio, audio_mask)
+    audio, audio_mask = _pad_to_window(jnp.asarray(audio), jnp.asarray(audio_mask), config)
+    index = _frame_index(audio.shape[1], config)
+    return audio[:, index], jnp.all(audio_mask[:, index], axis=-1)
+
+
+def window_labels(
+    start, end, label, valid, audio_mask, config: WindowConfig, num_keywords: int
+) -> tuple[jax.Array, jax.Array]:
+    """Class of every window (module docstring): events start, end float [B, E] seconds,
+    label int [B, E] (0..K-1 keywords, K unknown), valid bool [B, E]; audio_mask bool
+    [B, T]. Returns (labels int32 [B, N] in 0..K+1, mask bool [B, N]). Pure jnp."""
+    num_keywords = _require_num_keywords(num_keywords)
+    if len(jnp.shape(audio_mask)) != 2:
+        raise ValueError(f"audio_mask: expected shape [B, T], got {jnp.shape(audio_mask)}")
+    batch_size, num_frames = jnp.shape(audio_mask)
+    _check_events(batch_size, start=start, end=end, label=label, valid=valid)
+    audio_mask = jnp.asarray(audio_mask, bool)
+    if num_frames < config.window_frames:
+        audio_mask = jnp.pad(audio_mask, ((0, 0), (0, config.window_frames - num_frames)))
+    window_mask = jnp.all(audio_mask[:, _frame_index(audio_mask.shape[1], config)], axis=-1)
+    window_start, window_end = window_times(audio_mask.shape[1], config)
+
+    start = jnp.asarray(start, jnp.float32)[:, None, :]  # [B, 1, E]
+    end = jnp.asarray(end, jnp.float32)[:, None, :]
+    label = jnp.asarray(label, jnp.int32)[:, None, :]
+    length = end - start
+    window_start, window_end = window_start[None, :, None], window_end[None, :, None]
+    seconds_inside = jnp.maximum(
+        0.0, jnp.minimum(end, window_end) - jnp.maximum(start, window_start)
+    )  # [B, N, E]
+    inside = seconds_inside / jnp.where(length > 0, length, 1.0)
+    counts = jnp.asarray(valid, bool)[:, None, :] & (length > 0)
+    keyword = counts & (label >= 0) & (label < num_keywords)
+    is_keyword = keyword & (inside >= config.min_overlap - TOLERANCE)
+    best = jnp.argmax(jnp.where(is_keyword, seconds_inside, -1.0), axis=-1)  # first on ties
+    best_label = jnp.take_along_axis(jnp.broadcast_to(label, is_keyword.shape), best[..., None], -1)
+    speech = counts & (label >= 0) & (label <= num_keywords)
+    is_speech = speech & (inside >= config.word_overlap - TOLERANCE)
+    classes = jnp.where(
+        jnp.any(is_keyword, axis=-1),
+        best_label[..., 0],
+        jnp.where(jnp.any(is_speech, axis=-1), num_keywords, num_keywords + 1),
+    )
+    classes = jnp.where(window_mask, classes, num_keywords + 1)
+    return classes.astype(jnp.int32), window_mask
+
+
+# ----------------------------------------------------------------------------- classifier
+
+
+class WindowClassifier(nn.Module):
+    """Log-mel windows [..., W, 64] -> logits [..., num_classes] (module docstring)."""
+
+    config: WindowConfig
+    num_classes: int
+
+    @nn.compact
+    def __call__(self, windows):
+        lead = windows.shape[:-2]
+        x = windows.reshape((-1, *windows.shape[-2:]))
+        for i, channels in enumerate(self.config.channels):
+            x = nn.Conv(channels, (self.config.kernel,), padding="SAME", name=f"conv{i}")(x)
+            x = nn.relu(nn.LayerNorm(name=f"norm{i}")(x))
+            pool = self.config.pool
+            x = nn.max_pool(x, (pool,), strides=(pool,), padding="SAME")
+        x = jnp.concatenate([jnp.mean(x, axis=1), jnp.max(x, axis=1)], axis=-1)
+        x = nn.relu(nn.Dense(self.config.hidden, name="hidden")(x))
+        logits = nn.Dense(self.num_classes, name="logits")(x)
+        return logits.reshape((*lead, self.num_classes))
+
+
+def classifier(config: WindowConfig, num_keywords: int) -> WindowClassifier:
+    return WindowClassifier(config, num_classes(_require_num_keywords(num_keywords)))
+
+
+def init_params(config: WindowConfig, num_keywords: int, rng) -> Any:
+    """Classifier parameters for K = num_keywords keywords."""
+    windows = jnp.zeros((1, config.window_frames, NUM_MELS), jnp.float32)
+    return classifier(config, num_keywords).init(rng, windows)
+
+
+def optimizer_config(config: WindowConfig) -> OptimizerConfig:
+    """AdamW at the constant `learning_rate`, after global-norm gradient clipping."""
+    return OptimizerConfig(
+        learning_rate=config.learning_rate,
+        warmup_steps=0,
+        final_fraction=1.0,
+        weight_decay=config.weight_decay,
+        clip_norm=config.clip_norm,
+    )
+
+
+def create_train_state(config: WindowConfig, num_keywords: int, rng) -> TrainState:
+    """Initial parameters and AdamW state (`speechkit.optim.TrainState`)."""
+    return TrainState.create(init_params(config, num_keywords, rng), optimizer_config(config))
+
+
+def window_probabilities(
+    params, batch: Mapping, config: WindowConfig, num_keywords: int
+) -> tuple[jax.Array, jax.Array]:
+    """Class probabilities of every window of a batch (audio, audio_mask, optional
+    example_mask): (float32 [B, N, K + 2] softmax, window_mask bool [B, N])."""
+    _require_keys(batch, ("audio", "audio_mask"))
+    batch_size, _ = _check_audio(batch["audio"], batch["audio_mask"])
+    windows, mask = extract_windows(batch["audio"], batch["audio_mask"], config)
+    mask = mask & _example_mask(batch, batch_size)[:, None]
+    logits = classifier(config, num_keywords).apply(params, windows)
+    return jax.nn.softmax(logits.astype(jnp.float32), axis=-1), mask
+
+
+def _logits_and_labels(params, batch: Mapping, config: WindowConfig, num_keywords: int):
+    _require_keys(batch, ("audio", "audio_mask", "start", "end", "label", "valid"))
+    batch_size, _ = _check_audio(batch["audio"], batch["audio_mask"])
+    windows, mask = extract_windows(batch["audio"], batch["audio_mask"], config)
+    labels, _ = window_labels(
+        batch["start"],
+        batch["end"],
+        batch["label"],
+        batch["valid"],
+        batch["audio_mask"],
+        config,
+        num_keywords,
+    )
+    mask = mask & _example_mask(batch, batch_size)[:, None]
+    logits = classifier(config, num_keywords).apply(params, windows)
+    return logits, labels, mask
+
+
+def loss(params, batch: Mapping, config: WindowConfig, num_keywords: int, class_weights=None):
+    """Cross-entropy over the valid windows of a batch (training crops or whole
+    utterances), weighted by class_weights float [K + 2] (default 1): the weighted mean
+    (0 when no window is valid)."""
+    num_keywords = _require_num_keywords(num_keywords)
+    if class_weights is not None and jnp.shape(class_weights) != (num_classes(num_keywords),):
+        raise ValueError(
+            f"class_weights: expected shape ({num_classes(num_keywords)},) (K + 2), "
+            f"got {jnp.shape(class_weights)}"
+        )
+    logits, labels, mask = _logits_and_labels(params, batch, config, num_keywords)
+    per_window = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), labels)
+    weights = mask.astype(jnp.float32)
+    if class_weights is not None:
+        weights = weights * jnp.asarray(class_weights, jnp.float32)[labels]
+    return jnp.sum(per_window * weights) / jnp.maximum(jnp.sum(weights), 1e-9)
+
+
+def train_step(
+    state: TrainState, batch: Mapping, config: WindowConfig, num_keywords: int, class_weights=None
+) -> tuple[TrainState, dict[str, jax.Array]]:
+    """One AdamW step on the windows of a batch -> (new state, {"loss", "grad_norm",
+    "windows": number of valid windows})."""
+    value, grads = jax.value_and_grad(loss)(
+        state.params, batch, config, num_keywords, class_weights
+    )
+    new_state = state.apply_gradients(grads)
+    _, mask = extract_windows(batch["audio"], batch["audio_mask"], config)
+    mask = mask & _example_mask(batch, mask.shape[0])[:, None]
+    stats = {"loss": value, "grad_norm": optax.tree.norm(grads), "windows": jnp.sum(mask)}
+    return new_state, stats
+
+
+# ----------------------------------------------------------------------------- detections
+
+
+def window_detections(
+    probability, window_mask, config: WindowConfig, num_keywords: int, max_detections: int = 64
+) -> dict[str, jax.Array]:
+    """Window probabilities float [B, N, C >= K] (of the grid `window_times`) and
+    window_mask bool [B, N] -> detections {start, end, score float32 [B, D]; label int32
+    [B, D]; valid bool [B, D]}, D = max_detections (module docstring)."""
+    num_keywords = _require_num_keywords(num_keywords)
+    max_detections = _require_max_detections(max_detections)
+    shape = jnp.shape(probability)
+    if len(shape) != 3 or shape[-1] < num_keywords:
+        raise ValueError(
+            f"probability: expected shape [B, N, C >= num_keywords={num_keywords}], got {shape}"
+        )
+    if jnp.shape(window_mask) != shape[:2]:
+        raise ValueError(
+            f"window_mask: expected shape {shape[:2]} (probability's [B, N]), "
+            f"got {jnp.shape(window_mask)}"
+        )
+    probability = jnp.asarray(probability, jnp.float32)
+    window_mask = jnp.asarray(window_mask, bool)
+    is_peak = decode.peaks(
+        probability,
+        window_mask,
+        num_keywords=num_keywords,
+        radius=config.radius,
+        min_score=config.min_score,
+    )
+    start, end = _grid(shape[1], config)
+    fields = {
+        "start": jnp.broadcast_to(start, shape[:2]),
+        "end": jnp.broadcast_to(end, shape[:2]),
+    }
+    found, _ = decode.best_peaks(
+        is_peak, probability[..., :num_keywords], fields, int(max_detections)
+    )
+    return found
+
+
+def detections(
+    params, batch: Mapping, config: WindowConfig, num_keywords: int, max_detections: int = 64
+) -> dict[str, jax.Array]:
+    """The classifier over every window of whole utterances (batch: audio float
+    [B, T, 64], audio_mask bool [B, T], optional example_mask bool [B]) -> detections
+    {start, end, score float32 [B, D]; label int32 [B, D]; valid bool [B, D]} in seconds,
+    D = max_detections. Jittable with config, num_keywords, max_detections static."""
+    _require_num_keywords(num_keywords)
+    _require_max_detections(max_detections)
+    probability, mask = window_probabilities(params, batch, config, num_keywords)
+    return window_detections(probability, mask, config, num_keywords, max_detections)
