@@ -1,0 +1,170 @@
+"""AF-KWS training and evaluation pieces, as pure functions.
+
+    net = model.AfKws(model.AfKwsConfig(num_keywords=20))
+    state = create_train_state(net, OptimizerConfig(), jax.random.key(0), batch)
+    step = jax.jit(functools.partial(train_step, net, AugmentConfig()))
+    state, stats = step(state, batch, jax.random.key(1))     # stats: loss and its parts
+    scores = evaluate(net, state.params, evaluation_batches)   # metrics.detection_scores
+
+Training batches are `cskws_jax.input_pipeline` crops (events: keywords 0..K-1 and the
+unknown class K); evaluation batches are whole utterances without the unknown class.
+Augmentation works on the log-mel features (the crops already shift the audio in
+time): a random gain (a constant in the log domain) and additive noise mixed in the
+energy domain at a random SNR per example.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import metrics
+from cskws_jax import decode, losses, targets
+from speechkit.optim import OptimizerConfig, TrainState
+
+
+@dataclasses.dataclass(frozen=True)
+class AugmentConfig:
+    gain_db: tuple[float, float] = (-6.0, 6.0)
+    noise_probability: float = 0.5
+    snr_db: tuple[float, float] = (5.0, 30.0)
+
+    def __post_init__(self):
+        if self.gain_db[0] > self.gain_db[1] or self.snr_db[0] > self.snr_db[1]:
+            raise ValueError("AugmentConfig: gain_db / snr_db expected (low, high), low <= high")
+        if not 0 <= self.noise_probability <= 1:
+            raise ValueError(f"noise_probability: expected in [0, 1], got {self.noise_probability}")
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeConfig:
+    max_detections: int = 64
+    radius: int = 1
+    min_score: float = 0.05
+
+
+def augment(features, mask, rng, config: AugmentConfig):
+    """features float [B, T, F] log-mel, mask bool [B, T] -> augmented features."""
+    batch = features.shape[0]
+    gain_key, noise_key, snr_key, pick_key = jax.random.split(rng, 4)
+    gain_db = jax.random.uniform(
+        gain_key, (batch, 1, 1), minval=config.gain_db[0], maxval=config.gain_db[1]
+    )
+    features = features + gain_db * jnp.log(10.0) / 10  # energy x 10^(dB / 10)
+    energy = jnp.exp(features)
+    valid = mask[..., None].astype(features.dtype)
+    mean_energy = jnp.sum(energy * valid, axis=(1, 2), keepdims=True) / jnp.maximum(
+        jnp.sum(valid, axis=(1, 2), keepdims=True), 1.0
+    )
+    snr_db = jax.random.uniform(
+        snr_key, (batch, 1, 1), minval=config.snr_db[0], maxval=config.snr_db[1]
+    )
+    # White-ish noise: exponential (chi-square, 2 dof) energies around the target level.
+    noise = jax.random.exponential(noise_key, features.shape) * mean_energy * 10 ** (-snr_db / 10)
+    noisy = jnp.log(energy + noise)
+    use_noise = jax.random.uniform(pick_key, (batch, 1, 1)) < config.noise_probability
+    return jnp.where(mask[..., None], jnp.where(use_noise, noisy, features), 0.0)
+
+
+def create_train_state(net, config: OptimizerConfig, rng, batch) -> TrainState:
+    return TrainState.create(net.init(rng, batch["audio"][:1]), config)
+
+
+def _targets(net, batch, outputs):
+    config = net.config
+    return targets.batch_targets(
+        batch,
+        num_frames=outputs["mask"].shape[1],
+        num_classes=config.num_classes,
+        hop_s=config.output_stride * 0.01,
+    )
+
+
+def train_step(
+    net,
+    augment_config: AugmentConfig | None,
+    state: TrainState,
+    batch,
+    rng,
+    loss_config: losses.LossConfig | None = None,
+):
+    """One optimiser step -> (new state, {"loss", "heatmap", "length", "offset"})."""
+    mask = batch["audio_mask"] & batch["example_mask"][:, None]
+    features = batch["audio"]
+    if augment_config is not None:
+        features = augment(features, mask, rng, augment_config)
+
+    def loss_fn(params):
+        outputs = net.apply(params, features, mask)
+        total, parts = losses.detection_loss(
+            outputs, _targets(net, batch, outputs), loss_config or losses.LossConfig()
+        )
+        return total, parts
+
+    (loss, parts), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    return state.apply_gradients(grads), {"loss": loss, **parts}
+
+
+def detect(net, params, batch, config: DecodeConfig = DecodeConfig()):
+    """Detections (METRICS.md format) for a batch of whole utterances."""
+    mask = batch["audio_mask"] & batch["example_mask"][:, None]
+    outputs = net.apply(params, batch["audio"], mask)
+    return decode.decode(
+        outputs,
+        num_keywords=net.config.num_keywords,
+        hop_s=net.config.output_stride * 0.01,
+        max_detections=config.max_detections,
+        radius=config.radius,
+        min_score=config.min_score,
+    )
+
+
+def ground_truth(batch) -> dict[str, np.ndarray]:
+    """The keyword events of an evaluation batch (filler rows invalid)."""
+    return {
+        "start": np.asarray(batch["start"]),
+        "end": np.asarray(batch["end"]),
+        "label": np.asarray(batch["label"]),
+        "valid": np.asarray(batch["valid"]) & np.asarray(batch["example_mask"])[:, None],
+    }
+
+
+def evaluate(detect_batch, batches, num_keywords: int, **score_options) -> dict[str, float]:
+    """metrics.detection_scores over every batch: `detect_batch(batch)` gives a batch's
+    detections; ground truth from the batches (keywords only, labels < num_keywords);
+    total hours from their durations. Returns plain floats (AP as a nested list)."""
+    found, truth, seconds = [], [], 0.0
+    for batch in batches:
+        found.append(jax.tree_util.tree_map(np.asarray, detect_batch(batch)))
+        truth.append(ground_truth(batch))
+        seconds += float(np.sum(np.asarray(batch["duration"]) * np.asarray(batch["example_mask"])))
+    if not found:
+        raise ValueError("evaluate: no batches")
+    if any(np.any(t["label"][t["valid"]] >= num_keywords) for t in truth):
+        raise ValueError(
+            "evaluate: ground truth holds labels >= num_keywords (the unknown class?); "
+            "build evaluation batches with PipelineConfig(unknown_class=False)"
+        )
+    scores = metrics.detection_scores(
+        _stack(found),
+        _stack(truth),
+        num_classes=num_keywords,
+        total_hours=seconds / 3600,
+        **score_options,
+    )
+    return {
+        key: np.asarray(value).tolist() if np.ndim(value) else float(value)
+        for key, value in scores.items()
+    } | {"hours": seconds / 3600}
+
+
+def _stack(dicts):
+    """Batches of [B_i, D_i] fields -> one [sum B_i, max D_i] batch, padded invalid."""
+    width = max(d["valid"].shape[1] for d in dicts)
+    return {
+        key: np.concatenate([np.pad(d[key], ((0, 0), (0, width - d[key].shape[1]))) for d in dicts])
+        for key in dicts[0]
+    }
