@@ -38,6 +38,7 @@ import numpy as np
 from cskws_jax.datasets.features import FEATURES
 
 HOP_S = FEATURES.hop_ms / 1000  # seconds per audio frame
+INTERVAL_TOLERANCE_S = 0.05  # a word may end this much after the audio
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +87,14 @@ def record_events(record, num_keywords: int, unknown_class: bool):
         end.append(np.asarray(record["other_end"], np.float64))
         label.append(np.full(start[-1].size, num_keywords, np.int32))
     start, end, label = np.concatenate(start), np.concatenate(end), np.concatenate(label)
+    duration = float(record["duration"]) if "duration" in record else np.inf
+    bad = ~((start >= 0) & (end >= start) & (end <= duration + INTERVAL_TOLERANCE_S))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"record {_name(record)}: word interval [{start[i]:.3f}, {end[i]:.3f}] s (label "
+            f"{label[i]}) is not inside the audio ({duration:.3f} s) or ends before it starts"
+        )
     order = np.argsort(start, kind="stable")
     return start[order], end[order], label[order]
 

@@ -136,6 +136,14 @@ def test_bad_records_are_named():
         list(pipeline.evaluation_batches([LONG], config, K))
     with pytest.raises(ValueError, match="more than the record's MAX_KEYWORDS"):
         interval_fields([Word("alpha", i, i + 0.5) for i in range(MAX_KEYWORDS + 1)], KEYWORDS, "x")
+    reversed_word = {**SHORT, "keyword_end": SHORT["keyword_start"] - 0.1}
+    with pytest.raises(ValueError, match=r"'short': word interval \[0.100, 0.000\] s \(label 0\)"):
+        pipeline.whole(reversed_word, config, K)
+    late = _record(150, [("alpha", 1.2, 1.7)], "late")
+    with pytest.raises(
+        ValueError, match=r"'late': word interval .* not inside the audio \(1.500 s\)"
+    ):
+        pipeline.crop(late, config, K, np.random.default_rng(0))
     with pytest.raises(ValueError, match="crop_s"):
         pipeline.PipelineConfig(crop_s=0.001)
 

@@ -64,6 +64,35 @@ def test_evaluate_refuses_the_unknown_class_in_ground_truth():
         train.evaluate(no_detections, [batch], num_keywords=3)
 
 
+@pytest.mark.parametrize("unknown_class", [True, False])
+def test_the_unknown_class_ablation_trains_on_keywords_only(unknown_class):
+    config = model.AfKwsConfig(
+        num_keywords=2,
+        unknown_class=unknown_class,
+        stem_channels=8,
+        stages=(model.Stage(8, 2, 1), model.Stage(8, 2, 1)),
+        head_channels=8,
+        delay=1,
+    )
+    net = model.AfKws(config)
+    batch = {
+        "audio": np.zeros((1, 200, 64), np.float32),
+        "audio_mask": np.ones((1, 200), bool),
+        "example_mask": np.ones(1, bool),
+        "start": np.array([[0.2, 0.8, 1.2]], np.float32),
+        "end": np.array([[0.6, 1.0, 1.6]], np.float32),
+        "label": np.array([[0, 2, 1]], np.int32),  # 2 = the unknown class
+        "valid": np.ones((1, 3), bool),
+    }
+    outputs = net.apply(net.init(jax.random.key(0), batch["audio"]), batch["audio"])
+    assert outputs["heatmap"].shape[-1] == 2 + unknown_class
+    centres = train._targets(net, batch, outputs)
+    assert int(centres["count"][0]) == 2 + unknown_class
+    state = train.create_train_state(net, train.OptimizerConfig(), jax.random.key(0), batch)
+    _, stats = train.train_step(net, None, state, batch, jax.random.key(1))
+    assert np.isfinite(float(stats["loss"]))
+
+
 def smoke_detector(data_dir, steps=300):
     """(train source, trained net, params, losses) on the smoke corpus."""
     source = tfds.data_source("synthetic_kws/smoke", data_dir=str(data_dir))["train"]
