@@ -38,6 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 import sequence_layers.jax as sl
 
+from speechkit.optim import parameter_count
+
 HEATMAP_PRIOR = 0.1  # initial centre probability (CenterNet's bias init)
 
 
@@ -215,10 +217,6 @@ def check_features(config: AfKwsConfig, features) -> None:
     shape = np.shape(features)
     if len(shape) != 3 or shape[2] != config.features:
         raise ValueError(f"features: shape {shape}, expected [batch, frames, {config.features}]")
-
-
-def parameter_count(params) -> int:
-    return sum(int(np.size(leaf)) for leaf in jax.tree_util.tree_leaves(params))
 
 
 def describe(config: AfKwsConfig, params) -> str:

@@ -46,6 +46,7 @@ import numpy as np
 import sequence_layers.jax as sl
 
 from speechkit import asr
+from speechkit.optim import parameter_count
 
 MODALITIES = ("audio", "text")
 FUSIONS = ("concat", "sum", "gated", "tensor")
@@ -351,10 +352,6 @@ def check_inputs(config: MultiQTConfig, audio, text) -> None:
                 f"{name}: shape {np.shape(array)} holds non-finite values (first at {bad}); "
                 "expected finite features"
             )
-
-
-def parameter_count(params) -> int:
-    return sum(int(np.size(leaf)) for leaf in jax.tree_util.tree_leaves(params))
 
 
 def describe(config: MultiQTConfig, params) -> str:

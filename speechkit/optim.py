@@ -50,6 +50,11 @@ def make_optimizer(config: OptimizerConfig) -> optax.GradientTransformation:
     )
 
 
+def parameter_count(params) -> int:
+    """Number of scalars in a parameter pytree."""
+    return sum(int(jnp.size(leaf)) for leaf in jax.tree_util.tree_leaves(params))
+
+
 class TrainState(flax.struct.PyTreeNode):
     step: jax.Array
     params: Any

@@ -167,12 +167,7 @@ def read_transcript(path: str) -> list[Utterance]:
 def _end_times(where: str, text: str) -> list[float]:
     times = []
     for i, value in enumerate(text.split(","), start=1):
-        try:
-            time = float(value)
-        except ValueError:
-            time = math.nan
-        if not math.isfinite(time) or time < 0:
-            raise LibriSpeechError(f"{where}: end time {i} is {value!r}, not a number >= 0")
+        time = _non_negative(where, f"end time {i}", value)
         if times and time < times[-1]:
             raise LibriSpeechError(f"{where}: end time {i} ({time}) is before the one before it")
         times.append(time)
@@ -208,13 +203,14 @@ def read_alignment_file(path: str) -> dict[str, Alignment]:
 _PRAAT_KEY = re.compile(r"(\w+) = (.*)")
 
 
-def _praat_number(where: str, key: str, value: str) -> float:
+def _non_negative(where: str, what: str, value: str) -> float:
+    """float(value), or an error naming `where` unless it is a finite number >= 0."""
     try:
         number = float(value)
     except ValueError:
         number = math.nan
     if not math.isfinite(number) or number < 0:
-        raise LibriSpeechError(f"{where}: {key} = {value!r} is not a number >= 0")
+        raise LibriSpeechError(f"{where}: {what} is {value!r}, not a number >= 0")
     return number
 
 
@@ -262,8 +258,8 @@ def read_textgrid(path: str) -> Alignment:
         where = f"{path}:{header}"
         if not {"xmin", "xmax", "text"} <= interval.keys():
             raise LibriSpeechError(f"{where}: the interval needs xmin, xmax and text")
-        start = _praat_number(f"{path}:{interval['xmin'][1]}", "xmin", interval["xmin"][0])
-        end = _praat_number(f"{path}:{interval['xmax'][1]}", "xmax", interval["xmax"][0])
+        start = _non_negative(f"{path}:{interval['xmin'][1]}", "xmin", interval["xmin"][0])
+        end = _non_negative(f"{path}:{interval['xmax'][1]}", "xmax", interval["xmax"][0])
         text = interval["text"][0]
         if not (len(text) >= 2 and text[0] == text[-1] == '"'):
             raise LibriSpeechError(f"{path}:{interval['text'][1]}: text must be in quotes")
