@@ -1,0 +1,57 @@
+"""Checkpoints of a fold-parallel run: orbax `CheckpointManager`, last N plus the best.
+
+A checkpoint holds the stacked train state (every leaf [folds, ...]), the data
+iterators' states (one JSON-able dict per fold), the step and the run's config (JSON),
+so rerunning the same command on the same workdir continues where it stopped. "Best" is
+the lowest recent mean training loss: the held-out fold must not choose checkpoints.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+from orbax.checkpoint import checkpoint_managers as policies
+
+
+def manager(directory: str, keep_last: int) -> ocp.CheckpointManager:
+    policy = policies.AnyPreservationPolicy(
+        [
+            policies.LatestN(n=keep_last),
+            policies.BestN(get_metric_fn=lambda m: m["loss"], reverse=True, n=1),
+        ]
+    )
+    options = ocp.CheckpointManagerOptions(preservation_policy=policy, create=True)
+    return ocp.CheckpointManager(
+        os.path.abspath(directory), options=options, item_names=("state", "extra")
+    )
+
+
+def save(mgr: ocp.CheckpointManager, step: int, state, extra: dict, loss: float) -> None:
+    """Saves synchronously (a killed run then never leaves a half-written step behind)."""
+    host_state = jax.tree_util.tree_map(np.asarray, jax.device_get(state))
+    mgr.save(
+        step,
+        args=ocp.args.Composite(
+            state=ocp.args.StandardSave(host_state), extra=ocp.args.JsonSave(extra)
+        ),
+        metrics={"loss": float(loss)},
+    )
+    mgr.wait_until_finished()
+
+
+def restore_latest(mgr: ocp.CheckpointManager, template_state):
+    """(step, state, extra) of the latest checkpoint, or None without one."""
+    step = mgr.latest_step()
+    if step is None:
+        return None
+    template = jax.tree_util.tree_map(np.asarray, jax.device_get(template_state))
+    restored = mgr.restore(
+        step,
+        args=ocp.args.Composite(
+            state=ocp.args.StandardRestore(template), extra=ocp.args.JsonRestore()
+        ),
+    )
+    return step, restored["state"], restored["extra"]

@@ -1,0 +1,385 @@
+r"""MultiQT K-fold cross-validation, folds trained in parallel (see experiments/folds.py).
+
+    python -m experiments.multiqt --config=experiments/configs/multiqt.py:quick \
+        --workdir=/tmp/multiqt [--config.task=symptoms --config.num_folds=5 ...]
+
+For every model in `config.models` (MultiQT multimodal / audio / text, baselines rf /
+fnn), trains one model per fold on the other folds' calls and scores it on its own
+fold with TIMESTEP and INSTANCE precision, recall and F1 at the model's 40 ms output
+clock. Writes `WORKDIR/results.json` (per model: per-fold scores, mean and std over
+folds), prints the table, and keeps `WORKDIR/<model>/curves.jsonl` and checkpoints
+(`WORKDIR/<model>/checkpoints`; rerunning the same command resumes; a finished model's
+scores are kept in `WORKDIR/<model>/scores.json` and not recomputed).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import tensorflow_datasets as tfds
+from absl import app, flags, logging
+from ml_collections import config_flags
+
+import metrics
+from experiments import checkpoints, folds
+from multiqt_jax import baselines, input_pipeline, labels, model, train
+from multiqt_jax.datasets import synthetic_calls
+from speechkit.optim import OptimizerConfig, TrainState
+
+NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
+BASELINES = ("rf", "fnn")
+SCORES = ("timestep", "instance")
+
+
+def log(message: str) -> None:
+    print(f"[multiqt {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def load_corpus(config):
+    data_dir = os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
+    name = f"{config.task}-{config.size}"
+    if config.build_missing:
+        builder = synthetic_calls.SyntheticCalls(
+            config=name, data_dir=data_dir, file_format="array_record"
+        )
+        builder.download_and_prepare()
+    source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
+    return source, input_pipeline.CorpusIndex.read(source)
+
+
+def model_config(config, name: str, num_classes: int) -> model.MultiQTConfig:
+    fields = config.model
+    defaults = model.MultiQTConfig(num_classes=num_classes)
+    return model.MultiQTConfig(
+        num_classes=num_classes,
+        modalities=NEURAL[name],
+        fusion=fields.fusion,
+        audio_channels=tuple(fields.audio_channels),
+        text_channels=tuple(fields.text_channels),
+        audio_kernels=defaults.audio_kernels[: len(fields.audio_channels)],
+        audio_strides=defaults.audio_strides[: len(fields.audio_channels)],
+        audio_dilations=defaults.audio_dilations[: len(fields.audio_channels)],
+        text_kernels=defaults.text_kernels[: len(fields.text_channels)],
+        text_strides=defaults.text_strides[: len(fields.text_channels)],
+        text_dilations=defaults.text_dilations[: len(fields.text_channels)],
+        dense=tuple(fields.dense),
+        dropout=fields.dropout,
+        modality_dropout=fields.modality_dropout if name == "multimodal" else 0.0,
+    )
+
+
+def _pad_time(batch: dict, frames: int) -> dict:
+    """Pads a pipeline batch's time axes to `frames` 10 ms steps (frames // 2 for text)."""
+    out = {}
+    for key, value in batch.items():
+        if key in ("audio", "labels", "audio_mask"):
+            width = frames
+        elif key in ("text", "text_mask"):
+            width = frames // 2
+        else:
+            out[key] = value
+            continue
+        pad = [(0, 0), (0, width - value.shape[1])] + [(0, 0)] * (value.ndim - 2)
+        out[key] = np.pad(value, pad)
+    return out
+
+
+def stack_batches(fold_batches: list[dict]) -> dict:
+    frames = max(b["audio"].shape[1] for b in fold_batches)
+    return folds.stack([_pad_time(b, frames) for b in fold_batches])
+
+
+def frame_counts(source, indices, num_classes: int) -> np.ndarray:
+    counts = np.zeros(num_classes, np.int64)
+    for i in indices:
+        counts += np.bincount(np.asarray(source[int(i)]["labels"]), minlength=num_classes)
+    return counts
+
+
+def prf_dict(counts) -> dict[str, float]:
+    prf = metrics.prf_from_counts(counts)
+    return {"precision": float(prf.precision), "recall": float(prf.recall), "f1": float(prf.f1)}
+
+
+def _scores(pred, gold, mask, num_classes: int):
+    return {
+        "timestep": metrics.timestep_counts(pred, gold, mask, num_classes=num_classes),
+        "instance": metrics.instance_counts(pred, gold, mask, num_classes=num_classes),
+    }
+
+
+_jitted_scores = jax.jit(_scores, static_argnums=3)
+
+
+def _summed(count_list):
+    total = count_list[0]
+    for counts in count_list[1:]:
+        total = jax.tree_util.tree_map(lambda a, b: a + b, total, counts)
+    return total
+
+
+def _eval_batches(source, indices, config, index):
+    pipeline = input_pipeline.PipelineConfig(
+        batch_size=config.train.batch_size,
+        shuffle=False,
+        bucket_window=1,
+        pad_multiple=config.train.pad_multiple,
+    )
+    return input_pipeline.batches(source, indices, pipeline, index=index)
+
+
+class FoldTrainer:
+    """Trains one MultiQT variant on every fold at once, with checkpoints."""
+
+    def __init__(self, name, config, source, index, fold_ids, mesh, workdir):
+        self.name, self.config, self.source, self.index = name, config, source, index
+        self.fold_ids, self.mesh = fold_ids, mesh
+        self.num_folds = config.num_folds
+        self.slots = folds.fold_slots(self.num_folds, mesh)
+        self.classes = labels.classes(config.task)
+        self.net = model.MultiQT(model_config(config, name, len(self.classes)))
+        self.workdir = os.path.join(workdir, name)
+        os.makedirs(self.workdir, exist_ok=True)
+        steps, batch_size = config.train.steps, config.train.batch_size
+        self.train_sets = [np.flatnonzero(fold_ids != f) for f in range(self.num_folds)]
+        pipeline = input_pipeline.PipelineConfig(
+            batch_size=batch_size,
+            num_epochs=steps * batch_size // min(len(s) for s in self.train_sets) + 2,
+            pad_multiple=config.train.pad_multiple,
+            drop_remainder=True,
+        )
+        self.datasets = [
+            input_pipeline.batches(source, s, pipeline, seed=config.seed * 1000 + f, index=index)
+            for f, s in enumerate(self.train_sets)
+        ]
+        self.optimizer = OptimizerConfig(
+            learning_rate=config.train.learning_rate,
+            warmup_steps=config.train.warmup_steps,
+            total_steps=steps,
+        )
+        power = config.train.class_weight_power
+        self.weights = folds.stack(
+            [
+                np.asarray(
+                    train.class_weights_from_counts(
+                        frame_counts(source, s, len(self.classes)), power
+                    )
+                    if power
+                    else np.ones(len(self.classes)),
+                    np.float32,
+                )
+                for s in self.train_sets
+            ]
+        )
+
+    def _init(self):
+        example = self.datasets[0][0]
+        audio, text = example["audio"][:1], example["text"][:1]
+
+        def one(key):
+            return TrainState.create(self.net.init(key, audio, text), self.optimizer)
+
+        keys = jax.random.split(jax.random.key(self.config.seed), self.num_folds)
+        return jax.jit(jax.vmap(one))(keys)
+
+    def _step_fn(self):
+        def one_fold(state, batch, rng, weights):
+            return train.train_step(self.net, state, batch, rng, weights)
+
+        return folds.fold_parallel(one_fold, self.mesh)
+
+    def train(self):
+        config = self.config
+        mgr = checkpoints.manager(
+            os.path.join(self.workdir, "checkpoints"), config.train.keep_checkpoints
+        )
+        states = self._init()
+        iterators = [iter(d) for d in self.datasets]
+        start = 0
+        restored = checkpoints.restore_latest(mgr, states)
+        if restored is not None:
+            start, states, extra = restored
+            for iterator, state in zip(iterators, extra["iterators"], strict=True):
+                iterator.set_state(state)
+            log(f"{self.name}: resumed at step {start}")
+        else:
+            first = jax.tree_util.tree_map(lambda x: x[0], states.params)
+            log(f"{self.name}: {model.describe(self.net.config, first)}")
+        states = folds.shard_folds(folds.pad_folds(states, self.slots), self.mesh)
+        weights = folds.shard_folds(folds.pad_folds(self.weights, self.slots), self.mesh)
+        with open(os.path.join(self.workdir, "curves.jsonl"), "a") as curves:
+            states = self._loop(start, states, weights, iterators, mgr, curves)
+        return jax.tree_util.tree_map(lambda x: np.asarray(x)[: self.num_folds], states)
+
+    def _loop(self, start, states, weights, iterators, mgr, curves):
+        config = self.config
+        step_fn = self._step_fn()
+        base_key = jax.random.key(self.config.seed + 1)
+        recent, started = [], time.perf_counter()
+        for step in range(start, config.train.steps):
+            batch = stack_batches([next(it) for it in iterators])
+            batch = folds.shard_folds(folds.pad_folds(batch, self.slots), self.mesh)
+            step_key = jax.random.fold_in(base_key, step)
+            rngs = jax.vmap(lambda f, k=step_key: jax.random.fold_in(k, f))(jnp.arange(self.slots))
+            states, stats = step_fn(states, batch, rngs, weights)
+            losses = np.asarray(stats["loss"])[: self.num_folds]
+            recent.append(losses)
+            done = step + 1
+            if done % config.train.log_every == 0 or done == config.train.steps:
+                mean = np.mean(recent, axis=0)
+                curves.write(json.dumps({"step": done, "loss": mean.tolist()}) + "\n")
+                curves.flush()
+                log(
+                    f"{self.name}: step {done}/{config.train.steps} loss per fold "
+                    + " ".join(f"{v:.3f}" for v in mean)
+                    + f" ({time.perf_counter() - started:.0f} s)"
+                )
+                recent = []
+            if done % config.train.checkpoint_every == 0 or done == config.train.steps:
+                extra = {
+                    "iterators": [it.get_state() for it in iterators],
+                    "config": config.to_json(),
+                }
+                unpadded = jax.tree_util.tree_map(lambda x: x[: self.num_folds], states)
+                checkpoints.save(mgr, done, unpadded, extra, float(losses.mean()))
+        return states
+
+    def evaluate(self, states) -> list[dict]:
+        eval_step = jax.jit(functools.partial(train.predict, self.net))
+        results = []
+        for fold in range(self.num_folds):
+            params = jax.tree_util.tree_map(lambda x, f=fold: x[f], states.params)
+            counts = []
+            test_set = np.flatnonzero(self.fold_ids == fold)
+            for batch in _eval_batches(self.source, test_set, self.config, self.index):
+                pred, gold, mask = eval_step(params, batch)
+                counts.append(_jitted_scores(pred, gold, mask, len(self.classes)))
+            total = _summed(counts)
+            results.append({name: prf_dict(total[name]) for name in SCORES})
+        return results
+
+
+def run_baseline(name, config, source, index, fold_ids) -> list[dict]:
+    classes = labels.classes(config.task)
+    stride = model.MultiQTConfig(num_classes=len(classes)).audio_stride
+    settings = baselines.BaselineConfig(
+        window_s=config.baselines.window_s,
+        hop_s=config.baselines.hop_s,
+        n_estimators=config.baselines.n_estimators,
+        epochs=config.baselines.epochs,
+        seed=config.seed,
+    )
+    results = []
+    for fold in range(config.num_folds):
+        train_set = np.flatnonzero(fold_ids != fold)
+        test_set = np.flatnonzero(fold_ids == fold)
+        segments = list(_eval_batches(source, train_set, config, index))
+        features, targets = baselines.segment_dataset(segments, settings)
+        if name == "rf":
+            classifier = baselines.fit_random_forest(features, targets, settings)
+        else:
+            classifier = baselines.fit_fnn(features, targets, settings, num_classes=len(classes))
+        counts = []
+        for batch in _eval_batches(source, test_set, config, index):
+            predicted = baselines.sliding_labels_batch(classifier, batch, settings)
+            frames = -(-batch["audio"].shape[1] // stride)
+            mask = batch["audio_mask"] & batch["example_mask"][:, None]
+            pred, _ = train.output_labels(jnp.asarray(predicted), mask, stride, frames)
+            gold, gold_mask = train.output_labels(batch["labels"], mask, stride, frames)
+            counts.append(_jitted_scores(pred, gold, gold_mask, len(classes)))
+        total = _summed(counts)
+        results.append({score: prf_dict(total[score]) for score in SCORES})
+        log(f"{name}: fold {fold} TIMESTEP F1 {results[-1]['timestep']['f1']:.3f}")
+    return results
+
+
+def summarise(per_fold: list[dict]) -> dict:
+    summary = {"folds": per_fold, "mean": {}, "std": {}}
+    for score in SCORES:
+        for part in ("precision", "recall", "f1"):
+            values = np.array([fold[score][part] for fold in per_fold], np.float64)
+            summary["mean"].setdefault(score, {})[part] = float(np.nanmean(values))
+            summary["std"].setdefault(score, {})[part] = float(np.nanstd(values))
+    return summary
+
+
+def table(results: dict) -> str:
+    header = f"{'model':<12}" + "".join(
+        f"{score.upper() + ' ' + part:>22}" for score in SCORES for part in ("P", "R", "F1")
+    )
+    rows = [header]
+    for name, summary in results.items():
+        cells = "".join(
+            f"{summary['mean'][score][part]:>14.3f} ± {summary['std'][score][part]:.3f}"
+            for score in SCORES
+            for part in ("precision", "recall", "f1")
+        )
+        rows.append(f"{name:<12}{cells}")
+    return "\n".join(rows)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
+    os.makedirs(workdir, exist_ok=True)
+    models = [name.strip() for name in config.models.split(",") if name.strip()]
+    unknown = set(models) - set(NEURAL) - set(BASELINES)
+    if unknown:
+        raise ValueError(f"config.models: unknown {sorted(unknown)}")
+    source, index = load_corpus(config)
+    fold_ids = index.folds % config.num_folds
+    devices = jax.devices()[: config.num_devices or None]
+    mesh = folds.fold_mesh(devices)
+    log(f"{len(source)} calls, {config.num_folds} folds, {len(devices)} device(s)")
+    results, seconds = {}, {}
+    for name in models:
+        path = os.path.join(workdir, name, "scores.json")
+        if os.path.exists(path):
+            with open(path) as saved:
+                results[name] = json.load(saved)
+            log(f"{name}: scores found, skipped")
+            continue
+        started = time.perf_counter()
+        if name in NEURAL:
+            trainer = FoldTrainer(name, config, source, index, fold_ids, mesh, workdir)
+            per_fold = trainer.evaluate(trainer.train())
+        else:
+            per_fold = run_baseline(name, config, source, index, fold_ids)
+        results[name] = summarise(per_fold)
+        seconds[name] = time.perf_counter() - started
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        _write_json(path, results[name])
+        f1 = results[name]["mean"]["timestep"]["f1"]
+        log(f"{name}: TIMESTEP F1 {f1:.3f} ({seconds[name]:.0f} s)")
+    payload = {"task": config.task, "num_folds": config.num_folds, "models": results}
+    _write_json(os.path.join(workdir, "results.json"), payload)
+    print(table(results))
+    return payload
+
+
+def _write_json(path: str, payload) -> None:
+    with open(path + ".tmp", "w") as out:
+        json.dump(payload, out, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "experiments/configs/multiqt.py:PRESET")
+_WORKDIR = flags.DEFINE_string("workdir", None, "output and checkpoint folder")
+
+
+def main(argv) -> None:
+    del argv
+    logging.set_verbosity(logging.WARNING)  # orbax reports every save at INFO
+    if _CONFIG.value is None or not _WORKDIR.value:
+        raise app.UsageError("--config and --workdir are required")
+    run(_CONFIG.value, _WORKDIR.value)
+
+
+if __name__ == "__main__":
+    app.run(main)
