@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= outputs
 
-.PHONY: test lint demo bench lock clean
+.PHONY: test lint demo metrics-demo bench lock clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,7 +19,12 @@ test: $(STAMP) lint
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# The main job (quick preset): corpora, both experiments, $(OUT)/reproduce/report.md.
 demo: $(STAMP)
+	$(BIN)/python -m experiments.reproduce --config=experiments/configs/reproduce.py:quick \
+		--workdir=$(OUT)/reproduce --config.data_dir=$(OUT)/tensorflow_datasets
+
+metrics-demo: $(STAMP)
 	$(BIN)/python -m experiments.metrics_demo --out $(OUT)/metrics_demo
 
 bench: $(STAMP)

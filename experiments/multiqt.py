@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
 import time
 
 import jax
@@ -29,7 +28,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 import metrics
-from experiments import checkpoints, folds
+from experiments import checkpoints, common, folds
 from multiqt_jax import baselines, input_pipeline, labels, model, train
 from multiqt_jax.datasets import synthetic_calls
 from speechkit.optim import OptimizerConfig, TrainState
@@ -39,8 +38,7 @@ BASELINES = ("rf", "fnn")
 SCORES = ("timestep", "instance")
 
 
-def log(message: str) -> None:
-    print(f"[multiqt {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+log = common.logger("multiqt")
 
 
 def load_corpus(config):
@@ -107,6 +105,16 @@ def frame_counts(source, indices, num_classes: int) -> np.ndarray:
 def prf_dict(counts) -> dict[str, float]:
     prf = metrics.prf_from_counts(counts)
     return {"precision": float(prf.precision), "recall": float(prf.recall), "f1": float(prf.f1)}
+
+
+def fold_scores(total) -> dict:
+    """A fold's TIMESTEP and INSTANCE P/R/F1 and per-class TIMESTEP F1 (None: class
+    absent from the fold)."""
+    per_class = np.asarray(metrics.per_class_prf(total["timestep"]).f1, np.float64)
+    return {
+        **{name: prf_dict(total[name]) for name in SCORES},
+        "timestep_f1_per_class": [None if np.isnan(v) else float(v) for v in per_class],
+    }
 
 
 def _scores(pred, gold, mask, num_classes: int):
@@ -215,7 +223,7 @@ class FoldTrainer:
             log(f"{self.name}: {model.describe(self.net.config, first)}")
         states = folds.shard_folds(folds.pad_folds(states, self.slots), self.mesh)
         weights = folds.shard_folds(folds.pad_folds(self.weights, self.slots), self.mesh)
-        with open(os.path.join(self.workdir, "curves.jsonl"), "a") as curves:
+        with common.Curves(self.workdir) as curves:
             states = self._loop(start, states, weights, iterators, mgr, curves)
         return jax.tree_util.tree_map(lambda x: np.asarray(x)[: self.num_folds], states)
 
@@ -235,8 +243,7 @@ class FoldTrainer:
             done = step + 1
             if done % config.train.log_every == 0 or done == config.train.steps:
                 mean = np.mean(recent, axis=0)
-                curves.write(json.dumps({"step": done, "loss": mean.tolist()}) + "\n")
-                curves.flush()
+                curves.add(done, loss=mean.tolist())
                 log(
                     f"{self.name}: step {done}/{config.train.steps} loss per fold "
                     + " ".join(f"{v:.3f}" for v in mean)
@@ -263,8 +270,30 @@ class FoldTrainer:
                 pred, gold, mask = eval_step(params, batch)
                 counts.append(_jitted_scores(pred, gold, mask, len(self.classes)))
             total = _summed(counts)
-            results.append({name: prf_dict(total[name]) for name in SCORES})
+            results.append(fold_scores(total))
+            if fold == 0:
+                self._save_timeline(params, test_set[0])
         return results
+
+    def _save_timeline(self, params, record_index: int) -> None:
+        """Gold and predicted labels of one held-out call, with its recognised words."""
+        record = self.source[int(record_index)]
+        pipeline = input_pipeline.PipelineConfig(batch_size=1, pad_multiple=2)
+        example = input_pipeline.to_example(record, pipeline.causal_text)
+        batch = input_pipeline.collate([example], pipeline)
+        pred, gold, mask = train.predict(self.net, params, batch)
+        length = int(np.asarray(mask[0]).sum())
+        words = input_pipeline.recognised_words(record)
+        common.write_json(
+            os.path.join(self.workdir, "timeline.json"),
+            {
+                "hop_s": model.streaming_spec(self.net.config).output_hop_s,
+                "classes": list(self.classes),
+                "gold": np.asarray(gold[0, :length]).tolist(),
+                "predicted": np.asarray(pred[0, :length]).tolist(),
+                "words": [[w.word, w.start, w.end] for w in words],
+            },
+        )
 
 
 def run_baseline(name, config, source, index, fold_ids) -> list[dict]:
@@ -296,13 +325,25 @@ def run_baseline(name, config, source, index, fold_ids) -> list[dict]:
             gold, gold_mask = train.output_labels(batch["labels"], mask, stride, frames)
             counts.append(_jitted_scores(pred, gold, gold_mask, len(classes)))
         total = _summed(counts)
-        results.append({score: prf_dict(total[score]) for score in SCORES})
+        results.append(fold_scores(total))
         log(f"{name}: fold {fold} TIMESTEP F1 {results[-1]['timestep']['f1']:.3f}")
     return results
 
 
 def summarise(per_fold: list[dict]) -> dict:
-    summary = {"folds": per_fold, "mean": {}, "std": {}}
+    per_class = np.array(
+        [[np.nan if v is None else v for v in fold["timestep_f1_per_class"]] for fold in per_fold]
+    )
+    present = (~np.isnan(per_class)).sum(axis=0)
+    class_means = np.where(
+        present > 0, np.nansum(per_class, axis=0) / np.maximum(present, 1), np.nan
+    )
+    summary = {
+        "folds": per_fold,
+        "mean": {},
+        "std": {},
+        "timestep_f1_per_class": [None if np.isnan(v) else float(v) for v in class_means],
+    }
     for score in SCORES:
         for part in ("precision", "recall", "f1"):
             values = np.array([fold[score][part] for fold in per_fold], np.float64)
@@ -354,23 +395,13 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
         results[name] = summarise(per_fold)
         seconds[name] = time.perf_counter() - started
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        _write_json(path, results[name])
+        common.write_json(path, results[name])
         f1 = results[name]["mean"]["timestep"]["f1"]
         log(f"{name}: TIMESTEP F1 {f1:.3f} ({seconds[name]:.0f} s)")
     payload = {"task": config.task, "num_folds": config.num_folds, "models": results}
-    _write_json(os.path.join(workdir, "results.json"), payload)
+    common.write_json(os.path.join(workdir, "results.json"), payload)
     print(table(results))
     return payload
-
-
-def _write_json(path: str, payload) -> None:
-    with open(path + ".tmp", "w") as out:
-        json.dump(payload, out, indent=2)
-    os.replace(path + ".tmp", path)
-
-
-_CONFIG = config_flags.DEFINE_config_file("config", None, "experiments/configs/multiqt.py:PRESET")
-_WORKDIR = flags.DEFINE_string("workdir", None, "output and checkpoint folder")
 
 
 def main(argv) -> None:
@@ -381,5 +412,9 @@ def main(argv) -> None:
     run(_CONFIG.value, _WORKDIR.value)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # flags only here: the runners import each other
+    _CONFIG = config_flags.DEFINE_config_file(
+        "config", None, "experiments/configs/multiqt.py:PRESET"
+    )
+    _WORKDIR = flags.DEFINE_string("workdir", None, "output and checkpoint folder")
     app.run(main)

@@ -1,0 +1,251 @@
+r"""CS-KWS experiment: AF-KWS, AF-KWS without the unknown class, sliding-window baseline.
+
+    python -m experiments.cskws --config=experiments/configs/cskws.py:quick --workdir=/tmp/cskws
+
+Trains each model in `config.models` on the training split (fixed-length crops), then
+detects keywords in every whole test utterance and scores them with
+`metrics.detection_scores` over the true total hours. Writes `WORKDIR/results.json`
+(per model: mAP, AP@0.05, AP@0.75, FRR@5, FRR@25, RTF = detection seconds per second of
+audio on this machine after compilation, and AP per keyword), each model's test
+detections (`WORKDIR/<model>/detections.npz`, for curves), its training curve
+(`curves.jsonl`) and checkpoints; rerunning resumes, and finished models are not redone.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+
+import jax
+import ml_collections
+import numpy as np
+import tensorflow_datasets as tfds
+from absl import app, flags, logging
+from ml_collections import config_flags
+
+from cskws_jax import baselines, input_pipeline, model, train
+from cskws_jax.datasets import synthetic_kws
+from experiments import checkpoints, common
+from speechkit.optim import OptimizerConfig, TrainState
+
+MODELS = ("afkws", "afkws_no_unknown", "sliding_window")
+REPORTED = ("mAP", "AP@0.05", "AP@0.75", "FRR@5", "FRR@25")
+
+
+log = common.logger("cskws")
+
+
+def load_corpus(config):
+    data_dir = os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
+    name = config.dataset
+    if config.build_missing and name.startswith("synthetic_kws/"):
+        size = name.split("/", 1)[1]
+        builder = synthetic_kws.SyntheticKws(
+            config=size, data_dir=data_dir, file_format="array_record"
+        )
+        builder.download_and_prepare()
+    keywords = list(tfds.builder(name, data_dir=data_dir).info.metadata["keywords"])
+    sources = tfds.data_source(name, data_dir=data_dir)
+    for split in ("train", "test"):
+        if split not in sources:
+            raise ValueError(f"{name}: no {split!r} split (has {sorted(sources)})")
+    return sources, keywords
+
+
+def detector_config(config, num_keywords: int, unknown_class: bool) -> model.AfKwsConfig:
+    fields = config.model
+    stages = tuple(
+        model.Stage(channels, stride, blocks, dilation)
+        for channels, stride, blocks, dilation in zip(
+            fields.stage_channels,
+            fields.stage_strides,
+            fields.stage_blocks,
+            fields.stage_dilations,
+            strict=True,
+        )
+    )
+    return model.AfKwsConfig(
+        num_keywords=num_keywords,
+        unknown_class=unknown_class,
+        stem_channels=fields.stem_channels,
+        stages=stages,
+        head_channels=fields.head_channels,
+        delay=fields.delay,
+    )
+
+
+class Candidate:
+    """One model of the comparison: how to start, step and detect."""
+
+    def __init__(self, name: str, config, num_keywords: int):
+        self.name, self.num_keywords = name, num_keywords
+        self.unknown_class = name != "afkws_no_unknown"
+        optimizer = OptimizerConfig(
+            learning_rate=config.train.learning_rate,
+            warmup_steps=config.train.warmup_steps,
+            total_steps=config.train.steps,
+        )
+        detection = train.DecodeConfig(
+            max_detections=config.eval.max_detections, min_score=config.eval.min_score
+        )
+        if name == "sliding_window":
+            window = baselines.WindowConfig(
+                window_s=config.window.window_s,
+                hop_s=config.window.hop_s,
+                learning_rate=config.train.learning_rate,
+                min_score=config.eval.min_score,
+            )
+            self.describe = f"sliding-window CNN ({window.window_s} s every {window.hop_s} s)"
+            self.init = lambda key: baselines.create_train_state(window, num_keywords, key)
+            self.step = jax.jit(
+                lambda state, batch, rng: baselines.train_step(state, batch, window, num_keywords)
+            )
+            self.detect = jax.jit(
+                functools.partial(
+                    baselines.detections,
+                    config=window,
+                    num_keywords=num_keywords,
+                    max_detections=detection.max_detections,
+                )
+            )
+        else:
+            net = model.AfKws(detector_config(config, num_keywords, self.unknown_class))
+            self.init = lambda key, batch: TrainState.create(
+                net.init(key, batch["audio"][:1]), optimizer
+            )
+            self.step = jax.jit(functools.partial(train.train_step, net, train.AugmentConfig()))
+            self.detect = jax.jit(lambda params, batch: train.detect(net, params, batch, detection))
+            self.net = net
+            self.describe = None
+
+
+def train_candidate(candidate: Candidate, config, source, workdir: str):
+    pipeline = input_pipeline.PipelineConfig(
+        batch_size=config.train.batch_size,
+        crop_s=config.train.crop_s,
+        num_epochs=config.train.steps * config.train.batch_size // len(source) + 2,
+        unknown_class=candidate.unknown_class,
+    )
+    dataset = input_pipeline.training_batches(
+        source, pipeline, candidate.num_keywords, seed=config.seed
+    )
+    key = jax.random.key(config.seed)
+    if candidate.name == "sliding_window":
+        state = candidate.init(key)
+        log(f"{candidate.name}: {candidate.describe}")
+    else:
+        state = candidate.init(key, dataset[0])
+        log(f"{candidate.name}: {model.describe(candidate.net.config, state.params)}")
+    mgr = checkpoints.manager(os.path.join(workdir, "checkpoints"), config.train.keep_checkpoints)
+    iterator, start = iter(dataset), 0
+    restored = checkpoints.restore_latest(mgr, state)
+    if restored is not None:
+        start, state, extra = restored
+        iterator.set_state(extra["iterators"][0])
+        log(f"{candidate.name}: resumed at step {start}")
+    base_key = jax.random.key(config.seed + 1)
+    recent, started = [], time.perf_counter()
+    with common.Curves(workdir) as curves:
+        for step in range(start, config.train.steps):
+            state, stats = candidate.step(state, next(iterator), jax.random.fold_in(base_key, step))
+            recent.append(float(stats["loss"]))
+            done = step + 1
+            if done % config.train.log_every == 0 or done == config.train.steps:
+                mean = float(np.mean(recent))
+                curves.add(done, loss=mean)
+                log(
+                    f"{candidate.name}: step {done}/{config.train.steps} loss {mean:.3f} "
+                    f"({time.perf_counter() - started:.0f} s)"
+                )
+                recent = []
+            if done % config.train.checkpoint_every == 0 or done == config.train.steps:
+                extra = {"iterators": [iterator.get_state()], "config": config.to_json()}
+                checkpoints.save(mgr, done, state, extra, float(stats["loss"]))
+    return state
+
+
+def evaluate_candidate(candidate: Candidate, params, config, source, workdir: str) -> dict:
+    pipeline = input_pipeline.PipelineConfig(batch_size=config.eval.batch_size, unknown_class=False)
+    batches = list(input_pipeline.evaluation_batches(source, pipeline, candidate.num_keywords))
+    for batch in batches:  # compile every shape once, outside the timing
+        jax.block_until_ready(candidate.detect(params, batch))
+    found, started = [], time.perf_counter()
+    for batch in batches:
+        found.append(jax.block_until_ready(candidate.detect(params, batch)))
+    seconds = time.perf_counter() - started
+    replay = iter(found)
+    scores = train.evaluate(lambda batch: next(replay), batches, candidate.num_keywords)
+    audio_seconds = scores["hours"] * 3600
+    np.savez(
+        os.path.join(workdir, "detections.npz"),
+        **{f"detection_{k}": np.concatenate([np.asarray(f[k]) for f in found]) for k in found[0]},
+        **{
+            f"truth_{k}": np.concatenate([train.ground_truth(b)[k] for b in batches])
+            for k in ("start", "end", "label", "valid")
+        },
+        hours=scores["hours"],
+    )
+    return {
+        **{key: scores[key] for key in REPORTED},
+        "RTF": seconds / audio_seconds,
+        "AP_per_keyword@0.05": scores["AP"][0],
+        "test_hours": scores["hours"],
+    }
+
+
+def table(results: dict) -> str:
+    columns = (*REPORTED, "RTF")
+    lines = [f"{'model':<18}" + "".join(f"{c:>10}" for c in columns)]
+    for name, scores in results.items():
+        lines.append(f"{name:<18}" + "".join(f"{scores[c]:>10.3f}" for c in columns))
+    return "\n".join(lines)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
+    os.makedirs(workdir, exist_ok=True)
+    names = [name.strip() for name in config.models.split(",") if name.strip()]
+    unknown = set(names) - set(MODELS)
+    if unknown:
+        raise ValueError(f"config.models: unknown {sorted(unknown)}; expected some of {MODELS}")
+    sources, keywords = load_corpus(config)
+    log(
+        f"{config.dataset}: {len(sources['train'])} training and {len(sources['test'])} test "
+        f"utterances, {len(keywords)} keywords"
+    )
+    results = {}
+    for name in names:
+        folder = os.path.join(workdir, name)
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "scores.json")
+        if os.path.exists(path):
+            with open(path) as saved:
+                results[name] = json.load(saved)
+            log(f"{name}: scores found, skipped")
+            continue
+        started = time.perf_counter()
+        candidate = Candidate(name, config, len(keywords))
+        state = train_candidate(candidate, config, sources["train"], folder)
+        results[name] = evaluate_candidate(candidate, state.params, config, sources["test"], folder)
+        results[name]["seconds"] = time.perf_counter() - started  # training + evaluation
+        common.write_json(path, results[name])
+        log(f"{name}: mAP {results[name]['mAP']:.3f}, RTF {results[name]['RTF']:.4f}")
+    payload = {"dataset": config.dataset, "keywords": keywords, "models": results}
+    common.write_json(os.path.join(workdir, "results.json"), payload)
+    print(table(results))
+    return payload
+
+
+def main(argv) -> None:
+    del argv
+    logging.set_verbosity(logging.WARNING)  # orbax reports every save at INFO
+    if _CONFIG.value is None or not _WORKDIR.value:
+        raise app.UsageError("--config and --workdir are required")
+    run(_CONFIG.value, _WORKDIR.value)
+
+
+if __name__ == "__main__":  # flags only here: the runners import each other
+    _CONFIG = config_flags.DEFINE_config_file("config", None, "experiments/configs/cskws.py:PRESET")
+    _WORKDIR = flags.DEFINE_string("workdir", None, "output and checkpoint folder")
+    app.run(main)

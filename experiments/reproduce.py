@@ -1,0 +1,313 @@
+r"""The main job: corpora, MultiQT cross-validation, CS-KWS, and a report to open.
+
+    python -m experiments.reproduce --config=experiments/configs/reproduce.py:quick \
+        --workdir=outputs/reproduce
+
+Stages (each timed and reported): build any missing corpus (experiments.build_data),
+experiments.multiqt, experiments.cskws, then `WORKDIR/report.md` with both tables beside
+the papers' figures and PNG figures in `WORKDIR/figures/`; training curves are in
+`WORKDIR/*/*/tensorboard` (`tensorboard --logdir WORKDIR`). Rerunning resumes: finished
+stages are read back, interrupted training continues from its checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+
+import matplotlib
+import numpy as np
+from absl import app, flags, logging
+from ml_collections import config_flags
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from experiments import build_data, common, cskws, multiqt  # noqa: E402
+from metrics import reference  # noqa: E402
+
+log = common.logger("reproduce")
+
+# AF-KWS paper (Zhao et al. 2022), LibriTop-20 test set.
+KWS_PAPER = {
+    "afkws": {
+        "mAP": 0.860,
+        "AP@0.05": 0.952,
+        "AP@0.75": 0.886,
+        "FRR@5": 0.140,
+        "FRR@25": 0.049,
+        "RTF": 0.031,
+    },
+    "afkws_no_unknown": {"AP@0.05": 0.867},
+    "sliding_window": {"mAP": "0.398 / 0.426"},
+}
+MULTIQT_NAMES = {
+    "multimodal": "MultiQT (audio + text)",
+    "audio": "MultiQT (audio only)",
+    "text": "MultiQT (text only)",
+    "rf": "Random forest (segments, sliding)",
+    "fnn": "Feed-forward net (segments, sliding)",
+}
+KWS_NAMES = {
+    "afkws": "AF-KWS",
+    "afkws_no_unknown": "AF-KWS without unknown class",
+    "sliding_window": "Sliding-window CNN classifier",
+}
+
+
+def run(config, workdir: str) -> str:
+    os.makedirs(workdir, exist_ok=True)
+    data_dir = os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
+    seconds = {}
+
+    started = time.perf_counter()
+    log(f"stage 1/4: corpora ({config.preset}) in {data_dir}")
+    build = build_data.build(config.multiqt.size, data_dir)
+    seconds["corpora"] = time.perf_counter() - started
+
+    for stage, (name, module, sub) in enumerate(
+        (("multiqt", multiqt, config.multiqt), ("cskws", cskws, config.cskws)), start=2
+    ):
+        started = time.perf_counter()
+        log(f"stage {stage}/4: {name}")
+        sub.data_dir, sub.build_missing = data_dir, False
+        module.run(sub, os.path.join(workdir, name))
+        seconds[name] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    log("stage 4/4: report")
+    path = write_report(config, workdir, build, seconds)
+    seconds["report"] = time.perf_counter() - started
+    log(
+        "done: "
+        + ", ".join(f"{stage} {value:.0f} s" for stage, value in seconds.items())
+        + f"; open {path}"
+    )
+    return path
+
+
+# ------------------------------------------------------------------------------- figures
+
+
+def _figure_path(workdir: str, name: str) -> str:
+    os.makedirs(os.path.join(workdir, "figures"), exist_ok=True)
+    return os.path.join(workdir, "figures", name)
+
+
+def per_class_figure(results: dict, classes: list[str], path: str) -> None:
+    names = list(results)
+    width = 0.8 / max(len(names), 1)
+    figure, axes = plt.subplots(figsize=(10, 4))
+    positions = np.arange(len(classes))
+    for i, name in enumerate(names):
+        values = [np.nan if v is None else v for v in results[name]["timestep_f1_per_class"]]
+        axes.bar(positions + i * width, values, width, label=MULTIQT_NAMES.get(name, name))
+    axes.set_xticks(positions + width * (len(names) - 1) / 2, classes, rotation=30, ha="right")
+    axes.set_ylabel("TIMESTEP F1 (mean over folds)")
+    axes.set_ylim(0, 1)
+    axes.legend(fontsize=8)
+    axes.set_title("MultiQT: per-class TIMESTEP F1")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def timeline_figure(timeline: dict, path: str) -> None:
+    hop, classes = timeline["hop_s"], timeline["classes"]
+    times = np.arange(len(timeline["gold"])) * hop
+    figure, axes = plt.subplots(figsize=(12, 3.5))
+    axes.step(times, timeline["gold"], where="post", label="gold", linewidth=2)
+    axes.step(times, timeline["predicted"], where="post", label="predicted", alpha=0.8)
+    axes.set_yticks(range(len(classes)), classes, fontsize=7)
+    for word, start, _ in timeline["words"]:
+        if start <= times[-1] if len(times) else False:
+            axes.text(start, -0.9, word, rotation=90, fontsize=6, va="top")
+    axes.set_ylim(-2.5, len(classes) - 0.5)
+    axes.set_xlabel("seconds (recognised words below)")
+    axes.legend(loc="upper right", fontsize=8)
+    axes.set_title("One held-out call: gold vs predicted (MultiQT, fold 0)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def _pooled_outcomes(saved, num_classes: int, iou: float):
+    """All classes' detections in descending score order as is_tp flags, and the GT
+    count (greedy matching per class, as metrics.detection_scores)."""
+    detections = {k[len("detection_") :]: saved[k] for k in saved if k.startswith("detection_")}
+    truth = {k[len("truth_") :]: saved[k] for k in saved if k.startswith("truth_")}
+    dets = reference._evaluated_items(detections, num_classes, (), True)
+    gts = reference._evaluated_items(truth, num_classes, (), False)
+    outcomes = []
+    for cls in range(num_classes):
+        outcomes += reference.match(detections, truth, dets, gts, cls, iou)
+    outcomes.sort(key=lambda item: -item[0][3])
+    return np.array([tp for _, tp in outcomes], bool), len(gts)
+
+
+def kws_figures(workdir: str, models: list[str], num_classes: int, paths: dict) -> None:
+    pr, pr_axes = plt.subplots(figsize=(5, 4))
+    frr, frr_axes = plt.subplots(figsize=(5, 4))
+    for name in models:
+        saved = dict(np.load(os.path.join(workdir, "cskws", name, "detections.npz")))
+        hours = float(saved.pop("hours"))
+        label = KWS_NAMES.get(name, name)
+        hits, total = _pooled_outcomes(saved, num_classes, iou=0.5)
+        if hits.size and total:
+            true_positives = np.cumsum(hits)
+            pr_axes.plot(
+                true_positives / total, true_positives / np.arange(1, hits.size + 1), label=label
+            )
+        hits, total = _pooled_outcomes(saved, num_classes, iou=0.05)
+        if hits.size and total:
+            frr_axes.plot(np.cumsum(~hits) / hours, 1 - np.cumsum(hits) / total, label=label)
+    pr_axes.set(xlabel="recall", ylabel="precision", title="KWS precision-recall (IoU 0.5)")
+    pr_axes.set_xlim(0, 1)
+    pr_axes.set_ylim(0, 1.02)
+    frr_axes.set(
+        xlabel="false alarms per hour", ylabel="false rejection rate", title="KWS FRR (IoU 0.05)"
+    )
+    frr_axes.set_xscale("symlog")
+    frr_axes.set_ylim(0, 1.02)
+    for figure, axes, key in ((pr, pr_axes, "pr"), (frr, frr_axes, "frr")):
+        axes.legend(fontsize=7)
+        figure.tight_layout()
+        figure.savefig(paths[key], dpi=120)
+        plt.close(figure)
+
+
+# -------------------------------------------------------------------------------- report
+
+
+def _cell(summary: dict, score: str, part: str) -> str:
+    return f"{summary['mean'][score][part]:.3f} ± {summary['std'][score][part]:.3f}"
+
+
+def multiqt_table(results: dict) -> list[str]:
+    lines = [
+        "| Model | TIMESTEP P | TIMESTEP R | TIMESTEP F1 | INSTANCE P | INSTANCE R | INSTANCE F1 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, summary in results.items():
+        cells = [
+            _cell(summary, score, part)
+            for score in ("timestep", "instance")
+            for part in ("precision", "recall", "f1")
+        ]
+        lines.append(f"| {MULTIQT_NAMES.get(name, name)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def kws_table(results: dict) -> list[str]:
+    columns = ("mAP", "AP@0.05", "AP@0.75", "FRR@5", "FRR@25", "RTF")
+    lines = ["| Model | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for name, scores in results.items():
+        paper = KWS_PAPER.get(name, {})
+        cells = []
+        for column in columns:
+            cell = f"{scores[column]:.3f}" if column != "RTF" else f"{scores[column]:.4f}"
+            if column in paper:
+                cell += f" (paper {paper[column]})"
+            cells.append(cell)
+        lines.append(f"| {KWS_NAMES.get(name, name)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
+    with open(os.path.join(workdir, "multiqt", "results.json")) as source:
+        mq = json.load(source)
+    with open(os.path.join(workdir, "cskws", "results.json")) as source:
+        kws = json.load(source)
+    classes = _classes(workdir, mq)
+    figures = {
+        "per_class": _figure_path(workdir, "multiqt_per_class_f1.png"),
+        "timeline": _figure_path(workdir, "multiqt_timeline.png"),
+        "pr": _figure_path(workdir, "kws_precision_recall.png"),
+        "frr": _figure_path(workdir, "kws_frr_vs_false_alarms.png"),
+    }
+    per_class_figure(mq["models"], classes, figures["per_class"])
+    timeline = _first_timeline(workdir, mq)
+    if timeline is not None:
+        timeline_figure(timeline, figures["timeline"])
+    kws_figures(workdir, list(kws["models"]), len(kws["keywords"]), figures)
+    calls = build["configs"].get(f"synthetic_calls/{config.multiqt.task}-{config.multiqt.size}", {})
+    kws_build = build["configs"].get(config.cskws.dataset, {})
+    lines = [
+        f"# Reproduction report ({config.preset})",
+        "",
+        f"Run {time.strftime('%Y-%m-%d %H:%M')} on {platform.node()} "
+        f"({os.cpu_count()} CPUs, {platform.python_version()}); stage seconds: "
+        + ", ".join(f"{stage} {value:.0f}" for stage, value in seconds.items()),
+        "",
+        "## Data",
+        "",
+        f"- Calls `synthetic_calls/{config.multiqt.task}-{config.multiqt.size}`: "
+        f"{calls.get('examples', '?')} calls, {calls.get('hours', float('nan')):.2f} h, "
+        f"recogniser WER {calls.get('word_error_rate', float('nan')):.1%}.",
+        f"- Keywords `{config.cskws.dataset}`: {kws_build.get('hours', float('nan')):.2f} h, "
+        f"{kws_build.get('train', {}).get('keyword_occurrences', '?')} training and "
+        f"{kws_build.get('test', {}).get('keyword_occurrences', '?')} test keyword occurrences.",
+        "",
+        f"## MultiQT: {mq['task']}, {mq['num_folds']}-fold cross-validation (mean ± std)",
+        "",
+        *multiqt_table(mq["models"]),
+        "",
+        "The MultiQT paper's figures are on its private emergency-call corpus and are not "
+        "part of this toolkit's seed summary, so none are shown beside these.",
+        "",
+        "![per-class F1](figures/multiqt_per_class_f1.png)",
+        "",
+        "![timeline](figures/multiqt_timeline.png)" if timeline is not None else "",
+        "",
+        f"## CS-KWS: `{kws['dataset']}` test split (paper: LibriTop-20)",
+        "",
+        *kws_table(kws["models"]),
+        "",
+        "RTF: detection seconds per second of test audio on this machine, after compilation.",
+        "",
+        "![precision-recall](figures/kws_precision_recall.png)",
+        "![FRR](figures/kws_frr_vs_false_alarms.png)",
+        "",
+        "Training curves: `tensorboard --logdir " + os.path.abspath(workdir) + "`.",
+        "",
+    ]
+    path = os.path.join(workdir, "report.md")
+    with open(path + ".tmp", "w") as out:
+        out.write("\n".join(lines))
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def _classes(workdir: str, mq: dict) -> list[str]:
+    timeline = _first_timeline(workdir, mq)
+    if timeline is not None:
+        return timeline["classes"]
+    first = next(iter(mq["models"].values()))
+    return [str(i) for i in range(len(first["timestep_f1_per_class"]))]
+
+
+def _first_timeline(workdir: str, mq: dict):
+    for name in mq["models"]:
+        path = os.path.join(workdir, "multiqt", name, "timeline.json")
+        if os.path.exists(path):
+            with open(path) as source:
+                return json.load(source)
+    return None
+
+
+def main(argv) -> None:
+    del argv
+    logging.set_verbosity(logging.WARNING)
+    if _CONFIG.value is None:
+        raise app.UsageError("--config is required")
+    run(_CONFIG.value, _WORKDIR.value)
+
+
+if __name__ == "__main__":  # flags only here: the runners import each other
+    _CONFIG = config_flags.DEFINE_config_file(
+        "config", None, "experiments/configs/reproduce.py:PRESET"
+    )
+    _WORKDIR = flags.DEFINE_string("workdir", "outputs/reproduce", "output folder")
+    app.run(main)
