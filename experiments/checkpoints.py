@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 
 import jax
-import numpy as np
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers as policies
 
@@ -30,24 +29,23 @@ def manager(directory: str, keep_last: int) -> ocp.CheckpointManager:
 
 
 def save(mgr: ocp.CheckpointManager, step: int, state, extra: dict, loss: float) -> None:
-    """Saves synchronously (a killed run then never leaves a half-written step behind)."""
-    host_state = jax.tree_util.tree_map(np.asarray, jax.device_get(state))
+    """Saves synchronously (a killed run then never leaves a half-written step behind).
+    `state` may hold global arrays split over several processes (each writes its part)."""
     mgr.save(
         step,
-        args=ocp.args.Composite(
-            state=ocp.args.StandardSave(host_state), extra=ocp.args.JsonSave(extra)
-        ),
+        args=ocp.args.Composite(state=ocp.args.StandardSave(state), extra=ocp.args.JsonSave(extra)),
         metrics={"loss": float(loss)},
     )
     mgr.wait_until_finished()
 
 
 def restore_latest(mgr: ocp.CheckpointManager, template_state):
-    """(step, state, extra) of the latest checkpoint, or None without one."""
+    """(step, state, extra) of the latest checkpoint, or None without one; the state
+    comes back with the shapes, dtypes and shardings of `template_state`."""
     step = mgr.latest_step()
     if step is None:
         return None
-    template = jax.tree_util.tree_map(np.asarray, jax.device_get(template_state))
+    template = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, template_state)
     restored = mgr.restore(
         step,
         args=ocp.args.Composite(

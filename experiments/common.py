@@ -7,16 +7,47 @@ import os
 import sys
 import time
 
+import jax
+from absl import flags
 from tensorboardX import SummaryWriter
 
 
 def logger(name: str):
-    """A function printing `[name HH:MM:SS] message` to stderr."""
+    """A function printing `[name HH:MM:SS] message` to stderr (with the process index
+    when several processes run)."""
 
     def log(message: str) -> None:
-        print(f"[{name} {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+        process = f" p{jax.process_index()}" if jax.process_count() > 1 else ""
+        stamp = time.strftime("%H:%M:%S")
+        print(f"[{name}{process} {stamp}] {message}", file=sys.stderr, flush=True)
 
     return log
+
+
+def define_distributed_flags():
+    """--coordinator_address, --num_processes, --process_id (defaults: the environment
+    variables JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID)."""
+    env = os.environ
+    return (
+        flags.DEFINE_string(
+            "coordinator_address",
+            env.get("JAX_COORDINATOR_ADDRESS", ""),
+            "host:port of process 0, for multi-process runs",
+        ),
+        flags.DEFINE_integer(
+            "num_processes", int(env.get("JAX_NUM_PROCESSES", "1")), "processes in the run"
+        ),
+        flags.DEFINE_integer("process_id", int(env.get("JAX_PROCESS_ID", "0")), "this process"),
+    )
+
+
+def initialize_distributed(address: str, num_processes: int, process_id: int) -> None:
+    """jax.distributed.initialize for a multi-process run (no-op for one process)."""
+    if num_processes <= 1:
+        return
+    if not address:
+        raise ValueError("--coordinator_address (or JAX_COORDINATOR_ADDRESS) is required")
+    jax.distributed.initialize(address, num_processes=num_processes, process_id=process_id)
 
 
 def write_json(path: str, payload) -> None:
@@ -31,13 +62,18 @@ class Curves:
 
     `tensorboard --logdir WORKDIR` shows every model's curves (one tag per fold)."""
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str, enabled: bool = True):
+        self.enabled = enabled  # False: a process other than the writer
+        if not enabled:
+            return
         os.makedirs(folder, exist_ok=True)
         self._lines = open(os.path.join(folder, "curves.jsonl"), "a")  # noqa: SIM115
         self._board = SummaryWriter(os.path.join(folder, "tensorboard"))
 
     def add(self, step: int, **values) -> None:
         """values: name -> float or list of floats (one per fold)."""
+        if not self.enabled:
+            return
         self._lines.write(json.dumps({"step": step, **values}) + "\n")
         self._lines.flush()
         for name, value in values.items():
@@ -49,6 +85,8 @@ class Curves:
         self._board.flush()
 
     def close(self) -> None:
+        if not self.enabled:
+            return
         self._lines.close()
         self._board.close()
 

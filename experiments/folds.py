@@ -2,21 +2,24 @@
 
     mesh = fold_mesh()                                    # every device on a "fold" axis
     slots = fold_slots(num_folds, mesh)                   # folds padded to the device count
+    mine = local_slots(mesh, slots)                       # the slots this process feeds
     step = fold_parallel(one_fold_step, mesh)             # vmap over folds, shard_map over devices
-    states, stats = step(states, batches, rngs)           # every leaf [slots, ...]
+    states, stats = step(to_global(local_states, mesh), to_global(local_batches, mesh), ...)
 
 A fold's computation does not depend on which device holds it or how many folds share
 a device: each device runs `vmap(one_fold_step)` over its own folds, and no collective
-mixes folds. The fold count is padded up to a multiple of the device count with copies
-of fold 0 (`fold_slots`), whose results are dropped; `unstack` takes real folds back.
+mixes folds. The fold count is padded up to a multiple of the device count; a padding
+slot s repeats fold s % K and its results are dropped. With several processes
+(`jax.distributed`), each process builds only its own slots' data (`local_slots`,
+`to_global`) and reads results back with `to_local` / `gather`.
 """
 
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding, PartitionSpec
+from jax.experimental import multihost_utils
+from jax.sharding import PartitionSpec
 
 FOLD_AXIS = "fold"
 REPLICA_AXIS = "replica"
@@ -42,24 +45,37 @@ def fold_slots(num_folds: int, mesh) -> int:
     return -(-num_folds // devices) * devices
 
 
-def pad_folds(stacked, slots: int):
-    """Pads every leaf's leading fold axis to `slots` with copies of fold 0."""
+def local_slots(mesh, slots: int) -> list[int]:
+    """The fold slots held by this process's devices (contiguous; all of them on one host).
 
-    def pad(leaf):
-        leaf = np.asarray(leaf) if not isinstance(leaf, jax.Array) else leaf
-        missing = slots - leaf.shape[0]
-        if missing == 0:
-            return leaf
-        filler = jnp.repeat(leaf[:1], missing, axis=0)
-        return jnp.concatenate([jnp.asarray(leaf), filler], axis=0)
-
-    return jax.tree_util.tree_map(pad, stacked)
+    Slot s lives on the mesh's device s // (slots / devices)."""
+    devices = list(mesh.devices.flat)
+    per_device = slots // len(devices)
+    me = jax.process_index()
+    return [s for s in range(slots) if devices[s // per_device].process_index == me]
 
 
-def shard_folds(stacked, mesh):
-    """Places every leaf with its fold axis split over the mesh's devices."""
-    sharding = NamedSharding(mesh, PartitionSpec(FOLD_AXIS))
-    return jax.tree_util.tree_map(lambda leaf: jax.device_put(leaf, sharding), stacked)
+def to_global(local_tree, mesh):
+    """This process's slots (every leaf [local slots, ...]) -> global arrays split over
+    the "fold" axis of all processes' devices."""
+    return multihost_utils.host_local_array_to_global_array(
+        local_tree, mesh, PartitionSpec(FOLD_AXIS)
+    )
+
+
+def to_local(global_tree, mesh):
+    """The inverse of `to_global`: this process's slots as host arrays."""
+    local = multihost_utils.global_array_to_host_local_array(
+        global_tree, mesh, PartitionSpec(FOLD_AXIS)
+    )
+    return jax.tree_util.tree_map(np.asarray, local)
+
+
+def gather(global_tree):
+    """Every slot's values on every process (host arrays [slots, ...])."""
+    return jax.tree_util.tree_map(
+        np.asarray, multihost_utils.process_allgather(global_tree, tiled=True)
+    )
 
 
 def fold_parallel(one_fold_fn, mesh, donate_first: bool = False):
@@ -79,9 +95,3 @@ def fold_parallel(one_fold_fn, mesh, donate_first: bool = False):
 def stack(trees):
     """[tree per fold] -> one tree whose leaves lead with the fold axis."""
     return jax.tree_util.tree_map(lambda *leaves: np.stack(leaves), *trees)
-
-
-def unstack(stacked, num_folds: int):
-    """The inverse of `stack` for the first `num_folds` folds (padding dropped)."""
-    host = jax.device_get(stacked)
-    return [jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], host) for i in range(num_folds)]

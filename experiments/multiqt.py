@@ -25,12 +25,14 @@ import ml_collections
 import numpy as np
 import tensorflow_datasets as tfds
 from absl import app, flags, logging
+from jax.experimental import multihost_utils
 from ml_collections import config_flags
 
 import metrics
 from experiments import checkpoints, common, folds
 from multiqt_jax import baselines, input_pipeline, labels, model, train
 from multiqt_jax.datasets import synthetic_calls
+from multiqt_jax.datasets.features import recognised_words
 from speechkit.optim import OptimizerConfig, TrainState
 
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
@@ -44,11 +46,13 @@ log = common.logger("multiqt")
 def load_corpus(config):
     data_dir = os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
     name = f"{config.task}-{config.size}"
-    if config.build_missing:
+    if config.build_missing and jax.process_index() == 0:
         builder = synthetic_calls.SyntheticCalls(
             config=name, data_dir=data_dir, file_format="array_record"
         )
         builder.download_and_prepare()
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices("corpus ready")
     source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
     return source, input_pipeline.CorpusIndex.read(source)
 
@@ -145,13 +149,15 @@ def _eval_batches(source, indices, config, index):
 
 
 class FoldTrainer:
-    """Trains one MultiQT variant on every fold at once, with checkpoints."""
+    """Trains one MultiQT variant on every fold at once, with checkpoints. Each process
+    builds the data of its own fold slots only (see experiments/folds.py)."""
 
     def __init__(self, name, config, source, index, fold_ids, mesh, workdir):
         self.name, self.config, self.source, self.index = name, config, source, index
         self.fold_ids, self.mesh = fold_ids, mesh
         self.num_folds = config.num_folds
         self.slots = folds.fold_slots(self.num_folds, mesh)
+        self.mine = folds.local_slots(mesh, self.slots)  # slot s trains fold s % num_folds
         self.classes = labels.classes(config.task)
         self.net = model.MultiQT(model_config(config, name, len(self.classes)))
         self.workdir = os.path.join(workdir, name)
@@ -165,8 +171,14 @@ class FoldTrainer:
             drop_remainder=True,
         )
         self.datasets = [
-            input_pipeline.batches(source, s, pipeline, seed=config.seed * 1000 + f, index=index)
-            for f, s in enumerate(self.train_sets)
+            input_pipeline.batches(
+                source,
+                self.train_sets[self._fold(slot)],
+                pipeline,
+                seed=config.seed * 1000 + self._fold(slot),
+                index=index,
+            )
+            for slot in self.mine
         ]
         self.optimizer = OptimizerConfig(
             learning_rate=config.train.learning_rate,
@@ -178,17 +190,22 @@ class FoldTrainer:
             [
                 np.asarray(
                     train.class_weights_from_counts(
-                        frame_counts(source, s, len(self.classes)), power
+                        frame_counts(source, self.train_sets[self._fold(slot)], len(self.classes)),
+                        power,
                     )
                     if power
                     else np.ones(len(self.classes)),
                     np.float32,
                 )
-                for s in self.train_sets
+                for slot in self.mine
             ]
         )
 
+    def _fold(self, slot: int) -> int:
+        return slot % self.num_folds
+
     def _init(self):
+        """Global stacked train states; fold f's parameters come from key f."""
         example = self.datasets[0][0]
         audio, text = example["audio"][:1], example["text"][:1]
 
@@ -196,13 +213,27 @@ class FoldTrainer:
             return TrainState.create(self.net.init(key, audio, text), self.optimizer)
 
         keys = jax.random.split(jax.random.key(self.config.seed), self.num_folds)
-        return jax.jit(jax.vmap(one))(keys)
+        local = jax.jit(jax.vmap(one))(keys[np.array([self._fold(s) for s in self.mine])])
+        return folds.to_global(jax.tree_util.tree_map(np.asarray, local), self.mesh)
 
     def _step_fn(self):
         def one_fold(state, batch, rng, weights):
-            return train.train_step(self.net, state, batch, rng, weights)
+            return train.train_step(self.net, state, batch, jax.random.wrap_key_data(rng), weights)
 
         return folds.fold_parallel(one_fold, self.mesh)
+
+    def _rngs(self, step: int):
+        base = jax.random.fold_in(jax.random.key(self.config.seed + 1), step)
+        keys = [jax.random.key_data(jax.random.fold_in(base, self._fold(s))) for s in self.mine]
+        return folds.to_global(np.stack([np.asarray(k) for k in keys]), self.mesh)
+
+    def _batch(self, iterators):
+        """This process's slots' next batches, padded to one length across processes."""
+        local = [next(it) for it in iterators]
+        frames = max(b["audio"].shape[1] for b in local)
+        if jax.process_count() > 1:
+            frames = int(np.max(multihost_utils.process_allgather(np.array([frames]))))
+        return folds.to_global(folds.stack([_pad_time(b, frames) for b in local]), self.mesh)
 
     def train(self):
         config = self.config
@@ -214,31 +245,25 @@ class FoldTrainer:
         start = 0
         restored = checkpoints.restore_latest(mgr, states)
         if restored is not None:
+            # Every fold's iterator yields one batch per step, so one state restores all.
             start, states, extra = restored
-            for iterator, state in zip(iterators, extra["iterators"], strict=True):
-                iterator.set_state(state)
+            for iterator in iterators:
+                iterator.set_state(extra["data_iterator"])
             log(f"{self.name}: resumed at step {start}")
         else:
-            first = jax.tree_util.tree_map(lambda x: x[0], states.params)
+            first = jax.tree_util.tree_map(lambda x: x[0], folds.to_local(states.params, self.mesh))
             log(f"{self.name}: {model.describe(self.net.config, first)}")
-        states = folds.shard_folds(folds.pad_folds(states, self.slots), self.mesh)
-        weights = folds.shard_folds(folds.pad_folds(self.weights, self.slots), self.mesh)
-        with common.Curves(self.workdir) as curves:
-            states = self._loop(start, states, weights, iterators, mgr, curves)
-        return jax.tree_util.tree_map(lambda x: np.asarray(x)[: self.num_folds], states)
+        weights = folds.to_global(self.weights, self.mesh)
+        with common.Curves(self.workdir, enabled=jax.process_index() == 0) as curves:
+            return self._loop(start, states, weights, iterators, mgr, curves)
 
     def _loop(self, start, states, weights, iterators, mgr, curves):
         config = self.config
         step_fn = self._step_fn()
-        base_key = jax.random.key(self.config.seed + 1)
         recent, started = [], time.perf_counter()
         for step in range(start, config.train.steps):
-            batch = stack_batches([next(it) for it in iterators])
-            batch = folds.shard_folds(folds.pad_folds(batch, self.slots), self.mesh)
-            step_key = jax.random.fold_in(base_key, step)
-            rngs = jax.vmap(lambda f, k=step_key: jax.random.fold_in(k, f))(jnp.arange(self.slots))
-            states, stats = step_fn(states, batch, rngs, weights)
-            losses = np.asarray(stats["loss"])[: self.num_folds]
+            states, stats = step_fn(states, self._batch(iterators), self._rngs(step), weights)
+            losses = folds.gather(stats["loss"])[: self.num_folds]
             recent.append(losses)
             done = step + 1
             if done % config.train.log_every == 0 or done == config.train.steps:
@@ -251,29 +276,28 @@ class FoldTrainer:
                 )
                 recent = []
             if done % config.train.checkpoint_every == 0 or done == config.train.steps:
-                extra = {
-                    "iterators": [it.get_state() for it in iterators],
-                    "config": config.to_json(),
-                }
-                unpadded = jax.tree_util.tree_map(lambda x: x[: self.num_folds], states)
-                checkpoints.save(mgr, done, unpadded, extra, float(losses.mean()))
+                extra = {"data_iterator": iterators[0].get_state(), "config": config.to_json()}
+                checkpoints.save(mgr, done, states, extra, float(losses.mean()))
         return states
 
     def evaluate(self, states) -> list[dict]:
-        eval_step = jax.jit(functools.partial(train.predict, self.net))
-        results = []
-        for fold in range(self.num_folds):
-            params = jax.tree_util.tree_map(lambda x, f=fold: x[f], states.params)
+        """Scores of every fold (each process scores its own folds; then all gathered)."""
+        predict = jax.jit(functools.partial(train.predict, self.net))
+        local_params = folds.to_local(states.params, self.mesh)
+        mine = {}
+        for position, slot in enumerate(self.mine):
+            if slot >= self.num_folds:
+                continue  # a padding slot
+            params = jax.tree_util.tree_map(lambda x, p=position: x[p], local_params)
             counts = []
-            test_set = np.flatnonzero(self.fold_ids == fold)
+            test_set = np.flatnonzero(self.fold_ids == slot)
             for batch in _eval_batches(self.source, test_set, self.config, self.index):
-                pred, gold, mask = eval_step(params, batch)
+                pred, gold, mask = predict(params, batch)
                 counts.append(_jitted_scores(pred, gold, mask, len(self.classes)))
-            total = _summed(counts)
-            results.append(fold_scores(total))
-            if fold == 0:
+            mine[slot] = fold_scores(_summed(counts))
+            if slot == 0:
                 self._save_timeline(params, test_set[0])
-        return results
+        return gather_fold_scores(mine, self.num_folds, len(self.classes))
 
     def _save_timeline(self, params, record_index: int) -> None:
         """Gold and predicted labels of one held-out call, with its recognised words."""
@@ -283,7 +307,6 @@ class FoldTrainer:
         batch = input_pipeline.collate([example], pipeline)
         pred, gold, mask = train.predict(self.net, params, batch)
         length = int(np.asarray(mask[0]).sum())
-        words = input_pipeline.recognised_words(record)
         common.write_json(
             os.path.join(self.workdir, "timeline.json"),
             {
@@ -291,12 +314,46 @@ class FoldTrainer:
                 "classes": list(self.classes),
                 "gold": np.asarray(gold[0, :length]).tolist(),
                 "predicted": np.asarray(pred[0, :length]).tolist(),
-                "words": [[w.word, w.start, w.end] for w in words],
+                "words": [[w.word, w.start, w.end] for w in recognised_words(record)],
             },
         )
 
 
-def run_baseline(name, config, source, index, fold_ids) -> list[dict]:
+def _encode(scores: dict) -> list[float]:
+    values = [scores[s][p] for s in SCORES for p in ("precision", "recall", "f1")]
+    return values + [np.nan if v is None else v for v in scores["timestep_f1_per_class"]]
+
+
+def _decode(values: np.ndarray) -> dict:
+    parts = ("precision", "recall", "f1")
+    scores = {
+        s: {p: float(values[3 * i + j]) for j, p in enumerate(parts)} for i, s in enumerate(SCORES)
+    }
+    scores["timestep_f1_per_class"] = [None if np.isnan(v) else float(v) for v in values[6:]]
+    return scores
+
+
+def gather_fold_scores(mine: dict[int, dict], num_folds: int, num_classes: int) -> list[dict]:
+    """This process's {fold: scores} -> every fold's scores, in fold order, on every
+    process (one all-gather of a [folds, values] array, NaN where not owned)."""
+    table = np.full((num_folds, 6 + num_classes), np.nan)
+    owned = np.zeros(num_folds, bool)
+    for fold, scores in mine.items():
+        table[fold], owned[fold] = _encode(scores), True
+    if jax.process_count() > 1:
+        tables = multihost_utils.process_allgather(table)
+        owners = multihost_utils.process_allgather(owned)
+        table = np.stack([tables[np.argmax(owners[:, f]), f] for f in range(num_folds)])
+    return [_decode(row) for row in table]
+
+
+def owned_folds(mesh, num_folds: int) -> list[int]:
+    """The real folds whose slots live on this process."""
+    slots = folds.fold_slots(num_folds, mesh)
+    return [s for s in folds.local_slots(mesh, slots) if s < num_folds]
+
+
+def run_baseline(name, config, source, index, fold_ids, mesh) -> list[dict]:
     classes = labels.classes(config.task)
     stride = model.MultiQTConfig(num_classes=len(classes)).audio_stride
     settings = baselines.BaselineConfig(
@@ -306,8 +363,8 @@ def run_baseline(name, config, source, index, fold_ids) -> list[dict]:
         epochs=config.baselines.epochs,
         seed=config.seed,
     )
-    results = []
-    for fold in range(config.num_folds):
+    mine = {}
+    for fold in owned_folds(mesh, config.num_folds):
         train_set = np.flatnonzero(fold_ids != fold)
         test_set = np.flatnonzero(fold_ids == fold)
         segments = list(_eval_batches(source, train_set, config, index))
@@ -324,10 +381,9 @@ def run_baseline(name, config, source, index, fold_ids) -> list[dict]:
             pred, _ = train.output_labels(jnp.asarray(predicted), mask, stride, frames)
             gold, gold_mask = train.output_labels(batch["labels"], mask, stride, frames)
             counts.append(_jitted_scores(pred, gold, gold_mask, len(classes)))
-        total = _summed(counts)
-        results.append(fold_scores(total))
-        log(f"{name}: fold {fold} TIMESTEP F1 {results[-1]['timestep']['f1']:.3f}")
-    return results
+        mine[fold] = fold_scores(_summed(counts))
+        log(f"{name}: fold {fold} TIMESTEP F1 {mine[fold]['timestep']['f1']:.3f}")
+    return gather_fold_scores(mine, config.num_folds, len(classes))
 
 
 def summarise(per_fold: list[dict]) -> dict:
@@ -375,9 +431,14 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
         raise ValueError(f"config.models: unknown {sorted(unknown)}")
     source, index = load_corpus(config)
     fold_ids = index.folds % config.num_folds
-    devices = jax.devices()[: config.num_devices or None]
+    processes = jax.process_count()
+    devices = jax.devices() if processes > 1 else jax.devices()[: config.num_devices or None]
     mesh = folds.fold_mesh(devices)
-    log(f"{len(source)} calls, {config.num_folds} folds, {len(devices)} device(s)")
+    log(
+        f"{len(source)} calls, {config.num_folds} folds, {len(devices)} device(s)"
+        + (f" in {processes} processes" if processes > 1 else "")
+    )
+    writer = jax.process_index() == 0
     results, seconds = {}, {}
     for name in models:
         path = os.path.join(workdir, name, "scores.json")
@@ -391,22 +452,25 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
             trainer = FoldTrainer(name, config, source, index, fold_ids, mesh, workdir)
             per_fold = trainer.evaluate(trainer.train())
         else:
-            per_fold = run_baseline(name, config, source, index, fold_ids)
+            per_fold = run_baseline(name, config, source, index, fold_ids, mesh)
         results[name] = summarise(per_fold)
         seconds[name] = time.perf_counter() - started
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        common.write_json(path, results[name])
+        if writer:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            common.write_json(path, results[name])
         f1 = results[name]["mean"]["timestep"]["f1"]
         log(f"{name}: TIMESTEP F1 {f1:.3f} ({seconds[name]:.0f} s)")
     payload = {"task": config.task, "num_folds": config.num_folds, "models": results}
-    common.write_json(os.path.join(workdir, "results.json"), payload)
-    print(table(results))
+    if writer:
+        common.write_json(os.path.join(workdir, "results.json"), payload)
+        print(table(results))
     return payload
 
 
 def main(argv) -> None:
     del argv
     logging.set_verbosity(logging.WARNING)  # orbax reports every save at INFO
+    common.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
     if _CONFIG.value is None or not _WORKDIR.value:
         raise app.UsageError("--config and --workdir are required")
     run(_CONFIG.value, _WORKDIR.value)
@@ -417,4 +481,5 @@ if __name__ == "__main__":  # flags only here: the runners import each other
         "config", None, "experiments/configs/multiqt.py:PRESET"
     )
     _WORKDIR = flags.DEFINE_string("workdir", None, "output and checkpoint folder")
+    _COORDINATOR, _NUM_PROCESSES, _PROCESS_ID = common.define_distributed_flags()
     app.run(main)

@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -82,3 +83,41 @@ def test_a_killed_run_resumes_to_the_same_results(reference, tmp_path):
     resumed, done = _run(data_dir, tmp_path)
     assert "resumed at step" in done.stderr
     assert resumed == results
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_processes_give_the_single_process_results(reference, tmp_path):
+    data_dir, results, _ = reference
+    address = f"127.0.0.1:{_free_port()}"
+    processes = []
+    for process_id in range(2):
+        env = {
+            **os.environ,
+            "XLA_FLAGS": "--xla_force_host_platform_device_count=1",
+            "JAX_COORDINATOR_ADDRESS": address,
+            "JAX_NUM_PROCESSES": "2",
+            "JAX_PROCESS_ID": str(process_id),
+        }
+        processes.append(
+            subprocess.Popen(
+                _command(data_dir, tmp_path),
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    outputs = [process.communicate(timeout=600) for process in processes]
+    for process, (_, stderr) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, stderr[-3000:]
+    assert "in 2 processes" in outputs[0][1]
+    # Each process fed only its own folds (the baseline logs the folds it scored).
+    assert "rf: fold 0" in outputs[0][1] and "rf: fold 0" not in outputs[1][1]
+    assert "rf: fold 4" in outputs[1][1] and "rf: fold 4" not in outputs[0][1]
+    assert json.loads((tmp_path / "results.json").read_text()) == results
