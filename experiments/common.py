@@ -8,7 +8,8 @@ import sys
 import time
 
 import jax
-from absl import flags
+from absl import app, flags
+from absl import logging as absl_logging
 from tensorboardX import SummaryWriter
 
 
@@ -48,6 +49,26 @@ def initialize_distributed(address: str, num_processes: int, process_id: int) ->
     if not address:
         raise ValueError("--coordinator_address (or JAX_COORDINATOR_ADDRESS) is required")
     jax.distributed.initialize(address, num_processes=num_processes, process_id=process_id)
+
+
+PRESETS = ("smoke", "quick", "full")
+
+
+def check_preset(preset: str) -> str:
+    if preset not in PRESETS:
+        raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
+    return preset
+
+
+def cli_main(run, config, workdir: str | None, distributed=None) -> None:
+    """The runners' absl main: quiet orbax, optional jax.distributed, then run(config,
+    workdir)."""
+    absl_logging.set_verbosity(absl_logging.WARNING)  # orbax reports every save at INFO
+    if distributed is not None:
+        initialize_distributed(*(flag.value for flag in distributed))
+    if config is None or not workdir:
+        raise app.UsageError("--config and --workdir are required")
+    run(config, workdir)
 
 
 def write_json(path: str, payload) -> None:

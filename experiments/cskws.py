@@ -22,7 +22,7 @@ import jax
 import ml_collections
 import numpy as np
 import tensorflow_datasets as tfds
-from absl import app, flags, logging
+from absl import app, flags
 from ml_collections import config_flags
 
 from cskws_jax import baselines, input_pipeline, model, train
@@ -239,10 +239,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
 def main(argv) -> None:
     del argv
-    logging.set_verbosity(logging.WARNING)  # orbax reports every save at INFO
-    if _CONFIG.value is None or not _WORKDIR.value:
-        raise app.UsageError("--config and --workdir are required")
-    run(_CONFIG.value, _WORKDIR.value)
+    common.cli_main(run, _CONFIG.value, _WORKDIR.value)
 
 
 if __name__ == "__main__":  # flags only here: the runners import each other

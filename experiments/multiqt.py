@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import tensorflow_datasets as tfds
-from absl import app, flags, logging
+from absl import app, flags
 from jax.experimental import multihost_utils
 from ml_collections import config_flags
 
@@ -469,11 +469,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
 def main(argv) -> None:
     del argv
-    logging.set_verbosity(logging.WARNING)  # orbax reports every save at INFO
-    common.initialize_distributed(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
-    if _CONFIG.value is None or not _WORKDIR.value:
-        raise app.UsageError("--config and --workdir are required")
-    run(_CONFIG.value, _WORKDIR.value)
+    distributed = (_COORDINATOR, _NUM_PROCESSES, _PROCESS_ID)
+    common.cli_main(run, _CONFIG.value, _WORKDIR.value, distributed)
 
 
 if __name__ == "__main__":  # flags only here: the runners import each other

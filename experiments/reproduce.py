@@ -19,7 +19,7 @@ import time
 
 import matplotlib
 import numpy as np
-from absl import app, flags, logging
+from absl import app, flags
 from ml_collections import config_flags
 
 matplotlib.use("Agg")
@@ -299,10 +299,7 @@ def _first_timeline(workdir: str, mq: dict):
 
 def main(argv) -> None:
     del argv
-    logging.set_verbosity(logging.WARNING)
-    if _CONFIG.value is None:
-        raise app.UsageError("--config is required")
-    run(_CONFIG.value, _WORKDIR.value)
+    common.cli_main(run, _CONFIG.value, _WORKDIR.value)
 
 
 if __name__ == "__main__":  # flags only here: the runners import each other

@@ -14,12 +14,11 @@ full (accelerator scale).
 
 import ml_collections
 
-PRESETS = ("smoke", "quick", "full")
+from experiments.common import check_preset
 
 
 def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
-    if preset not in PRESETS:
-        raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
+    check_preset(preset)
     config = ml_collections.ConfigDict()
     config.preset = preset
     config.dataset = f"synthetic_kws/{preset}"  # or libritop20/<config> (built by you)
