@@ -29,6 +29,7 @@ metrics-demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.metrics --json benchmarks/results/metrics.json
+	$(BIN)/python -m benchmarks.streaming --json benchmarks/results/streaming.json
 
 # Re-resolve the newest versions into requirements.lock (in a throw-away environment).
 lock:
