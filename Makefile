@@ -30,6 +30,9 @@ metrics-demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.metrics --json benchmarks/results/metrics.json
 	$(BIN)/python -m benchmarks.streaming --json benchmarks/results/streaming.json
+	$(BIN)/python -m benchmarks.train --json benchmarks/results/train.json
+	$(BIN)/python -m benchmarks.data --json benchmarks/results/data.json
+	$(BIN)/python -m benchmarks.cost --json benchmarks/results/cost.json
 
 # Re-resolve the newest versions into requirements.lock (in a throw-away environment).
 lock:
