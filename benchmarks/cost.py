@@ -14,7 +14,6 @@ analytic (2 x kernel x in x out per output frame for each convolution or dense l
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -23,14 +22,14 @@ import time
 import jax
 import numpy as np
 
+from benchmarks import common
 from cskws_jax import model as kws_model
 from multiqt_jax import model as mq_model
 
 SECONDS = 10.0
 
 
-def _log(message: str) -> None:
-    print(f"[benchmarks.cost] {message}", file=sys.stderr, flush=True)
+_log = common.logger("cost")
 
 
 def cpu_peak_flops() -> dict:
@@ -155,13 +154,10 @@ def main(argv=None) -> int:
         peak["peak_flops"],
         SECONDS,
     )
-    payload = {"cpu": peak, "jax": jax.__version__, "multiqt": multiqt, "afkws": afkws}
+    payload = {"machine": common.machine(), "cpu_peak": peak, "multiqt": multiqt, "afkws": afkws}
     for name in ("multiqt", "afkws"):
         _log(f"{name}: {payload[name]}")
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json + ".tmp", "w") as out:
-        json.dump(payload, out, indent=2)
-    os.replace(args.json + ".tmp", args.json)
+    common.write_json(args.json, payload)
     _log(f"wrote {args.json}")
     return 0
 

@@ -11,48 +11,52 @@ each stage took. A build's worker pool multiplies these by about the number of c
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import sys
 import time
 
 import numpy as np
 
+from benchmarks import common
 from cskws_jax import keywords as keyword_list
 from cskws_jax.datasets import synthetic_kws
 from multiqt_jax.datasets import dialogue, render
 
-
-def _log(message: str) -> None:
-    print(f"[benchmarks.data] {message}", file=sys.stderr, flush=True)
+_log = common.logger("data")
 
 
-def _throughput(audio_seconds: float, stage_seconds: dict) -> dict:
+def _summary(items: list) -> dict:
+    """Audio seconds, summed stage seconds and throughput of rendered items (each with
+    `duration` and `stage_seconds`)."""
+    audio = sum(item.duration for item in items)
+    totals: dict[str, float] = {}
+    for item in items:
+        for stage, seconds in item.stage_seconds.items():
+            totals[stage] = totals.get(stage, 0.0) + seconds
+    throughput = {
+        stage: audio / seconds if seconds > 0 else None for stage, seconds in totals.items()
+    }
     return {
-        stage: audio_seconds / seconds if seconds > 0 else None
-        for stage, seconds in stage_seconds.items()
-    } | {"all_stages": audio_seconds / sum(stage_seconds.values())}
+        "items": len(items),
+        "audio_seconds": audio,
+        "stage_seconds": totals,
+        "audio_seconds_per_second": throughput | {"all_stages": audio / sum(totals.values())},
+    }
 
 
 def bench_calls(count: int) -> dict:
     config = render.RenderConfig()
-    totals, audio = {}, 0.0
     render.render_call(
         dialogue.generate_call(np.random.default_rng(99), (1, 1)), np.random.default_rng(99), config
     )  # warm-up: model loading, compilation
-    for index in range(count):
-        turns = dialogue.generate_call(np.random.default_rng([7, index]), (3, 5))
-        call = render.render_call(turns, np.random.default_rng([8, index]), config)
-        audio += call.duration
-        for stage, seconds in call.stage_seconds.items():
-            totals[stage] = totals.get(stage, 0.0) + seconds
-    return {
-        "items": count,
-        "audio_seconds": audio,
-        "stage_seconds": totals,
-        "audio_seconds_per_second": _throughput(audio, totals),
-    }
+    calls = [
+        render.render_call(
+            dialogue.generate_call(np.random.default_rng([7, index]), (3, 5)),
+            np.random.default_rng([8, index]),
+            config,
+        )
+        for index in range(count)
+    ]
+    return _summary(calls)
 
 
 def bench_kws(count: int) -> dict:
@@ -65,18 +69,7 @@ def bench_kws(count: int) -> dict:
         )
 
     synthetic_kws.render_one(job(10_000))  # warm-up
-    totals, audio = {}, 0.0
-    for index in range(count):
-        utterance = synthetic_kws.render_one(job(index))
-        audio += utterance.duration
-        for stage, seconds in utterance.stage_seconds.items():
-            totals[stage] = totals.get(stage, 0.0) + seconds
-    return {
-        "items": count,
-        "audio_seconds": audio,
-        "stage_seconds": totals,
-        "audio_seconds_per_second": _throughput(audio, totals),
-    }
+    return _summary([synthetic_kws.render_one(job(index)) for index in range(count)])
 
 
 def main(argv=None) -> int:
@@ -87,20 +80,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     payload = {
-        "machine": {
-            "processor": platform.processor() or platform.machine(),
-            "python": platform.python_version(),
-        },
+        "machine": common.machine(),
         "synthetic_calls": bench_calls(args.calls),
         "synthetic_kws": bench_kws(args.utterances),
     }
     payload["seconds"] = time.perf_counter() - started
     for name in ("synthetic_calls", "synthetic_kws"):
         _log(f"{name}: {payload[name]['audio_seconds_per_second']}")
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json + ".tmp", "w") as out:
-        json.dump(payload, out, indent=2)
-    os.replace(args.json + ".tmp", args.json)
+    common.write_json(args.json, payload)
     _log(f"wrote {args.json}")
     return 0
 

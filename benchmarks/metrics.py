@@ -14,12 +14,8 @@ separately). Targets: >= 20x vs scikit-learn, >= 10x vs the NumPy AP peer.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from typing import NamedTuple
@@ -29,7 +25,7 @@ import numpy as np
 from sklearn.metrics import precision_recall_fscore_support
 
 import metrics
-from benchmarks import activitynet_peer
+from benchmarks import activitynet_peer, common
 from metrics import reference, synthetic
 
 TOLERANCE = 1e-6
@@ -60,23 +56,6 @@ def _compile_and_time(fn, args, repeats: int) -> tuple[float, Timing, object]:
     compile_s = time.perf_counter() - start
     result = jax.block_until_ready(compiled(*args))
     return compile_s, _time(lambda: compiled(*args), repeats), result
-
-
-def _machine() -> dict:
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            model = next(line.split(":", 1)[1].strip() for line in cpuinfo if "model name" in line)
-    except (OSError, StopIteration):
-        pass
-    return {
-        "cpu": model,
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "backend": jax.default_backend(),
-        "devices": [str(d) for d in jax.devices()],
-    }
 
 
 def bench_sequence(args, rng) -> dict:
@@ -207,16 +186,6 @@ def _peer_ratios(sequence_seconds: dict, detection_seconds: dict) -> dict[str, f
     }
 
 
-def _write_json(path: str, payload: dict) -> None:
-    """Writes atomically: a killed run leaves the old file or none, never half of one."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as out:
-        json.dump(payload, out, indent=2)
-        out.write("\n")
-    os.replace(out.name, path)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", required=True, help="where to write the results")
@@ -253,7 +222,7 @@ def main(argv=None) -> int:
         *detection["max_abs_difference"].values(),
     ]
     payload = {
-        "machine": _machine(),
+        "machine": common.machine(),
         "arguments": vars(args),
         "sequence": sequence,
         "detection": detection,
@@ -267,7 +236,7 @@ def main(argv=None) -> int:
         "values_agree_within_1e-6": max(differences) <= TOLERANCE
         and detection["nan_pattern_agrees_with_peer"],
     }
-    _write_json(args.json, payload)
+    common.write_json(args.json, payload)
     for name, ratio in ratios.items():
         best = ratios_of_minimums.get(name)
         _log(f"ratio {name}: {ratio:.1f}x" + (f" (of minimums {best:.1f}x)" if best else ""))

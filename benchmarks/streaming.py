@@ -23,14 +23,13 @@ if hasattr(os, "sched_setaffinity"):  # before jax creates its thread pools
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
 
 import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+from benchmarks import common
 from cskws_jax import decode  # noqa: E402
 from cskws_jax import model as kws_model  # noqa: E402
 from cskws_jax.streaming import StreamDetector  # noqa: E402
@@ -41,8 +40,7 @@ FRAME_S = 0.01
 BLOCK_OUTPUTS = (1, 3, 12)  # x 40 ms
 
 
-def _log(message: str) -> None:
-    print(f"[benchmarks.streaming] {message}", file=sys.stderr, flush=True)
+_log = common.logger("streaming")
 
 
 def _block_times(step, blocks, state) -> list[float]:
@@ -196,23 +194,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     payload = {
-        "machine": {
-            "processor": platform.processor() or platform.machine(),
-            "cores_used": len(os.sched_getaffinity(0))
-            if hasattr(os, "sched_getaffinity")
-            else None,
-            "python": platform.python_version(),
-            "jax": jax.__version__,
-            "backend": jax.default_backend(),
-        },
+        "machine": common.machine(),
         "stream_seconds": args.seconds,
         "multiqt": bench_multiqt(args.seconds, rng),
         "afkws": bench_afkws(args.seconds, rng),
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json + ".tmp", "w") as out:
-        json.dump(payload, out, indent=2)
-    os.replace(args.json + ".tmp", args.json)
+    common.write_json(args.json, payload)
     _log(f"wrote {args.json}")
     return 0
 

@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -24,6 +21,7 @@ import time
 import jax
 import numpy as np
 
+from benchmarks import common
 from cskws_jax import model as kws_model
 from cskws_jax import train as kws_train
 from experiments import folds
@@ -34,8 +32,7 @@ from speechkit.optim import OptimizerConfig, TrainState
 FOLDS = 5
 
 
-def _log(message: str) -> None:
-    print(f"[benchmarks.train] {message}", file=sys.stderr, flush=True)
+_log = common.logger("train")
 
 
 def _median_seconds(run, repeats: int) -> float:
@@ -144,22 +141,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     payload = {
-        "machine": {
-            "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "jax": jax.__version__,
-            "backend": jax.default_backend(),
-        },
+        "machine": common.machine(),
         "multiqt": bench_multiqt(rng, args.repeats),
         "afkws": bench_afkws(rng, args.repeats),
     }
     for name in ("multiqt", "afkws"):
         _log(f"{name}: {payload[name]}")
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json + ".tmp", "w") as out:
-        json.dump(payload, out, indent=2)
-    os.replace(args.json + ".tmp", args.json)
+    common.write_json(args.json, payload)
     _log(f"wrote {args.json}")
     return 0
 
