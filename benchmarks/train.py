@@ -6,7 +6,8 @@ MultiQT (default size) and AF-KWS (default size) train steps on random batches o
 shapes the experiments use (MultiQT: 8 calls x 20 s; AF-KWS: 16 crops x 4 s), in audio
 seconds trained per wall second. Then the experiments' fold-parallel step (5 folds
 stacked, vmap inside shard_map, one jitted call) against 5 sequential calls of the
-jitted single-fold step on the same data (target: >= 2x on CPU). Medians over repeats,
+jitted single-fold step on the same data (target: >= 2x on CPU), vmapped and unrolled
+(`experiments.folds.fold_parallel(loop=...)`). Medians over repeats,
 after compilation; all devices of the default backend.
 """
 
@@ -101,6 +102,8 @@ def bench_multiqt(rng, repeats: int) -> dict:
     rngs = folds.to_global(np.stack([np.asarray(rng_data)] * slots), mesh)
     parallel_step = folds.fold_parallel(one_fold, mesh)
     parallel = _median_seconds(lambda: parallel_step(states, stacked, rngs), repeats)
+    unrolled_step = folds.fold_parallel(one_fold, mesh, loop="unroll")
+    unrolled = _median_seconds(lambda: unrolled_step(states, stacked, rngs), repeats)
 
     def sequential_run():
         return [single(state, batch, rng_data) for _ in range(FOLDS)]
@@ -114,6 +117,8 @@ def bench_multiqt(rng, repeats: int) -> dict:
         "five_folds_parallel_seconds": parallel,
         "five_folds_sequential_seconds": sequential,
         "parallel_speedup": sequential / parallel,
+        "five_folds_unrolled_seconds": unrolled,
+        "unrolled_speedup": sequential / unrolled,
         "devices": len(jax.devices()),
     }
 

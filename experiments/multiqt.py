@@ -220,7 +220,8 @@ class FoldTrainer:
         def one_fold(state, batch, rng, weights):
             return train.train_step(self.net, state, batch, jax.random.wrap_key_data(rng), weights)
 
-        return folds.fold_parallel(one_fold, self.mesh)
+        loop = folds.default_loop() if self.config.fold_loop == "auto" else self.config.fold_loop
+        return folds.fold_parallel(one_fold, self.mesh, loop=loop)
 
     def _rngs(self, step: int):
         base = jax.random.fold_in(jax.random.key(self.config.seed + 1), step)

@@ -29,6 +29,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.seed = 0
     config.models = "multimodal,audio,text,rf,fnn"  # comma-separated, run in this order
     config.num_devices = 0  # 0: all
+    config.fold_loop = "auto"  # a device's folds: "vmap", "unroll", auto = unroll on CPU
 
     config.model = ml_collections.ConfigDict()
     config.model.fusion = "concat"
