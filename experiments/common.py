@@ -71,6 +71,14 @@ def cli_main(run, config, workdir: str | None, distributed=None) -> None:
     run(config, workdir)
 
 
+def read_json(path: str):
+    """The JSON in `path`, or None when there is no such file."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as source:
+        return json.load(source)
+
+
 def write_json(path: str, payload) -> None:
     """Writes JSON atomically (a temporary file, then a rename)."""
     with open(path + ".tmp", "w") as out:

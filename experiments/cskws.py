@@ -14,7 +14,6 @@ detections (`WORKDIR/<model>/detections.npz`, for curves), its training curve
 from __future__ import annotations
 
 import functools
-import json
 import os
 import time
 
@@ -219,9 +218,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
         folder = os.path.join(workdir, name)
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, "scores.json")
-        if os.path.exists(path):
-            with open(path) as saved:
-                results[name] = json.load(saved)
+        if (saved := common.read_json(path)) is not None:
+            results[name] = saved
             log(f"{name}: scores found, skipped")
             continue
         started = time.perf_counter()

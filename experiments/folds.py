@@ -98,7 +98,7 @@ def default_loop() -> str:
     return "unroll" if jax.default_backend() == "cpu" else "vmap"
 
 
-def fold_parallel(one_fold_fn, mesh, donate_first: bool = False, loop: str = "vmap"):
+def fold_parallel(one_fold_fn, mesh, loop: str = "vmap"):
     """jit(shard_map(per-device folds)) over the "fold" axis of every argument and
     output (each a pytree whose leaves lead with the fold axis).
 
@@ -118,7 +118,7 @@ def fold_parallel(one_fold_fn, mesh, donate_first: bool = False, loop: str = "vm
         out_specs=spec,
         axis_names=frozenset({FOLD_AXIS}),
     )
-    return jax.jit(sharded, donate_argnums=(0,) if donate_first else ())
+    return jax.jit(sharded)
 
 
 def stack(trees):

@@ -15,7 +15,7 @@ scores are kept in `WORKDIR/<model>/scores.json` and not recomputed).
 from __future__ import annotations
 
 import functools
-import json
+import operator
 import os
 import time
 
@@ -94,16 +94,15 @@ def _pad_time(batch: dict, frames: int) -> dict:
     return out
 
 
-def stack_batches(fold_batches: list[dict]) -> dict:
-    frames = max(b["audio"].shape[1] for b in fold_batches)
-    return folds.stack([_pad_time(b, frames) for b in fold_batches])
-
-
-def frame_counts(source, indices, num_classes: int) -> np.ndarray:
-    counts = np.zeros(num_classes, np.int64)
-    for i in indices:
-        counts += np.bincount(np.asarray(source[int(i)]["labels"]), minlength=num_classes)
-    return counts
+def record_frame_counts(source, num_classes: int) -> np.ndarray:
+    """int64 [records, num_classes]: 10 ms frames of each class in every record (read
+    once per run; a fold's class weights sum its training records' rows)."""
+    return np.stack(
+        [
+            np.bincount(np.asarray(source[i]["labels"]), minlength=num_classes)
+            for i in range(len(source))
+        ]
+    ).astype(np.int64)
 
 
 def prf_dict(counts) -> dict[str, float]:
@@ -132,10 +131,10 @@ _jitted_scores = jax.jit(_scores, static_argnums=3)
 
 
 def _summed(count_list):
-    total = count_list[0]
-    for counts in count_list[1:]:
-        total = jax.tree_util.tree_map(lambda a, b: a + b, total, counts)
-    return total
+    """Merges per-batch {"timestep", "instance"} counts with the counts' own `+`."""
+    return {
+        score: functools.reduce(operator.add, (c[score] for c in count_list)) for score in SCORES
+    }
 
 
 def _eval_batches(source, indices, config, index):
@@ -152,7 +151,7 @@ class FoldTrainer:
     """Trains one MultiQT variant on every fold at once, with checkpoints. Each process
     builds the data of its own fold slots only (see experiments/folds.py)."""
 
-    def __init__(self, name, config, source, index, fold_ids, mesh, workdir):
+    def __init__(self, name, config, source, index, fold_ids, mesh, workdir, record_counts):
         self.name, self.config, self.source, self.index = name, config, source, index
         self.fold_ids, self.mesh = fold_ids, mesh
         self.num_folds = config.num_folds
@@ -190,7 +189,7 @@ class FoldTrainer:
             [
                 np.asarray(
                     train.class_weights_from_counts(
-                        frame_counts(source, self.train_sets[self._fold(slot)], len(self.classes)),
+                        record_counts[self.train_sets[self._fold(slot)]].sum(axis=0),
                         power,
                     )
                     if power
@@ -440,17 +439,21 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
         + (f" in {processes} processes" if processes > 1 else "")
     )
     writer = jax.process_index() == 0
+    record_counts = None  # read when a neural model first needs class weights
     results, seconds = {}, {}
     for name in models:
         path = os.path.join(workdir, name, "scores.json")
-        if os.path.exists(path):
-            with open(path) as saved:
-                results[name] = json.load(saved)
+        if (saved := common.read_json(path)) is not None:
+            results[name] = saved
             log(f"{name}: scores found, skipped")
             continue
         started = time.perf_counter()
         if name in NEURAL:
-            trainer = FoldTrainer(name, config, source, index, fold_ids, mesh, workdir)
+            if record_counts is None:
+                record_counts = record_frame_counts(source, len(labels.classes(config.task)))
+            trainer = FoldTrainer(
+                name, config, source, index, fold_ids, mesh, workdir, record_counts
+            )
             per_fold = trainer.evaluate(trainer.train())
         else:
             per_fold = run_baseline(name, config, source, index, fold_ids, mesh)

@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from experiments import build_data, common, cskws, multiqt  # noqa: E402
 from metrics import reference  # noqa: E402
+from multiqt_jax import labels  # noqa: E402
 
 log = common.logger("reproduce")
 
@@ -220,7 +221,7 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         mq = json.load(source)
     with open(os.path.join(workdir, "cskws", "results.json")) as source:
         kws = json.load(source)
-    classes = _classes(workdir, mq)
+    classes = list(labels.classes(mq["task"]))
     figures = {
         "per_class": _figure_path(workdir, "multiqt_per_class_f1.png"),
         "timeline": _figure_path(workdir, "multiqt_timeline.png"),
@@ -278,14 +279,6 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         out.write("\n".join(lines))
     os.replace(path + ".tmp", path)
     return path
-
-
-def _classes(workdir: str, mq: dict) -> list[str]:
-    timeline = _first_timeline(workdir, mq)
-    if timeline is not None:
-        return timeline["classes"]
-    first = next(iter(mq["models"].values()))
-    return [str(i) for i in range(len(first["timestep_f1_per_class"]))]
 
 
 def _first_timeline(workdir: str, mq: dict):
