@@ -17,9 +17,24 @@ Labels outside [0, num_classes) and `ignore_classes` are dropped from both sides
 cannot be range-checked in `jit` without a host sync: `metrics.checked` does that).
 Scores must be finite on valid detections.
 
-Precision: float32 throughout (the NumPy reference uses float64). An IoU within float32
-rounding (~1e-7) of a threshold can land on either side of it; times on a dyadic grid
-(e.g. multiples of 1/128 s) are exact.
+Precision: float32 throughout (the NumPy reference uses float64). Every decision is the
+same on every backend: IoU >= threshold, the best ground truth (ties: lowest index), the
+score order (ties: flat index, an explicit second sort key, not sort stability) and
+FA/h <= budget. IoUs and FA/h are correctly rounded float32 quotients computed from
+integer remainders (`_rounded_ratio`; XLA:GPU's float32 division is up to 2 ulp off and
+put IoUs of exactly 7/20 below float32(0.35)), compared with float32(threshold) and
+float32(budget); no multiply-add precedes a comparison, so FMA contraction cannot move
+one. The decisions are the exact ones of METRICS.md whenever the float32 intersection
+and union are exact, e.g. all times multiples of 1/128 s below 2^17 s: rounding is
+monotone, so an IoU equal to a threshold p/q passes, one below it fails unless within
+2^-23 (relative) of it, which on a time grid needs a union of over 2^23/p steps (3,400 s
+at 1/128 s for the default thresholds), and two different IoUs tie only if the product
+of their unions exceeds 2^24 steps squared (not while both are under 32 s at 1/128 s).
+Times float32 cannot represent (e.g. multiples of 0.01 s) are rounded on input, so an
+IoU meant to be exactly at a threshold lands within ~1e-7 of it: on the same side on
+every backend, not always on the side the float64 reference picks (likewise FA/h uses
+float32(total_hours)). AP, mAP and FRR values are float32 sums and ratios: within ~1e-6
+of the reference; their last bits may differ between backends.
 """
 
 from __future__ import annotations
@@ -40,15 +55,74 @@ _FIELD_KINDS = {"start": "float", "end": "float", "score": "float", "label": "in
 
 
 def iou_1d(start_a, end_a, start_b, end_b) -> jax.Array:
-    """1-D intersection over union of intervals a and b (broadcasting; any time unit).
+    """1-D intersection over union of intervals a and b: float32, broadcast (any time unit).
 
-    `inter = max(0, min(end_a, end_b) - max(start_a, start_b))`,
-    `union = (end_a - start_a) + (end_b - start_b) - inter`, IoU = inter / union, and 0
-    where union <= 0 (so zero-length segments have IoU 0 with everything).
+    `inter = max(0, min(end_a, end_b) - max(start_a, start_b))`, `union = (end_a - start_a)
+    + (end_b - start_b) - inter`, IoU = inter / union, and 0 where inter is 0 (that covers
+    union <= 0, so zero-length segments have IoU 0 with everything). Where inter > 0 the
+    union equals `max(end_a, end_b) - min(start_a, start_b)`, one float32 subtraction, and
+    the quotient is rounded correctly on every backend (see `_rounded_ratio`).
     """
-    inter = jnp.maximum(0.0, jnp.minimum(end_a, end_b) - jnp.maximum(start_a, start_b))
-    union = (end_a - start_a) + (end_b - start_b) - inter
-    return jnp.where(union > 0, inter / jnp.where(union > 0, union, 1.0), 0.0)
+    start_a, end_a, start_b, end_b = jnp.broadcast_arrays(
+        *(jnp.asarray(t, jnp.float32) for t in (start_a, end_a, start_b, end_b))
+    )
+    inter = jnp.minimum(end_a, end_b) - jnp.maximum(start_a, start_b)
+    union = jnp.maximum(end_a, end_b) - jnp.minimum(start_a, start_b)
+    return jnp.where(inter > 0, _rounded_ratio(inter, union), 0.0)
+
+
+def _significand_exponent(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Of float32 x: significand int32 in [2^23, 2^24) and biased exponent int32 (both
+    exact for positive normal x, whose exponent is in 1..254)."""
+    bits = jax.lax.bitcast_convert_type(x, jnp.int32)
+    return (bits & 0x7FFFFF) | 0x800000, bits >> 23
+
+
+def _rounded_significand(num: jax.Array, den: jax.Array) -> jax.Array:
+    """`num * 2^23 / den` rounded to the nearest integer: int32 in [2^23, 2^24].
+
+    num, den: int32 with den in [2^23, 2^24) and num = s or 2 s for an s in [2^23, 2^24),
+    num in [den, 2 den). A float division only estimates the result. The remainder
+    `num * 2^23 - estimate * den` is exact in wrapping int32 arithmetic (the products wrap,
+    but its true value is below 2^31 for any estimate within 127 of the quotient); a
+    second estimate brings it within about one `den` of zero, and comparing twice the
+    remainder with `den` rounds exactly. The quotient is never exactly halfway (that
+    would need an odd factor above 2^24 in num), so there are no ties to break.
+    """
+    estimate = num.astype(jnp.float32) / den.astype(jnp.float32) * 2.0**23
+    significand = estimate.astype(jnp.int32)
+    remainder = (num << 23) - significand * den
+    step = (remainder.astype(jnp.float32) / den.astype(jnp.float32)).astype(jnp.int32)
+    significand, remainder = significand + step, remainder - step * den
+    up, down = 2 * remainder > den, 2 * remainder < -den
+    return significand + up.astype(jnp.int32) - down.astype(jnp.int32)
+
+
+def _rounded_ratio(numerator: jax.Array, denominator: jax.Array) -> jax.Array:
+    """numerator / denominator rounded to the nearest float32, the same bits on every
+    backend (those of IEEE division): float32 [broadcast shape].
+
+    XLA:GPU divides float32 with PTX `div.full`, up to 2 ulp off: an IoU of exactly 7/20
+    can come out below float32(0.35). Here a float division only estimates the quotient
+    and integer remainders of the significands round it. Applies to positive normal
+    operands with a quotient in [2^-103, 2^127); elsewhere (zeros, subnormals, inf, NaN,
+    negative values) it is the backend's division.
+    """
+    x, y = jnp.broadcast_arrays(
+        jnp.asarray(numerator, jnp.float32), jnp.asarray(denominator, jnp.float32)
+    )
+    sig_x, exp_x = _significand_exponent(x)
+    sig_y, exp_y = _significand_exponent(y)
+    below = (sig_x < sig_y).astype(jnp.int32)  # then take 2 sig_x: the quotient is in [1, 2)
+    significand = _rounded_significand(sig_x << below, sig_y)
+    exponent = exp_x - exp_y - below  # unbiased exponent of the quotient
+    scale_exponent = jnp.clip(exponent + 127 - 23, 1, 254)
+    scale = jax.lax.bitcast_convert_type(scale_exponent << 23, jnp.float32)  # 2^(exponent-23)
+    exact = significand.astype(jnp.float32) * scale  # a power-of-two scaling: exact
+    # Positive normal operands have a biased exponent in 1..254 (negative ones below 0).
+    normal = (exp_x >= 1) & (exp_x <= 254) & (exp_y >= 1) & (exp_y <= 254)
+    in_range = (exponent >= -103) & (exponent <= 126)
+    return jnp.where(normal & in_range, exact, x / y)
 
 
 def _check_fields(name: str, fields: Mapping, expected: Sequence[str]) -> tuple[int, int]:
@@ -71,11 +145,6 @@ def _evaluated(label, valid, num_classes: int, ignore_classes: tuple[int, ...]) 
     return keep
 
 
-def _positive_zero(values: jax.Array) -> jax.Array:
-    # lax.sort orders -0.0 before +0.0; adding +0.0 maps -0.0 to +0.0 so they tie.
-    return values + 0.0
-
-
 def _cumulative(op, values: jax.Array) -> jax.Array:
     """Inclusive scan along axis 0 (a parallel scan: ~3x faster than jnp.cumsum or
     lax.cummax, which lower to a reduce-window, on XLA:CPU)."""
@@ -83,17 +152,25 @@ def _cumulative(op, values: jax.Array) -> jax.Array:
 
 
 class _ScoreOrder(NamedTuple):
-    """Flattened detections in stable descending score order, not-evaluated ones last."""
+    """Flattened detections in descending score order, ties in flat index order,
+    not-evaluated ones last."""
 
     order: jax.Array  # int32 [N]: flat index at each position
     rank: jax.Array  # int32 [N]: position of each flat index (the inverse permutation)
 
 
 def _score_order(score: jax.Array, evaluated: jax.Array) -> _ScoreOrder:
-    """The one floating-point sort of the evaluation; score, evaluated: [N]."""
-    key = jnp.where(evaluated, -_positive_zero(score), jnp.inf)
-    order = jnp.argsort(key, stable=True).astype(jnp.int32)
-    rank = jnp.zeros_like(order).at[order].set(jnp.arange(order.shape[0], dtype=jnp.int32))
+    """The one floating-point sort of the evaluation; score, evaluated: [N].
+
+    The flat index is a second sort key, so the order of tied scores does not depend on
+    the backend honouring `is_stable` (kept: XLA:CPU's stable sort is the faster one here).
+    -0.0 becomes +0.0 first so that the two tie (XLA simplifies `x + 0.0` away, so a
+    comparison does it).
+    """
+    key = jnp.where(evaluated, -jnp.where(score == 0, 0.0, score), jnp.inf)
+    index = jnp.arange(key.shape[0], dtype=jnp.int32)
+    _, order = jax.lax.sort((key, index), num_keys=2, is_stable=True)
+    rank = jnp.zeros_like(order).at[order].set(index)
     return _ScoreOrder(order, rank)
 
 
@@ -115,7 +192,7 @@ def _group_then_score(group: jax.Array, num_groups: int, by_score: _ScoreOrder) 
 def _match(detections, ground_truth, det_eval, gt_eval, thresholds, by_score) -> jax.Array:
     """Greedy per-class matching; returns true-positive flags bool [B, D, num_thresholds].
 
-    Within each example, detections are visited by stable descending score; each takes the
+    Within each example, detections are visited in score order (`by_score`); each takes the
     still-unmatched ground truth of its class with the highest IoU (lowest index on ties)
     and is a true positive when that IoU >= the threshold.
 
@@ -137,7 +214,7 @@ def _match(detections, ground_truth, det_eval, gt_eval, thresholds, by_score) ->
         return jnp.zeros((batch, num_dets, num_thresholds), bool)
 
     live = jnp.max(iou, axis=-1) >= min(thresholds)  # [B, D]
-    # Per example: live detections first, each group in stable descending score order.
+    # Per example: live detections first, each group in score order.
     example = jnp.arange(batch, dtype=jnp.int32)[:, None]
     group = (2 * example + ~live).reshape(-1)
     visit_order = _group_then_score(group, 2 * batch, by_score).reshape(batch, num_dets) % num_dets
@@ -222,7 +299,8 @@ def _false_rejection_rates(hits, score, det_eval, total_gt, total_hours, budgets
     """FRR at each false-alarm budget (per hour), float32 [len(budgets)].
 
     hits: bool [N] true positives at `frr_iou`; the list of evaluated detections is cut
-    only between different scores (or before everything).
+    only between different scores (or before everything). FA/h is a correctly rounded
+    quotient, so `FA/h <= budget` is decided alike on every backend.
     """
     if score.shape[0] == 0:
         frr = jnp.ones(len(budgets))
@@ -234,10 +312,11 @@ def _false_rejection_rates(hits, score, det_eval, total_gt, total_hours, budgets
         next_differs = jnp.concatenate([kept_score[1:] != kept_score[:-1], jnp.array([True])])
         next_eval = jnp.concatenate([kept_eval[1:], jnp.array([False])])
         can_cut = kept_eval & (next_differs | ~next_eval)
-        fa_per_hour = false_kept / total_hours
-        frr_at_cut = (total_gt - true_kept) / jnp.maximum(total_gt, 1)  # exact 0 when all found
+        fa_per_hour = _rounded_ratio(false_kept.astype(jnp.float32), total_hours)
         within = can_cut[None] & (fa_per_hour[None] <= jnp.asarray(budgets)[:, None])
-        frr = jnp.min(jnp.where(within, frr_at_cut[None], 1.0), axis=-1)
+        found = jnp.max(jnp.where(within, true_kept[None], 0), axis=-1)  # [len(budgets)]
+        missed = (total_gt - found).astype(jnp.float32)  # FRR exactly 0 (1) if all (none) found
+        frr = _rounded_ratio(missed, jnp.maximum(total_gt, 1).astype(jnp.float32))
     valid = (total_gt > 0) & (total_hours > 0)
     return jnp.where(valid, frr, jnp.nan).astype(jnp.float32)
 
