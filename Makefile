@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= outputs
 
-.PHONY: test lint demo metrics-demo bench lock clean
+.PHONY: test lint demo metrics-demo bench lock clean gpu-check gpu-wheels
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,24 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.train --json benchmarks/results/train.json
 	$(BIN)/python -m benchmarks.data --json benchmarks/results/data.json
 	$(BIN)/python -m benchmarks.cost --json benchmarks/results/cost.json
+
+# The device check (README, "GPU and TPU"): on a machine with a CUDA or TPU jax, and no
+# .venv or registry, run with that machine's Python; < 9 minutes; writes
+# benchmarks/results/gpu-<device>.json. GPU_CHECK_ARGS="--allow-cpu --quick" rehearses on CPU.
+GPU_PYTHON ?= python3
+GPU_CHECK_ARGS ?=
+gpu-check:
+	$(GPU_PYTHON) -m benchmarks.gpu_check $(GPU_CHECK_ARGS)
+
+# Wheels gpu-check unpacks where they are missing (sequence-layers and what it needs, the
+# versions of requirements.lock), fetched on a machine with pip into .whl/ (git-ignored).
+GPU_WHEEL_PYTHON ?= 3.12
+gpu-wheels: $(STAMP)
+	mkdir -p .whl && echo '*' > .whl/.gitignore
+	$(BIN)/python -m pip download --quiet --no-deps --only-binary=:all: \
+		--python-version $(GPU_WHEEL_PYTHON) --platform manylinux2014_x86_64 \
+		--platform manylinux_2_28_x86_64 -d .whl $$($(BIN)/python -m benchmarks.gpu_check --wheel-specs)
+	@du -sh .whl
 
 # Re-resolve the newest versions into requirements.lock (in a throw-away environment).
 lock:

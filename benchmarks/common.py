@@ -10,6 +10,8 @@ import tempfile
 
 import jax
 
+from speechkit import accelerator
+
 
 def logger(name: str):
     def log(message: str) -> None:
@@ -19,21 +21,30 @@ def logger(name: str):
 
 
 def machine() -> dict:
-    """CPU model, core count, Python, jax and backend of this run."""
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            model = next(line.split(":", 1)[1].strip() for line in cpuinfo if "model name" in line)
-    except (OSError, StopIteration):
-        pass
+    """The run's machine: host CPU model and cores (all, and those this process may use),
+    Python, jax / jaxlib, backend, and the devices (`speechkit.accelerator.describe`:
+    kind, count, memory, XLA_FLAGS, default matmul precision). Initialises jax."""
+    described = accelerator.describe()
     return {
-        "cpu": model,
+        "cpu": described["host_cpu"],
         "cpu_count": os.cpu_count(),
         "cores_used": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "python": platform.python_version(),
         "jax": jax.__version__,
         "backend": jax.default_backend(),
+        **{key: described[key] for key in _DEVICE_KEYS},
     }
+
+
+_DEVICE_KEYS = (
+    "device_kind",
+    "device_count",
+    "device_memory_bytes",
+    "platform_version",
+    "jaxlib",
+    "xla_flags",
+    "jax_default_matmul_precision",
+)
 
 
 def write_json(path: str, payload: dict) -> None:

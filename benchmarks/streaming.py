@@ -1,40 +1,49 @@
-"""Streaming speed of MultiQT and AF-KWS on one CPU core.
+"""Streaming speed of MultiQT and AF-KWS: on one CPU core, or on one accelerator.
 
     python -m benchmarks.streaming --json benchmarks/results/streaming.json
+    python -m benchmarks.streaming --json benchmarks/results/streaming-gpu.json \
+        --accelerator --budget_s 240                    # any backend; the default on GPU/TPU
 
-The process pins itself to one core (sched_setaffinity) before jax starts, so every
-figure is per core. For each model (default configs, random weights: speed does not
-depend on the values) and block size: the real-time factor of one stream (compute
-seconds per second of audio, block by block through the jitted step, as a live stream
-would run), per-block latency (median and p99 of the step's wall time), the number of
-concurrent streams one core keeps in real time (the largest power-of-two batch whose
-batched step takes no longer than the block's duration), the algorithmic latency
-(declared look-ahead plus the wait for a block) and max |stream - offline| on the same
-input. Blocks are whole output frames (40 ms), so the sizes are 40, 120 and 480 ms.
-Targets: MultiQT RTF <= 0.01 at ~100 ms blocks and >= 200 real-time streams per core;
-AF-KWS RTF <= 0.01 (the paper reports 0.031).
+CPU mode (the default where jax has no GPU or TPU): the process pins itself to one core
+(sched_setaffinity) before jax starts, so every figure is per core. For each model
+(default configs, random weights: speed does not depend on the values) and block size:
+the real-time factor of one stream (compute seconds per second of audio, block by block
+through the jitted step, as a live stream would run), per-block latency (median and p99
+of the step's wall time), the number of concurrent streams one core keeps in real time
+(the largest power-of-two batch whose batched step takes no longer than the block's
+duration), the algorithmic latency (declared look-ahead plus the wait for a block) and
+max |stream - offline| on the same input. Blocks are whole output frames (40 ms), so the
+sizes are 40, 120 and 480 ms. Targets: MultiQT RTF <= 0.01 at ~100 ms blocks and >= 200
+real-time streams per core; AF-KWS RTF <= 0.01 (the paper reports 0.031).
+
+Accelerator mode (`--accelerator`, automatic when a GPU or TPU plugin is installed; no
+pinning; `--seconds` 8 by default): the same one-stream figures and stream-vs-offline
+agreement, then real-time streams per device: a jitted batched step (state donated,
+inputs already on the device) at batches 1, 4, 16, ... up to `--max_streams` (2^20),
+then the power of two between the last batch that kept up and the first that did not,
+so about 12 compilations per model and block size instead of one per power of two.
+Everything stops at `--budget_s` (the streams figure then says it is a lower bound);
+40 ms blocks of both models are measured first.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
+import time
 
-if hasattr(os, "sched_setaffinity"):  # before jax creates its thread pools
-    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-
-import argparse  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
 from benchmarks import common
-from cskws_jax import decode  # noqa: E402
-from cskws_jax import model as kws_model  # noqa: E402
-from cskws_jax.streaming import StreamDetector  # noqa: E402
-from multiqt_jax import model as mq_model  # noqa: E402
-from multiqt_jax.streaming import StreamRunner  # noqa: E402
+from cskws_jax import decode
+from cskws_jax import model as kws_model
+from cskws_jax.streaming import StreamDetector
+from multiqt_jax import model as mq_model
+from multiqt_jax.streaming import StreamRunner
+from speechkit import accelerator
 
 FRAME_S = 0.01
 BLOCK_OUTPUTS = (1, 3, 12)  # x 40 ms
@@ -81,7 +90,12 @@ def _max_streams(make_step, block_s: float, limit: int) -> int:
     return best
 
 
-def bench_multiqt(seconds: float, rng) -> dict:
+# -- the models' cases: setup, one stream, a batched step ----------------------------------
+
+
+def multiqt_case(seconds: float, rng) -> dict:
+    """Default MultiQT with random weights, one random stream of `seconds`, its offline
+    logits."""
     config = mq_model.MultiQTConfig(num_classes=7)
     net = mq_model.MultiQT(config)
     spec = mq_model.streaming_spec(config)
@@ -89,22 +103,123 @@ def bench_multiqt(seconds: float, rng) -> dict:
     audio = rng.normal(size=(1, frames, 40)).astype(np.float32)
     text = rng.random((1, frames // 2, 29)).astype(np.float32)
     params = net.init(jax.random.key(0), audio[:, :40], text[:, :20])
-    result = {"model": mq_model.describe(config, params), "blocks": []}
     offline, _ = jax.jit(net.apply)(params, audio, text)
+    return {
+        "net": net,
+        "params": params,
+        "spec": spec,
+        "audio": audio,
+        "text": text,
+        "frames": frames,
+        "offline": offline,
+        "model": mq_model.describe(config, params),
+    }
+
+
+def multiqt_one_stream(case: dict, outputs: int) -> tuple[dict, StreamRunner]:
+    """RTF, per-block latency, algorithmic latency and max |stream - offline| of one
+    stream in blocks of `outputs` output frames."""
+    spec, audio, text = case["spec"], case["audio"], case["text"]
+    runner = StreamRunner(case["net"], case["params"], block_outputs=outputs)
+    a, t = runner.audio_frames, runner.text_frames
+    blocks = [
+        (audio[:, i * a : (i + 1) * a], text[:, i * t : (i + 1) * t])
+        for i in range(case["frames"] // a)
+    ]
+    times = _block_times(runner.step, blocks, runner.initial_state(1))
+    entry = _summary(times, outputs * spec.output_hop_s)
+    entry["algorithmic_latency_ms"] = round(
+        (spec.output_latency + outputs) * spec.output_hop_s * 1000
+    )
+    streamed = runner.logits(audio, text)
+    entry["max_abs_stream_minus_offline"] = float(np.max(np.abs(streamed - case["offline"])))
+    return entry, runner
+
+
+def multiqt_batched(case: dict, outputs: int):
+    """make(batch) -> (compiled step, (audio, text, state)): one block of `batch`
+    streams, inputs on the device, the state donated (threaded through the calls)."""
+    net, params = case["net"], case["params"]
+    runner = StreamRunner(net, params, block_outputs=outputs)
+    audio = jnp.asarray(case["audio"][:, : runner.audio_frames])
+    text = jnp.asarray(case["text"][:, : runner.text_frames])
+
+    def step(audio, text, state):
+        return net.apply(params, audio, text, state, method=net.step)
+
+    jitted = jax.jit(step, donate_argnums=2)
+
+    def make(batch: int):
+        args = (jnp.repeat(audio, batch, 0), jnp.repeat(text, batch, 0))
+        args += (runner.initial_state(batch),)
+        return jitted.lower(*args).compile(), args
+
+    return make
+
+
+def afkws_case(seconds: float, rng) -> dict:
+    """Default AF-KWS with random weights, one random stream of `seconds`, its offline
+    detections."""
+    config = kws_model.AfKwsConfig()
+    net = kws_model.AfKws(config)
+    frames = int(seconds / FRAME_S) // config.output_stride * config.output_stride
+    features = rng.normal(size=(1, frames, 64)).astype(np.float32)
+    params = net.init(jax.random.key(0), features[:, :400])
+    hop = config.output_stride * FRAME_S
+    offline = decode.decode(
+        jax.jit(net.apply)(params, features), num_keywords=20, hop_s=hop, max_detections=4096
+    )
+    return {
+        "net": net,
+        "params": params,
+        "hop": hop,
+        "features": features,
+        "frames": frames,
+        "offline": offline,
+        "model": kws_model.describe(config, params),
+    }
+
+
+def afkws_one_stream(case: dict, outputs: int) -> tuple[dict, StreamDetector]:
+    """RTF, per-block latency, algorithmic latency and streamed vs offline detections
+    of one stream in blocks of `outputs` output frames."""
+    features, hop = case["features"], case["hop"]
+    detector = StreamDetector(case["net"], case["params"], block_outputs=outputs)
+    size = detector.block_frames
+    mask = np.ones((1, size), bool)
+    blocks = [(features[:, i * size : (i + 1) * size], mask) for i in range(case["frames"] // size)]
+    times = _block_times(detector.step, blocks, detector.initial_state(1))
+    entry = _summary(times, outputs * hop)
+    entry["algorithmic_latency_ms"] = round((detector.latency_s + (outputs - 1) * hop) * 1000)
+    streamed, _ = detector.detect(features, max_detections=4096)
+    entry.update(_compare_detections(case["offline"], streamed))
+    return entry, detector
+
+
+def afkws_batched(case: dict, outputs: int):
+    """make(batch) -> (compiled step, (block, mask, state)), as `multiqt_batched`."""
+    detector = StreamDetector(case["net"], case["params"], block_outputs=outputs)
+    block = jnp.asarray(case["features"][:, : detector.block_frames])
+    jitted = jax.jit(detector._step, donate_argnums=2)
+
+    def make(batch: int):
+        args = (jnp.repeat(block, batch, 0), jnp.ones((batch, detector.block_frames), bool))
+        args += (detector.initial_state(batch),)
+        return jitted.lower(*args).compile(), args
+
+    return make
+
+
+# -- CPU mode -----------------------------------------------------------------------------
+
+
+def bench_multiqt(seconds: float, rng) -> dict:
+    case = multiqt_case(seconds, rng)
+    result = {"model": case["model"], "blocks": []}
+    audio, text, spec = case["audio"], case["text"], case["spec"]
     for outputs in BLOCK_OUTPUTS:
-        runner = StreamRunner(net, params, block_outputs=outputs)
+        entry, runner = multiqt_one_stream(case, outputs)
         a, t = runner.audio_frames, runner.text_frames
-        count = frames // a
-        blocks = [
-            (audio[:, i * a : (i + 1) * a], text[:, i * t : (i + 1) * t]) for i in range(count)
-        ]
-        times = _block_times(runner.step, blocks, runner.initial_state(1))
-        entry = _summary(times, outputs * spec.output_hop_s)
-        entry["algorithmic_latency_ms"] = round(
-            (spec.output_latency + outputs) * spec.output_hop_s * 1000
-        )
-        streamed = runner.logits(audio, text)
-        entry["max_abs_stream_minus_offline"] = float(np.max(np.abs(streamed - offline)))
 
         def make_step(batch, runner=runner, a=a, t=t):
             state = runner.initial_state(batch)
@@ -151,26 +266,12 @@ def _compare_detections(offline, streamed, tolerance: float = 1e-4) -> dict:
 
 
 def bench_afkws(seconds: float, rng) -> dict:
-    config = kws_model.AfKwsConfig()
-    net = kws_model.AfKws(config)
-    frames = int(seconds / FRAME_S) // config.output_stride * config.output_stride
-    features = rng.normal(size=(1, frames, 64)).astype(np.float32)
-    params = net.init(jax.random.key(0), features[:, :400])
-    result = {"model": kws_model.describe(config, params), "blocks": []}
-    hop = config.output_stride * FRAME_S
-    offline = decode.decode(
-        jax.jit(net.apply)(params, features), num_keywords=20, hop_s=hop, max_detections=4096
-    )
+    case = afkws_case(seconds, rng)
+    result = {"model": case["model"], "blocks": []}
+    features, hop = case["features"], case["hop"]
     for outputs in BLOCK_OUTPUTS:
-        detector = StreamDetector(net, params, block_outputs=outputs)
+        entry, detector = afkws_one_stream(case, outputs)
         size = detector.block_frames
-        mask = np.ones((1, size), bool)
-        blocks = [(features[:, i * size : (i + 1) * size], mask) for i in range(frames // size)]
-        times = _block_times(detector.step, blocks, detector.initial_state(1))
-        entry = _summary(times, outputs * hop)
-        entry["algorithmic_latency_ms"] = round((detector.latency_s + (outputs - 1) * hop) * 1000)
-        streamed, _ = detector.detect(features, max_detections=4096)
-        entry.update(_compare_detections(offline, streamed))
 
         def make_step(batch, detector=detector, size=size):
             state = detector.initial_state(batch)
@@ -187,18 +288,160 @@ def bench_afkws(seconds: float, rng) -> dict:
     return result
 
 
+def run_cpu(args, rng) -> dict:
+    seconds = args.seconds or 60.0
+    return {
+        "machine": common.machine(),
+        "stream_seconds": seconds,
+        "multiqt": bench_multiqt(seconds, rng),
+        "afkws": bench_afkws(seconds, rng),
+    }
+
+
+# -- accelerator mode ---------------------------------------------------------------------
+
+
+def _time_batched(compiled, args, repeats: int = 5, max_s: float = 2.0) -> float:
+    """Median wall seconds of `compiled` on `args` (inputs..., state), the state
+    threaded from call to call; after one warm-up call; at least 2 calls."""
+    *inputs, state = args
+    out, state = compiled(*inputs, state)
+    jax.block_until_ready((out, state))
+    times = []
+    while len(times) < repeats and (len(times) < 2 or sum(times) < max_s):
+        started = time.perf_counter()
+        out, state = compiled(*inputs, state)
+        jax.block_until_ready((out, state))
+        times.append(time.perf_counter() - started)
+    return float(np.median(times))
+
+
+def _try_batch(make_step, batch: int) -> tuple[float | None, float, float]:
+    """(median step seconds, or None when the device ran out of memory; seconds spent
+    compiling; seconds spent running)."""
+    started = time.perf_counter()
+    try:
+        compiled, args = make_step(batch)
+        compiled_at = time.perf_counter()
+        seconds = _time_batched(compiled, args)
+    except jax.errors.JaxRuntimeError as error:
+        if "RESOURCE_EXHAUSTED" not in str(error) and "memory" not in str(error).lower():
+            raise
+        return None, 0.0, time.perf_counter() - started
+    return seconds, compiled_at - started, time.perf_counter() - compiled_at
+
+
+def device_streams(make_step, block_s: float, deadline: float, limit: int) -> dict:
+    """Concurrent real-time streams on one device: the largest power-of-two batch whose
+    batched step (median) takes <= `block_s` seconds. Batches grow x4 from 1 (one
+    compilation each), then the power of two between the last that kept up and the first
+    that did not is tried. Stops at `limit`, out of memory, or before a try expected to
+    end past `deadline` (perf_counter seconds); then the figure is a lower bound."""
+    step_ms, compile_s, fits, slow, stopped_by = {}, [], 0, None, "limit"
+    expected = 0.0  # seconds the next try should take: compiling + 4x the last run
+    batch = 1
+    while batch <= limit:
+        if time.perf_counter() + expected > deadline:
+            stopped_by = "budget"
+            break
+        seconds, compiling, running = _try_batch(make_step, batch)
+        if seconds is not None:
+            step_ms[str(batch)] = round(seconds * 1000, 4)
+            compile_s.append(round(compiling, 2))
+        if seconds is None or seconds > block_s:
+            stopped_by, slow = ("memory" if seconds is None else "real time"), batch
+            break
+        fits, batch, expected = batch, batch * 4, compiling + 4 * running
+    if slow and fits and slow > 2 * fits and time.perf_counter() + expected < deadline:
+        seconds, _, _ = _try_batch(make_step, 2 * fits)
+        if seconds is not None:
+            step_ms[str(2 * fits)] = round(seconds * 1000, 4)
+            fits = 2 * fits if seconds <= block_s else fits
+    return {
+        "realtime_streams_per_device": fits,
+        "lower_bound": stopped_by in ("budget", "limit"),
+        "stopped_by": stopped_by,
+        "step_ms_by_batch": step_ms,
+        "compile_s": compile_s,
+    }
+
+
+def run_accelerator(args, rng) -> dict:
+    """One-stream figures for every block size of both models, then streams per device,
+    40 ms blocks first, until `args.budget_s` is spent."""
+    started = time.perf_counter()
+    deadline = started + args.budget_s
+    seconds = args.seconds or 8.0
+    cases = {"multiqt": multiqt_case(seconds, rng), "afkws": afkws_case(seconds, rng)}
+    one_stream = {"multiqt": multiqt_one_stream, "afkws": afkws_one_stream}
+    batched = {"multiqt": multiqt_batched, "afkws": afkws_batched}
+    hop = {"multiqt": cases["multiqt"]["spec"].output_hop_s, "afkws": cases["afkws"]["hop"]}
+    results = {name: {"model": case["model"], "blocks": []} for name, case in cases.items()}
+    for name, case in cases.items():
+        for outputs in args.block_outputs:
+            entry, _ = one_stream[name](case, outputs)
+            results[name]["blocks"].append(entry)
+            _log(f"{name} one stream {entry}")
+    for index, outputs in enumerate(args.block_outputs):
+        for name, case in cases.items():
+            entry = results[name]["blocks"][index]
+            if time.perf_counter() >= deadline:
+                entry["realtime_streams_per_device"] = None  # no time left to measure
+                continue
+            make = batched[name](case, outputs)
+            entry.update(device_streams(make, outputs * hop[name], deadline, args.max_streams))
+            _log(
+                f"{name} {entry['block_ms']} ms blocks: {entry['realtime_streams_per_device']} "
+                f"streams ({entry['stopped_by']})"
+            )
+    return {
+        "machine": common.machine(),
+        "mode": "accelerator",
+        "stream_seconds": seconds,
+        "budget_s": args.budget_s,
+        "elapsed_s": round(time.perf_counter() - started, 1),
+        **results,
+    }
+
+
+def _block_list(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(","))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", default="benchmarks/results/streaming.json")
-    parser.add_argument("--seconds", type=float, default=60.0, help="stream length")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="stream length (default 60 on CPU, 8 on an accelerator)",
+    )
+    parser.add_argument(
+        "--accelerator",
+        action="store_true",
+        help="accelerator mode on any backend (automatic on GPU / TPU)",
+    )
+    parser.add_argument("--budget_s", type=float, default=240.0, help="accelerator mode")
+    parser.add_argument("--max_streams", type=int, default=2**20, help="accelerator mode")
+    parser.add_argument(
+        "--block_outputs",
+        type=_block_list,
+        default=BLOCK_OUTPUTS,
+        help="accelerator mode: blocks in 40 ms output frames, e.g. 1,3,12",
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="also set the deterministic XLA:GPU flags (slower kernels)",
+    )
     args = parser.parse_args(argv)
+    accelerated = args.accelerator or accelerator.accelerator_expected()
+    if not accelerated and hasattr(os, "sched_setaffinity"):  # before jax's thread pools
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    accelerator.configure(deterministic=args.deterministic)
     rng = np.random.default_rng(0)
-    payload = {
-        "machine": common.machine(),
-        "stream_seconds": args.seconds,
-        "multiqt": bench_multiqt(args.seconds, rng),
-        "afkws": bench_afkws(args.seconds, rng),
-    }
+    payload = run_accelerator(args, rng) if accelerated else run_cpu(args, rng)
     common.write_json(args.json, payload)
     _log(f"wrote {args.json}")
     return 0

@@ -18,6 +18,12 @@ zero frames after the audio (as a stream is flushed at its end) and drops the fi
 `streaming_spec` declares block size, latency and receptive field. The contract test in
 tests/cskws_jax checks step-by-step outputs against `__call__` over random partitions.
 
+Precision (`precision`, see `speechkit.accelerator`): "highest" (the default) runs every
+convolution and dense layer, in `__call__` and in `step`, as exact float32 matmuls, so
+streamed and offline heads (and so detections) agree on GPU and TPU too, where JAX's
+default float32 matmul is TF32 or bfloat16. "high" / "default" are faster settings for
+training.
+
     >>> import jax, jax.numpy as jnp
     >>> from cskws_jax import model
     >>> net = model.AfKws(model.AfKwsConfig(num_keywords=20))
@@ -30,6 +36,7 @@ tests/cskws_jax checks step-by-step outputs against `__call__` over random parti
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import flax.linen as nn
@@ -38,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 import sequence_layers.jax as sl
 
+from speechkit import accelerator
 from speechkit.optim import parameter_count
 
 HEATMAP_PRIOR = 0.1  # initial centre probability (CenterNet's bias init)
@@ -68,8 +76,12 @@ class AfKwsConfig:
     )
     head_channels: int = 64
     delay: int = 8  # output frames of look-ahead (x output_stride x 10 ms)
+    # Matmul / convolution precision everywhere the model is applied: "highest" (float32;
+    # stream == offline on GPU/TPU), "high" or "default" (TF32 / bfloat16: faster training).
+    precision: str = "highest"
 
     def __post_init__(self):
+        accelerator.check_precision(self.precision)
         if self.num_keywords < 1:
             raise ValueError(f"num_keywords: expected >= 1, got {self.num_keywords}")
         if not self.stages or any(s.blocks < 1 or s.stride < 1 for s in self.stages):
@@ -87,6 +99,11 @@ class AfKwsConfig:
     @property
     def output_stride(self) -> int:
         return math.prod(s.stride for s in self.stages)
+
+    @property
+    def lax_precision(self) -> jax.lax.Precision | None:
+        """The `precision` argument of every layer (None: JAX's default)."""
+        return accelerator.lax_precision(self.precision)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +131,7 @@ def streaming_spec(config: AfKwsConfig, frame_s: float = 0.01) -> StreamingSpec:
     )
 
 
-def _conv(channels, kernel, stride=1, dilation=1, activation=None, name=None):
+def _conv(channels, kernel, stride=1, dilation=1, activation=None, name=None, precision=None):
     return sl.Conv1D.Config(
         filters=channels,
         kernel_size=kernel,
@@ -122,24 +139,26 @@ def _conv(channels, kernel, stride=1, dilation=1, activation=None, name=None):
         dilation_rate=dilation,
         padding="causal",
         activation=activation,
+        precision=precision,
         name=name,
     )
 
 
 def _backbone(config: AfKwsConfig) -> sl.Serial.Config:
-    layers = [_conv(config.stem_channels, config.kernel, activation=jax.nn.relu, name="stem")]
+    conv = functools.partial(_conv, precision=config.lax_precision)
+    layers = [conv(config.stem_channels, config.kernel, activation=jax.nn.relu, name="stem")]
     width = config.stem_channels
     for s, stage in enumerate(config.stages):
         for b in range(stage.blocks):
             stride = stage.stride if b == 0 else 1
             shortcut = None
             if stride != 1 or width != stage.channels:
-                shortcut = [_conv(stage.channels, 1, stride, name="shortcut")]
+                shortcut = [conv(stage.channels, 1, stride, name="shortcut")]
             layers.append(
                 sl.Residual.Config(
                     [
-                        _conv(stage.channels, config.kernel, stride, 1, jax.nn.relu, "conv_a"),
-                        _conv(stage.channels, config.kernel, 1, stage.dilation, None, "conv_b"),
+                        conv(stage.channels, config.kernel, stride, 1, jax.nn.relu, "conv_a"),
+                        conv(stage.channels, config.kernel, 1, stage.dilation, None, "conv_b"),
                     ],
                     shortcut_layers=shortcut,
                     name=f"stage{s}_block{b}",
@@ -147,7 +166,7 @@ def _backbone(config: AfKwsConfig) -> sl.Serial.Config:
             )
             layers.append(sl.Relu.Config())
             width = stage.channels
-    layers.append(_conv(config.head_channels, 3, activation=jax.nn.relu, name="head_conv"))
+    layers.append(conv(config.head_channels, 3, activation=jax.nn.relu, name="head_conv"))
     return sl.Serial.Config(layers, name="backbone")
 
 
@@ -157,10 +176,11 @@ class AfKws(nn.Module):
     def setup(self):
         self.backbone = _backbone(self.config).make()
         prior = math.log(HEATMAP_PRIOR / (1 - HEATMAP_PRIOR))
-        self.heatmap_head = nn.Dense(
+        dense = functools.partial(nn.Dense, precision=self.config.lax_precision)
+        self.heatmap_head = dense(
             self.config.num_classes, bias_init=nn.initializers.constant(prior), name="heatmap"
         )
-        self.regression_head = nn.Dense(2, name="length_offset")
+        self.regression_head = dense(2, name="length_offset")
 
     def _heads(self, hidden) -> dict[str, jax.Array]:
         length_offset = self.regression_head(hidden)
@@ -170,6 +190,7 @@ class AfKws(nn.Module):
             "offset": jax.nn.sigmoid(length_offset[..., 1]).astype(jnp.float32),
         }
 
+    @accelerator.at_config_precision
     def __call__(self, features, mask=None):
         """features float [B, T, F] log-mel at 10 ms, mask bool [B, T] -> heads and mask
         [B, To], To = ceil(T / output_stride), aligned to positions 0..To-1."""
@@ -193,6 +214,7 @@ class AfKws(nn.Module):
         spec = sl.ChannelSpec((self.config.features,), jnp.float32)
         return self.backbone.get_initial_state(batch_size, spec, training=False)
 
+    @accelerator.at_config_precision
     def step(self, block, state, mask=None):
         """block float [B, n * output_stride, F], mask bool [B, same] (frames of real
         audio; default all) -> (heads for n output frames, state). Output frame i of the
@@ -226,5 +248,5 @@ def describe(config: AfKwsConfig, params) -> str:
         f"{' + unknown' if config.unknown_class else ', no unknown class'}): "
         f"{parameter_count(params):,} parameters, output stride {config.output_stride} "
         f"({spec.output_hop_s * 1000:.0f} ms), receptive field {spec.receptive_field / 100:.2f} s, "
-        f"look-ahead {config.delay * spec.output_hop_s:.2f} s"
+        f"look-ahead {config.delay * spec.output_hop_s:.2f} s, {config.precision} precision"
     )

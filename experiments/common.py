@@ -12,6 +12,8 @@ from absl import app, flags
 from absl import logging as absl_logging
 from tensorboardX import SummaryWriter
 
+from speechkit import accelerator
+
 
 def logger(name: str):
     """A function printing `[name HH:MM:SS] message` to stderr (with the process index
@@ -61,8 +63,15 @@ def check_preset(preset: str) -> str:
 
 
 def cli_main(run, config, workdir: str | None, distributed=None) -> None:
-    """The runners' absl main: quiet orbax, optional jax.distributed, then run(config,
-    workdir)."""
+    """The runners' absl main: the project's XLA flags (run-to-run deterministic GPU
+    kernels, `speechkit.accelerator.configure`, before jax starts), quiet orbax,
+    optional jax.distributed, then run(config, workdir)."""
+    flags_set = accelerator.configure()
+    if accelerator.with_flags(flags_set["xla_flags"]) != flags_set["xla_flags"]:
+        logger("experiments")(
+            "jax was initialised before cli_main: XLA_FLAGS left as they are "
+            f"({flags_set['xla_flags']!r})"
+        )
     absl_logging.set_verbosity(absl_logging.WARNING)  # orbax reports every save at INFO
     if distributed is not None:
         initialize_distributed(*(flag.value for flag in distributed))

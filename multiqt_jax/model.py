@@ -23,6 +23,12 @@ text_block, state)`, where a block holds `n * audio_block` audio frames and
 sizes, latency and receptive fields, and `multiqt_jax.streaming` runs it with `lax.scan`.
 Step-by-step outputs equal `__call__`'s on any block partition (tests/multiqt_jax).
 
+Precision (`precision`, see `speechkit.accelerator`): "highest" (the default) runs every
+convolution and dense layer, in `__call__` and in `step`, as exact float32 matmuls, so
+the contract holds on GPU and TPU too, where JAX's default float32 matmul is TF32 or
+bfloat16 and stream and offline would differ by up to ~4e-4. "high" / "default" are
+faster settings for training.
+
     >>> import jax, jax.numpy as jnp
     >>> from multiqt_jax import model
     >>> config = model.MultiQTConfig(num_classes=4)
@@ -37,6 +43,7 @@ Step-by-step outputs equal `__call__`'s on any block partition (tests/multiqt_ja
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import flax.linen as nn
@@ -45,7 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 import sequence_layers.jax as sl
 
-from speechkit import asr
+from speechkit import accelerator, asr
 from speechkit.optim import parameter_count
 
 MODALITIES = ("audio", "text")
@@ -76,8 +83,12 @@ class MultiQTConfig:
     dense: tuple[int, ...] = (128,)  # g: hidden layers
     dropout: float = 0.1
     modality_dropout: float = 0.0  # probability of dropping one modality per example
+    # Matmul / convolution precision everywhere the model is applied: "highest" (float32;
+    # stream == offline on GPU/TPU), "high" or "default" (TF32 / bfloat16: faster training).
+    precision: str = "highest"
 
     def __post_init__(self):
+        accelerator.check_precision(self.precision)
         if self.num_classes < 2:
             raise ValueError(
                 f"num_classes: expected >= 2 (background + one), got {self.num_classes}"
@@ -114,6 +125,11 @@ class MultiQTConfig:
     @property
     def text_stride(self) -> int:
         return math.prod(self.text_strides)
+
+    @property
+    def lax_precision(self) -> jax.lax.Precision | None:
+        """The `precision` argument of every layer (None: JAX's default)."""
+        return accelerator.lax_precision(self.precision)
 
 
 def _seconds(value: float) -> float:
@@ -173,6 +189,7 @@ def _encoder(config: MultiQTConfig, modality: str) -> sl.Serial.Config:
                 dilation_rate=dilation,
                 padding="causal",
                 activation=jax.nn.relu,
+                precision=config.lax_precision,
                 name=f"conv{i}",
             )
             for i, (width, kernel, stride, dilation) in enumerate(
@@ -195,17 +212,19 @@ class MultiQT(nn.Module):
             self.audio_encoder = _encoder(config, "audio").make()
         if "text" in config.modalities:
             self.text_encoder = _encoder(config, "text").make()
+        dense = functools.partial(nn.Dense, precision=config.lax_precision)
         if len(config.modalities) == 2 and config.fusion != "concat":
-            self.audio_projection = nn.Dense(config.fusion_size, name="audio_projection")
-            self.text_projection = nn.Dense(config.fusion_size, name="text_projection")
+            self.audio_projection = dense(config.fusion_size, name="audio_projection")
+            self.text_projection = dense(config.fusion_size, name="text_projection")
             if config.fusion == "gated":
-                self.gate = nn.Dense(config.fusion_size, name="gate")
-        self.hidden = [nn.Dense(width, name=f"g{i}") for i, width in enumerate(config.dense)]
-        self.classifier = nn.Dense(config.num_classes, name="h")
+                self.gate = dense(config.fusion_size, name="gate")
+        self.hidden = [dense(width, name=f"g{i}") for i, width in enumerate(config.dense)]
+        self.classifier = dense(config.num_classes, name="h")
         self.dropout = nn.Dropout(config.dropout)
 
     # -- whole sequence -------------------------------------------------------------------
 
+    @accelerator.at_config_precision
     def __call__(
         self,
         audio,
@@ -250,6 +269,7 @@ class MultiQT(nn.Module):
             state["text"] = self.text_encoder.get_initial_state(batch_size, spec, training=False)
         return state
 
+    @accelerator.at_config_precision
     def step(self, audio_block, text_block, state, present=None):
         """One block: audio [B, n * audio_block, 40], text [B, n * text_block, V] ->
         (logits [B, n, num_classes], new state). Inference only (no dropout)."""
@@ -307,6 +327,7 @@ class MultiQT(nn.Module):
             "btf,btg->btfg",
             jnp.concatenate([audio, ones], -1),
             jnp.concatenate([text, ones], -1),
+            precision=config.lax_precision,
         )
         return outer.reshape(outer.shape[:2] + (-1,))
 
@@ -362,5 +383,6 @@ def describe(config: MultiQTConfig, params) -> str:
         f"{parameter_count(params):,} parameters, one output every "
         f"{spec.output_hop_s * 1000:.0f} ms ({1 / spec.output_hop_s:.0f} Hz), receptive field "
         f"{spec.audio_receptive_field * AUDIO_HOP_S:.2f} s audio / "
-        f"{spec.text_receptive_field * TEXT_HOP_S:.2f} s text, latency {spec.output_latency}"
+        f"{spec.text_receptive_field * TEXT_HOP_S:.2f} s text, latency {spec.output_latency}, "
+        f"{config.precision} precision"
     )

@@ -1,5 +1,9 @@
 """AF-KWS model: the streaming contract (random block partitions), look-ahead and
-receptive field as declared, bad input."""
+receptive field as declared, the precision policy (float32 matmuls by default), bad
+input."""
+
+import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -7,6 +11,8 @@ import numpy as np
 import pytest
 
 from cskws_jax import model
+from cskws_jax.streaming import StreamDetector
+from speechkit import accelerator
 
 SMALL = model.AfKwsConfig(
     num_keywords=3,
@@ -78,6 +84,47 @@ def test_look_ahead_and_receptive_field_are_as_declared(small):
     assert seen.min() == (position + SMALL.delay) * spec.block - spec.receptive_field + 1
 
 
+def _precisions(net, params, features) -> dict[str, set]:
+    """Precisions asked for by the whole call, one step, the streamed detector's scan
+    and the gradient of the heads."""
+    state = net.apply(params, 2, method=net.initial_state)
+    detector = StreamDetector(net, params, block_outputs=2)
+    blocks = np.zeros((3, 2, detector.block_frames, 64), np.float32)
+    step = functools.partial(net.apply, method=net.step)
+    programs = {
+        "call": jax.make_jaxpr(net.apply)(params, features),
+        "step": jax.make_jaxpr(step)(params, features[:, :8], state),
+        "scan": jax.make_jaxpr(detector._scan)(blocks, np.ones(blocks.shape[:3], bool)),
+        "grad": jax.make_jaxpr(jax.grad(lambda p: net.apply(p, features)["heatmap"].sum()))(params),
+    }
+    found = {name: accelerator.matmul_precisions(jaxpr) for name, jaxpr in programs.items()}
+    assert all(found.values())
+    return {name: {precision for _, precision in ops} for name, ops in found.items()}
+
+
+def test_every_matmul_and_convolution_is_float32_under_the_default_policy(small):
+    """On CPU float32 is exact anyway; this pins what a GPU or TPU is asked for, even
+    inside a caller's lower-precision context."""
+    net, params, features = small
+    assert SMALL.precision == "highest"
+    with jax.default_matmul_precision("bfloat16"):
+        found = _precisions(net, params, features)
+    highest = (jax.lax.Precision.HIGHEST,) * 2
+    assert found == dict.fromkeys(found, {highest})
+    hlo = jax.jit(net.apply).lower(params, features).as_text().splitlines()
+    ops = [line for line in hlo if "stablehlo.convolution" in line or "stablehlo.dot_gen" in line]
+    assert ops and all("HIGHEST" in line for line in ops)
+
+
+def test_faster_precisions_are_passed_on_and_bad_ones_named(small):
+    _, params, features = small
+    net = model.AfKws(dataclasses.replace(SMALL, precision="default"))
+    found = _precisions(net, params, features)
+    assert found == dict.fromkeys(found, {None})
+    with pytest.raises(ValueError, match=r"precision: expected one of \('highest', 'high'"):
+        model.AfKwsConfig(precision="float32")
+
+
 def test_bad_input_is_named(small):
     net, params, _ = small
     with pytest.raises(
@@ -86,4 +133,4 @@ def test_bad_input_is_named(small):
         net.apply(params, np.zeros((1, 40, 63), np.float32))
     with pytest.raises(ValueError, match="num_keywords"):
         model.AfKwsConfig(num_keywords=0)
-    assert "look-ahead 0.12 s" in model.describe(SMALL, params)
+    assert "look-ahead 0.12 s, highest precision" in model.describe(SMALL, params)

@@ -1,5 +1,9 @@
 """MultiQT model: the streaming contract for every fusion and modality, causality,
-modality dropout and missing modalities, and clear errors on bad input."""
+modality dropout and missing modalities, the precision policy (float32 matmuls by
+default), and clear errors on bad input."""
+
+import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -8,6 +12,9 @@ import pytest
 
 from multiqt_jax import model
 from multiqt_jax.streaming import StreamRunner
+from speechkit import accelerator
+
+HIGHEST = (jax.lax.Precision.HIGHEST, jax.lax.Precision.HIGHEST)
 
 SMALL = dict(
     num_classes=4,
@@ -74,6 +81,60 @@ def test_streaming_over_random_block_partitions_equals_the_whole_call(setting):
     np.testing.assert_array_equal(labels, np.argmax(whole, axis=-1))
 
 
+def _programs(net, params, audio, text):
+    """The model's jaxprs: whole call, one step, streamed scan and training gradient."""
+    state = net.apply(params, 2, method=net.initial_state)
+    runner = StreamRunner(net, params, block_outputs=2)
+    blocks = (np.zeros((3, 2, runner.audio_frames, 40)), np.zeros((3, 2, runner.text_frames, 29)))
+
+    def loss(params):
+        logits, _ = net.apply(
+            params, audio, text, training=True, rngs={"dropout": jax.random.key(0)}
+        )
+        return logits.sum()
+
+    step = functools.partial(net.apply, method=net.step)
+    return {
+        "call": jax.make_jaxpr(net.apply)(params, audio, text),
+        "step": jax.make_jaxpr(step)(params, audio[:, :8], text[:, :4], state),
+        "scan": jax.make_jaxpr(runner._scan)(*blocks, np.ones((2, 2), bool)),
+        "grad": jax.make_jaxpr(jax.grad(loss))(params),
+    }
+
+
+@pytest.mark.parametrize(
+    "setting", SETTINGS, ids=lambda s: "+".join(s["modalities"]) + "-" + s.get("fusion", "")
+)
+def test_every_matmul_and_convolution_is_float32_under_the_default_policy(setting):
+    """On CPU float32 is exact anyway; this pins what a GPU or TPU is asked for, even
+    inside a caller's lower-precision context (the policy's scope is innermost)."""
+    config, net, params, audio, text = _setup(**setting)
+    assert config.precision == "highest"
+    with jax.default_matmul_precision("bfloat16"):
+        programs = _programs(net, params, audio, text)
+    for name, jaxpr in programs.items():
+        found = accelerator.matmul_precisions(jaxpr)
+        assert found, name
+        assert all(precision == HIGHEST for _, precision in found), (name, found)
+    for program in (net.apply, jax.jit(net.apply)):
+        hlo = jax.jit(program).lower(params, audio, text).as_text()
+        ops = [line for line in hlo.splitlines() if "stablehlo.convolution" in line]
+        ops += [line for line in hlo.splitlines() if "stablehlo.dot_general" in line]
+        assert ops and all("HIGHEST" in line for line in ops)
+
+
+def test_faster_precisions_are_passed_on_and_bad_ones_named():
+    config, _, params, audio, text = _setup(fusion="tensor")
+    net = model.MultiQT(dataclasses.replace(config, precision="default"))
+    for name, jaxpr in _programs(net, params, audio, text).items():
+        assert {precision for _, precision in accelerator.matmul_precisions(jaxpr)} == {None}, name
+    net = model.MultiQT(dataclasses.replace(config, precision="high"))
+    found = accelerator.matmul_precisions(jax.make_jaxpr(net.apply)(params, audio, text))
+    assert {precision for _, precision in found} == {(jax.lax.Precision.HIGH,) * 2}
+    with pytest.raises(ValueError, match=r"precision: expected one of \('highest', 'high'"):
+        model.MultiQTConfig(num_classes=3, precision="tf32")
+
+
 def test_outputs_are_causal_with_the_declared_receptive_field():
     config, net, params, audio, text = _setup(batch=1)
     spec = model.streaming_spec(config)
@@ -137,3 +198,4 @@ def test_describe_names_size_and_rate():
     line = model.describe(config, params)
     assert f"{model.parameter_count(params):,} parameters" in line
     assert "every 40 ms (25 Hz)" in line and "1.13 s audio / 1.14 s text" in line
+    assert line.endswith("highest precision")
