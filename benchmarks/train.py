@@ -86,21 +86,8 @@ def kws_batch(rng, batch: int = 16, seconds: float = 4.0) -> dict:
 
 
 def _multiqt_loss(net, params, batch, rng):
-    """The train step's loss (masked cross-entropy at the output clock)."""
-    logits, logits_mask = net.apply(
-        params,
-        batch["audio"],
-        batch["text"],
-        batch["audio_mask"],
-        batch["text_mask"],
-        training=True,
-        rngs={"dropout": jax.random.wrap_key_data(rng)},
-    )
-    labels, mask = mq_train.output_labels(
-        batch["labels"], batch["audio_mask"], net.config.audio_stride, logits.shape[1]
-    )
-    mask = mask & logits_mask & batch["example_mask"][:, None]
-    return mq_train.cross_entropy(logits, labels, mask)
+    """The train step's loss (`multiqt_jax.train.loss`) from raw key data."""
+    return mq_train.loss(net, params, batch, jax.random.wrap_key_data(rng))
 
 
 def _one_fold_functions(net) -> dict:

@@ -62,24 +62,26 @@ def _targets(net, batch, logits_mask):
     return labels, mask & logits_mask & batch["example_mask"][:, None]
 
 
+def loss(net, params, batch, rng, class_weights=None) -> jax.Array:
+    """The training loss of a batch: masked, class-weighted cross-entropy at the output
+    clock, with dropout from `rng` (a PRNG key)."""
+    logits, logits_mask = net.apply(
+        params,
+        batch["audio"],
+        batch["text"],
+        batch["audio_mask"],
+        batch["text_mask"],
+        training=True,
+        rngs={"dropout": rng},
+    )
+    labels, mask = _targets(net, batch, logits_mask)
+    return cross_entropy(logits, labels, mask, class_weights)
+
+
 def train_step(net, state: TrainState, batch, rng, class_weights=None):
     """One optimiser step on a batch -> (new state, {"loss", "grad_norm"})."""
-
-    def loss_fn(params):
-        logits, logits_mask = net.apply(
-            params,
-            batch["audio"],
-            batch["text"],
-            batch["audio_mask"],
-            batch["text_mask"],
-            training=True,
-            rngs={"dropout": rng},
-        )
-        labels, mask = _targets(net, batch, logits_mask)
-        return cross_entropy(logits, labels, mask, class_weights)
-
-    loss, grads = jax.value_and_grad(loss_fn)(state.params)
-    return state.apply_gradients(grads), {"loss": loss, "grad_norm": optax.tree.norm(grads)}
+    value, grads = jax.value_and_grad(loss, argnums=1)(net, state.params, batch, rng, class_weights)
+    return state.apply_gradients(grads), {"loss": value, "grad_norm": optax.tree.norm(grads)}
 
 
 def predict(net, params, batch, present=None):
