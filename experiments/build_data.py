@@ -7,7 +7,8 @@ Sizes: smoke (tests, seconds), quick (the main job's default), full. Corpora: `c
 (synthetic_calls: the `questions` and `symptoms` configs share one rendering of the
 calls) and `kws` (synthetic_kws). Prints progress and writes
 `<data_dir>/build_report-<size>.json`: build seconds per config, corpus hours, class or
-keyword counts per split, the recogniser's word and character error rates (calls) and
+keyword counts per split, the recogniser's word and character error rates and its text
+stream (word emission lag, non-blank text frames; calls) and
 the share of keyword-corpus word intervals that came from forced alignment.
 """
 
@@ -25,7 +26,7 @@ import tensorflow_datasets as tfds
 from cskws_jax.datasets import synthetic_kws
 from multiqt_jax import labels
 from multiqt_jax.datasets import synthetic_calls
-from multiqt_jax.datasets.features import NUM_FOLDS
+from multiqt_jax.datasets.features import NUM_FOLDS, recognised_words
 from speechkit import asr, lm
 
 
@@ -34,13 +35,15 @@ def _log(message: str) -> None:
 
 
 def corpus_report(source, class_names) -> dict:
-    """Hours, class counts (10 ms frames and instances) and ASR error rates of a split."""
+    """Hours, class counts (10 ms frames and instances), ASR error rates and what the
+    causal text stream holds (`asr.emission_report`: emission lag, non-blank frames)."""
     frames = np.zeros(len(class_names), np.int64)
     instances = np.zeros(len(class_names), np.int64)
     per_fold = np.zeros((NUM_FOLDS, len(class_names)), np.int64)
-    references, hypotheses, seconds = [], [], 0.0
+    references, hypotheses, seconds, streams = [], [], 0.0, []
     for index in range(len(source)):
         record = source[index]
+        streams.append((recognised_words(record), np.shape(record["audio"])[0] // 2))
         label = np.asarray(record["labels"])
         frames += np.bincount(label, minlength=len(class_names))
         starts = np.flatnonzero(np.diff(np.concatenate([[0], label])) != 0)
@@ -66,6 +69,7 @@ def corpus_report(source, class_names) -> dict:
         "character_error_rate": lm.error_rate(
             [" ".join(r) for r in references], [" ".join(h) for h in hypotheses]
         ),
+        "text_stream": asr.emission_report(streams),
     }
 
 
@@ -113,7 +117,9 @@ def build_calls(size: str, data_dir: str) -> dict:
         configs[f"synthetic_calls/{name}"] = entry
         _log(
             f"synthetic_calls/{name}: {seconds:.1f} s, {entry['hours']:.3f} h, "
-            f"WER {entry['word_error_rate']:.3f}"
+            f"WER {entry['word_error_rate']:.3f}, word emission lag median "
+            f"{entry['text_stream']['lag_median_s']:.2f} s / p90 "
+            f"{entry['text_stream']['lag_p90_s']:.2f} s"
         )
     return configs
 

@@ -177,7 +177,10 @@ def convert_call(audio_path: str, task: str) -> dict:
 class AnnotatedCalls(tfds.core.GeneratorBasedBuilder):
     """A user's own call recordings with question or symptom segments."""
 
-    VERSION = tfds.core.Version("1.0.0")
+    VERSION = tfds.core.Version("1.1.0")
+    RELEASE_NOTES = {
+        "1.1.0": "calls without words are recognised with endpointed streaming (speechkit.asr)"
+    }
     MANUAL_DOWNLOAD_INSTRUCTIONS = __doc__
     BUILDER_CONFIGS = [tfds.core.BuilderConfig(name=task) for task in labels.TASKS]
 

@@ -83,8 +83,11 @@ def render_calls(
 class SyntheticCalls(tfds.core.GeneratorBasedBuilder):
     """Synthetic emergency calls for question and symptom tracking."""
 
-    VERSION = tfds.core.Version("1.0.1")
-    RELEASE_NOTES = {"1.0.1": "render cache files renamed (speechkit.corpus)"}
+    VERSION = tfds.core.Version("1.1.0")
+    RELEASE_NOTES = {
+        "1.0.1": "render cache files renamed (speechkit.corpus)",
+        "1.1.0": "recogniser endpoints utterances at pauses and emits words as they settle",
+    }
     BUILDER_CONFIGS = [
         CallsConfig(task=task, size=size, description=f"{task} labels, {size} size")
         for size in SIZES

@@ -62,7 +62,10 @@ def test_builds_from_manual_dir_with_each_text_source(tmp_path, speech):
     breathing = labels.QUESTION_CLASSES.index("breathing")
     assert set(np.unique(record["labels"])) == {0, address, breathing}
     assert records[b"with_npy"]["text_posteriors"].shape[0] == record["audio"].shape[0] // 2
-    assert len(records[b"recognised"]["asr_word"]) > 0  # pocketsphinx ran on it
+    recognised = records[b"recognised"]
+    assert len(recognised["asr_word"]) > 0  # pocketsphinx ran on it, streaming: every
+    lag = recognised["asr_emitted"] - recognised["asr_end"]  # word out soon after its end
+    assert np.all(lag >= 0) and np.all(lag <= 2.0), lag
     example = input_pipeline.to_example(records[b"with_npy"], causal_text=True)
     np.testing.assert_allclose(example["text"], posteriors[: example["text"].shape[0]], atol=1e-6)
 

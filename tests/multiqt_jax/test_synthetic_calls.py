@@ -52,9 +52,16 @@ def test_report_and_determinism(smoke_build, tmp_path):
     assert entry["examples"] == 5 and entry["hours"] > 0
     assert 0 <= entry["word_error_rate"] <= 1.5
     assert sum(entry["instances_per_class"].values()) >= 5
+    # The causal text stream is not empty: words come out during the call, shortly after
+    # they end (before the endpointer, 95 % only arrived when the call was over).
+    stream = entry["text_stream"]
+    assert stream["words"] >= 50
+    assert stream["lag_p90_s"] <= 1.5 and stream["within_2s"] >= 0.9
+    assert stream["emitted_after_call_end"] <= 0.05
+    assert stream["nonblank_text_frames_causal"] >= 0.5 * stream["nonblank_text_frames_offline"]
     # A second build from scratch gives identical records.
     build_data.build("smoke", str(tmp_path), corpora=("calls",))
     first, second = _records(data_dir, "questions-smoke"), _records(tmp_path, "questions-smoke")
     for call_id, record in first.items():
-        for key in ("audio", "labels", "asr_start"):
+        for key in ("audio", "labels", "asr_start", "asr_emitted"):
             np.testing.assert_array_equal(record[key], second[call_id][key])

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from speechkit import asr, tts
+from speechkit import asr, channel, tts
 
 SENTENCE = "Hello, what is the address of the emergency? I can't breathe."
 
@@ -28,17 +28,82 @@ def test_recognition_is_timed_streamed_and_real(speech, recognition):
     assert all(w.emitted >= w.end for w in words)
     times = [p.time for p in recognition.partials]
     assert times == sorted(times) and times[-1] == pytest.approx(speech.duration)
-    # A word counts as emitted once every later partial hypothesis starts with it (the
-    # final pass at the end of the utterance may still revise the last partials).
-    final, end = [w.word for w in words], recognition.partials[-1].time
+    # A word counts as emitted once every later partial hypothesis starts with it: the
+    # partials and the final words come from the same search, so this holds for all.
+    final = [w.word for w in words]
     for i, word in enumerate(words):
-        if word.emitted >= end:  # settled only by the final pass
-            continue
         later = [p for p in recognition.partials if p.time >= word.emitted]
         assert all(p.text.split()[: i + 1] == final[: i + 1] for p in later), word
     # Real recognition of synthetic speech: some words right, some wrong.
     truth = asr.normalise(SENTENCE)
     assert 2 <= len(set(recognition.text.split()) & set(truth)) < len(truth)
+
+
+PAUSED_SENTENCES = (
+    "Where is the emergency?",
+    "My father fell down the stairs and he is not moving.",
+    "Is he breathing?",
+    "I think so, but he does not answer me.",
+)
+
+
+@pytest.fixture(scope="module")
+def paused_call():
+    """Four sentences, two voices, 0.7 s pauses, light noise: a call in miniature."""
+    rng = np.random.default_rng(0)
+    pause = np.zeros(int(0.7 * 16_000), np.float32)
+    pieces = [pause]
+    for i, text in enumerate(PAUSED_SENTENCES):
+        pieces += [tts.synthesize(text, tts.Voice(variant=("f2", "m3")[i % 2])).waveform, pause]
+    clean = np.concatenate(pieces)
+    return channel.add_noise(clean, channel.pink_noise(rng, clean.size), 25.0)
+
+
+def test_words_are_emitted_during_the_call_not_at_its_end(paused_call):
+    config = asr.RecognizerConfig()
+    recognition = asr.recognize(paused_call, config)
+    words, duration = recognition.words, paused_call.size / 16_000
+    assert len(words) >= 10
+    # Pauses end utterances, and an utterance is closed soon after its speech ends.
+    assert len(recognition.utterances) >= len(PAUSED_SENTENCES)
+    for utterance in recognition.utterances:
+        assert utterance.decided - utterance.end <= config.endpoint_window_s + 0.1
+    # Every word is out by the time its utterance closed: the lag is bounded by the
+    # utterance and the pause detection, not by the call.
+    for word in words:
+        (utterance,) = [u for u in recognition.utterances if u.start <= word.start < u.decided]
+        assert word.end <= word.emitted <= utterance.decided, word
+        assert word.emitted - word.end <= 2.0, word
+    assert all(w.emitted < duration - 0.2 for w in words)  # none waits for the end
+    # A causal stream holds each word's letters right after its emission.
+    frames = asr.char_frames(words, int(duration / asr.TEXT_FRAME_S), causal=True)
+    for word in words:
+        first = int(np.ceil(word.emitted / asr.TEXT_FRAME_S))
+        assert frames[first, asr.BLANK] < 1.0, word
+    report = asr.emission_report([(words, frames.shape[0])])
+    assert report["lag_p90_s"] <= 1.5
+    assert report["emitted_after_call_end"] == 0.0
+    assert report["nonblank_text_frames_causal"] > 0.3
+
+
+def test_emission_report_by_hand():
+    words = [
+        asr.TimedWord("ab", 0.0, 0.1, emitted=0.3),  # lag 0.2
+        asr.TimedWord("cd", 0.2, 0.4, emitted=1.9),  # lag 1.5
+        asr.TimedWord("ef", 0.5, 0.6, emitted=3.0),  # lag 2.4, after the end (2 s)
+    ]
+    report = asr.emission_report([(words, 100)])
+    assert report["words"] == 3
+    assert report["lag_median_s"] == pytest.approx(1.5)
+    assert report["within_1s"] == pytest.approx(1 / 3)
+    assert report["within_2s"] == pytest.approx(2 / 3)
+    assert report["emitted_after_call_end"] == pytest.approx(1 / 3)
+    # offline: frames 0-4, 10-19, 25-29 hold letters; causal: 15-19 and 95-99 (the third
+    # word falls after the end).
+    assert report["nonblank_text_frames_offline"] == pytest.approx(20 / 100)
+    assert report["nonblank_text_frames_causal"] == pytest.approx(10 / 100)
+    with pytest.raises(ValueError, match="no recognised words"):
+        asr.emission_report([([], 10)])
 
 
 def test_recognition_does_not_depend_on_what_ran_before(speech, recognition):
@@ -97,6 +162,19 @@ def test_char_frames_causal_places_words_at_emission():
     assert _letters(asr.char_frames([word], 8, causal=True)) == "_____ok_"
     with pytest.raises(ValueError, match="needs emission times"):
         asr.char_frames([dataclasses.replace(word, emitted=None)], 8, causal=True)
+
+
+def test_char_frames_causal_words_emitted_together_follow_each_other():
+    words = [
+        asr.TimedWord("ab", 0.00, 0.04, emitted=0.10),
+        asr.TimedWord("cd", 0.04, 0.08, emitted=0.10),  # emitted with "ab"
+        asr.TimedWord("e", 0.08, 0.10, emitted=0.12),  # its frame is still taken
+        asr.TimedWord("f", 0.20, 0.22, emitted=0.30),
+    ]
+    assert _letters(asr.char_frames(words, 18)) == "abcde_____f_______"
+    assert _letters(asr.char_frames(words, 18, causal=True)) == "_____abcde_____f__"
+    # Order of the input does not matter; emission order does.
+    assert _letters(asr.char_frames(words[::-1], 18, causal=True)) == "_____abcde_____f__"
 
 
 def test_char_frames_unknown_letters_and_clipping():
