@@ -72,6 +72,7 @@ def detector_config(config, num_keywords: int, unknown_class: bool) -> model.AfK
         stages=stages,
         head_channels=fields.head_channels,
         delay=fields.delay,
+        precision=fields.precision,
     )
 
 

@@ -75,6 +75,7 @@ def model_config(config, name: str, num_classes: int) -> model.MultiQTConfig:
         dense=tuple(fields.dense),
         dropout=fields.dropout,
         modality_dropout=fields.modality_dropout if name == "multimodal" else 0.0,
+        precision=fields.precision,
     )
 
 
@@ -137,12 +138,33 @@ def _summed(count_list):
     }
 
 
+TEXT_STREAMS = ("causal", "offline")
+
+
+def causal_text(config) -> bool:
+    """config.text_stream: "causal" (each recognised word from its emission time on, as
+    a live recogniser shows it) or "offline" (at its recognised times: a non-causal
+    reference that a streaming system cannot have)."""
+    if config.text_stream not in TEXT_STREAMS:
+        raise ValueError(
+            f"config.text_stream: expected one of {TEXT_STREAMS}, got {config.text_stream!r}"
+        )
+    return config.text_stream == "causal"
+
+
+def row_name(name: str, config) -> str:
+    """A model's key in results.json and its folder: `name`, or `name@offline` when it
+    reads the offline text stream (so the two never share checkpoints or scores)."""
+    return name if causal_text(config) else f"{name}@offline"
+
+
 def _eval_batches(source, indices, config, index):
     pipeline = input_pipeline.PipelineConfig(
         batch_size=config.train.batch_size,
         shuffle=False,
         bucket_window=1,
         pad_multiple=config.train.pad_multiple,
+        causal_text=causal_text(config),
     )
     return input_pipeline.batches(source, indices, pipeline, index=index)
 
@@ -159,7 +181,7 @@ class FoldTrainer:
         self.mine = folds.local_slots(mesh, self.slots)  # slot s trains fold s % num_folds
         self.classes = labels.classes(config.task)
         self.net = model.MultiQT(model_config(config, name, len(self.classes)))
-        self.workdir = os.path.join(workdir, name)
+        self.workdir = os.path.join(workdir, row_name(name, config))
         os.makedirs(self.workdir, exist_ok=True)
         steps, batch_size = config.train.steps, config.train.batch_size
         self.train_sets = [np.flatnonzero(fold_ids != f) for f in range(self.num_folds)]
@@ -168,6 +190,7 @@ class FoldTrainer:
             num_epochs=steps * batch_size // min(len(s) for s in self.train_sets) + 2,
             pad_multiple=config.train.pad_multiple,
             drop_remainder=True,
+            causal_text=causal_text(config),
         )
         self.datasets = [
             input_pipeline.batches(
@@ -302,7 +325,9 @@ class FoldTrainer:
     def _save_timeline(self, params, record_index: int) -> None:
         """Gold and predicted labels of one held-out call, with its recognised words."""
         record = self.source[int(record_index)]
-        pipeline = input_pipeline.PipelineConfig(batch_size=1, pad_multiple=2)
+        pipeline = input_pipeline.PipelineConfig(
+            batch_size=1, pad_multiple=2, causal_text=causal_text(self.config)
+        )
         example = input_pipeline.to_example(record, pipeline.causal_text)
         batch = input_pipeline.collate([example], pipeline)
         pred, gold, mask = train.predict(self.net, params, batch)
@@ -429,23 +454,25 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
     unknown = set(models) - set(NEURAL) - set(BASELINES)
     if unknown:
         raise ValueError(f"config.models: unknown {sorted(unknown)}")
+    causal_text(config)  # checks the field before anything is built
     source, index = load_corpus(config)
     fold_ids = index.folds % config.num_folds
     processes = jax.process_count()
     devices = jax.devices() if processes > 1 else jax.devices()[: config.num_devices or None]
     mesh = folds.fold_mesh(devices)
     log(
-        f"{len(source)} calls, {config.num_folds} folds, {len(devices)} device(s)"
-        + (f" in {processes} processes" if processes > 1 else "")
+        f"{len(source)} calls, {config.num_folds} folds, {config.text_stream} text stream, "
+        f"{len(devices)} device(s)" + (f" in {processes} processes" if processes > 1 else "")
     )
     writer = jax.process_index() == 0
     record_counts = None  # read when a neural model first needs class weights
     results, seconds = {}, {}
     for name in models:
-        path = os.path.join(workdir, name, "scores.json")
+        key = row_name(name, config)
+        path = os.path.join(workdir, key, "scores.json")
         if (saved := common.read_json(path)) is not None:
-            results[name] = saved
-            log(f"{name}: scores found, skipped")
+            results[key] = saved
+            log(f"{key}: scores found, skipped")
             continue
         started = time.perf_counter()
         if name in NEURAL:
@@ -457,14 +484,19 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
             per_fold = trainer.evaluate(trainer.train())
         else:
             per_fold = run_baseline(name, config, source, index, fold_ids, mesh)
-        results[name] = summarise(per_fold)
-        seconds[name] = time.perf_counter() - started
+        results[key] = summarise(per_fold)
+        seconds[key] = time.perf_counter() - started
         if writer:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            common.write_json(path, results[name])
-        f1 = results[name]["mean"]["timestep"]["f1"]
-        log(f"{name}: TIMESTEP F1 {f1:.3f} ({seconds[name]:.0f} s)")
-    payload = {"task": config.task, "num_folds": config.num_folds, "models": results}
+            common.write_json(path, results[key])
+        f1 = results[key]["mean"]["timestep"]["f1"]
+        log(f"{key}: TIMESTEP F1 {f1:.3f} ({seconds[key]:.0f} s)")
+    payload = {
+        "task": config.task,
+        "num_folds": config.num_folds,
+        "text_stream": config.text_stream,
+        "models": results,
+    }
     if writer:
         common.write_json(os.path.join(workdir, "results.json"), payload)
         print(table(results))

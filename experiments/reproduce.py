@@ -246,7 +246,8 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         "",
         f"- Calls `synthetic_calls/{config.multiqt.task}-{config.multiqt.size}`: "
         f"{calls.get('examples', '?')} calls, {calls.get('hours', float('nan')):.2f} h, "
-        f"recogniser WER {calls.get('word_error_rate', float('nan')):.1%}.",
+        f"recogniser WER {calls.get('word_error_rate', float('nan')):.1%}; "
+        + _text_stream_line(calls.get("text_stream"), config.multiqt.text_stream),
         f"- Keywords `{config.cskws.dataset}`: {kws_build.get('hours', float('nan')):.2f} h, "
         f"{kws_build.get('train', {}).get('keyword_occurrences', '?')} training and "
         f"{kws_build.get('test', {}).get('keyword_occurrences', '?')} test keyword occurrences.",
@@ -279,6 +280,17 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         out.write("\n".join(lines))
     os.replace(path + ".tmp", path)
     return path
+
+
+def _text_stream_line(stream: dict | None, kind: str) -> str:
+    if stream is None:
+        return f"{kind} text stream."
+    return (
+        f"{kind} text stream: words emitted {stream['lag_median_s']:.2f} s (median) / "
+        f"{stream['lag_p90_s']:.2f} s (90th percentile) after they end, "
+        f"{stream['nonblank_text_frames_causal']:.0%} of causal text frames non-blank "
+        f"({stream['nonblank_text_frames_offline']:.0%} offline)."
+    )
 
 
 def _first_timeline(workdir: str, mq: dict):

@@ -35,6 +35,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.model.stage_dilations = (1, 1, 2, 4)
     config.model.head_channels = 64
     config.model.delay = 8  # output frames of look-ahead (40 ms each)
+    # "highest" (exact float32: streamed == offline on GPU/TPU) or "high" / "default"
+    # (TF32 / bfloat16 matmuls: faster accelerator training; see AfKwsConfig.precision).
+    config.model.precision = "highest"
 
     config.window = ml_collections.ConfigDict()
     config.window.window_s = 0.8

@@ -7,6 +7,9 @@ Run (any field can be overridden, e.g. --config.num_folds=3 --config.train.steps
         --workdir=/tmp/multiqt
     python -m experiments.multiqt --config=experiments/configs/multiqt.py:smoke \
         --workdir=/tmp/multiqt-smoke --config.task=symptoms
+    python -m experiments.multiqt --config=experiments/configs/multiqt.py:quick \
+        --workdir=/tmp/multiqt-offline --config.text_stream=offline \
+        --config.models=multimodal,text        # reference: text at its recognised times
 
 Presets: smoke (the whole pipeline in under a minute, for tests), quick (the main job),
 full (accelerator scale).
@@ -28,6 +31,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.num_folds = 5
     config.seed = 0
     config.models = "multimodal,audio,text,rf,fnn"  # comma-separated, run in this order
+    # The models' text input: "causal" (each word from the time the streaming recogniser
+    # emitted it) or "offline" (at its recognised times; a non-causal reference row).
+    config.text_stream = "causal"
     config.num_devices = 0  # 0: all
     config.fold_loop = "auto"  # a device's folds: "vmap", "unroll", auto = unroll on CPU
 
@@ -38,6 +44,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.model.dense = (128,)
     config.model.dropout = 0.1
     config.model.modality_dropout = 0.2  # multimodal model only
+    # "highest" (exact float32: streamed == offline on GPU/TPU) or "high" / "default"
+    # (TF32 / bfloat16 matmuls: faster accelerator training; see MultiQTConfig.precision).
+    config.model.precision = "highest"
 
     config.train = ml_collections.ConfigDict()
     config.train.steps = {"smoke": 30, "quick": 300, "full": 20_000}[preset]

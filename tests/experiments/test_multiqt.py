@@ -57,6 +57,29 @@ def test_smoke_cross_validation_writes_results(reference):
 
 
 @pytest.mark.slow
+def test_offline_text_stream_is_a_separate_reference_row(reference, tmp_path):
+    data_dir, results, _ = reference
+    offline, done = _run(
+        data_dir, tmp_path, 1, "--config.text_stream=offline", "--config.models=multimodal"
+    )
+    assert "offline text stream" in done.stderr
+    assert offline["text_stream"] == "offline" and results["text_stream"] == "causal"
+    assert set(offline["models"]) == {"multimodal@offline"}
+    assert (tmp_path / "multimodal@offline" / "scores.json").exists()
+    # Same model, same seed: only the text input differs, and the scores with it.
+    assert offline["models"]["multimodal@offline"] != results["models"]["multimodal"]
+
+
+def test_text_stream_must_be_causal_or_offline():
+    from ml_collections import ConfigDict
+
+    from experiments import multiqt
+
+    with pytest.raises(ValueError, match=r"config.text_stream: expected one of .*'live'"):
+        multiqt.causal_text(ConfigDict({"text_stream": "live"}))
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("devices", [2, 5])
 def test_results_do_not_depend_on_the_device_count(reference, tmp_path, devices):
     data_dir, results, _ = reference
