@@ -5,7 +5,7 @@ sort its detections by score, loop over them in Python, compute the IoU against 
 ground truths of the same video with NumPy, and lock matched ground truths per IoU
 threshold. This peer keeps that structure and vectorises what ActivityNet leaves in
 loops (all thresholds at once per detection, the AP curve with cumsum), and follows the
-tie rules of METRICS.md (stable score order, lowest ground-truth index on equal IoU,
+tie rules of docs/metrics.md (stable score order, lowest ground-truth index on equal IoU,
 IoU 0 for zero-length segments) so its numbers can be compared with `metrics`.
 It computes AP only (no FRR): the part both implement.
 """

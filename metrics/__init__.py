@@ -1,4 +1,6 @@
-"""Pure, jittable evaluation metrics for real-time speech tracking (see METRICS.md).
+"""Pure, jittable evaluation metrics for real-time speech tracking.
+
+Definitions (normative, with worked examples): `docs/metrics.md`.
 
 Sequence labelling (MultiQT): `timestep_prf`, `instance_prf`, their count-level
 functions and `prf_from_counts`. Detection (CS-KWS): `iou_1d`, `detection_scores`.

@@ -1,6 +1,6 @@
 """Detection metrics of CS-KWS: 1-D IoU, AP / mAP over IoU thresholds, FRR at an FA budget.
 
-Definitions: `shared/METRICS.md`, section "Detection". Inputs are padded dicts:
+Definitions: `docs/metrics.md`, section "Detection". Inputs are padded dicts:
 
   detections:   start, end, score float [B, D] (seconds); label int [B, D]; valid bool [B, D]
   ground_truth: start, end float [B, G] (seconds); label int [B, G]; valid bool [B, G]
@@ -24,7 +24,7 @@ FA/h <= budget. IoUs and FA/h are correctly rounded float32 quotients computed f
 integer remainders (`_rounded_ratio`; XLA:GPU's float32 division is up to 2 ulp off and
 put IoUs of exactly 7/20 below float32(0.35)), compared with float32(threshold) and
 float32(budget); no multiply-add precedes a comparison, so FMA contraction cannot move
-one. The decisions are the exact ones of METRICS.md whenever the float32 intersection
+one. The decisions are the exact ones of docs/metrics.md whenever the float32 intersection
 and union are exact, e.g. all times multiples of 1/128 s below 2^17 s: rounding is
 monotone, so an IoU equal to a threshold p/q passes, one below it fails unless within
 2^-23 (relative) of it, which on a time grid needs a union of over 2^23/p steps (3,400 s

@@ -1,4 +1,4 @@
-"""Plain NumPy loop implementations of `shared/METRICS.md`, for testing the jitted metrics.
+"""Plain NumPy loop implementations of `docs/metrics.md`, for testing the jitted metrics.
 
 Written to be read against the definitions, not to be fast: explicit loops, float64,
 no vectorisation tricks. Same arguments and return values as the jitted functions,

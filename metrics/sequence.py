@@ -1,6 +1,6 @@
 """Sequence-labelling metrics of MultiQT: TIMESTEP and INSTANCE precision / recall / F1.
 
-Definitions: `shared/METRICS.md`, section "Sequence labelling". Every function takes
+Definitions: `docs/metrics.md`, section "Sequence labelling". Every function takes
 padded batch-first arrays:
 
   pred, gold: int  [B, T]  class ids in [0, num_classes)

@@ -1,4 +1,4 @@
-"""Hand-computed cases for the detection rules of METRICS.md."""
+"""Hand-computed cases for the detection rules of docs/metrics.md."""
 
 import math
 

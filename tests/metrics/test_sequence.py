@@ -1,4 +1,4 @@
-"""Hand-computed cases for the sequence-labelling rules of METRICS.md."""
+"""Hand-computed cases for the sequence-labelling rules of docs/metrics.md."""
 
 import jax
 import jax.numpy as jnp
