@@ -1,10 +1,10 @@
 """Sliding-window keyword classifier: the CS-KWS baseline that AF-KWS is compared with.
 
-The AF-KWS paper (seed 001) contrasts its anchor-free detector with keyword *classifiers*
-run as sliding windows over the audio: a classifier sees a fixed window of log-mel frames
-and says which keyword (if any) it holds; the positions and scores of the windows become
-detections. Their temporal resolution is the window grid and their extent is always the
-window's, which is what limits their AP at high IoU.
+The AF-KWS paper (Zhao et al. 2022) contrasts its anchor-free detector with keyword
+*classifiers* run as sliding windows over the audio: a classifier sees a fixed window of
+log-mel frames and says which keyword (if any) it holds; the positions and scores of the
+windows become detections. Their temporal resolution is the window grid and their extent
+is always the window's, which is what limits their AP at high IoU.
 
 Window grid. Window j of an utterance covers the 10 ms frames
 [j * hop, j * hop + W) with W = `window_s` / 10 ms and hop = `hop_s` / 10 ms, i.e. the
@@ -44,21 +44,22 @@ maximum over the windows j - `radius` .. j + `radius` (the 1-D max-pool suppress
 and >= `min_score`. Its interval is the window's [start, end] in seconds, its score the
 probability. The `max_detections` best per example are kept and padded by
 `cskws_jax.decode.best_peaks` (score descending, then window, then keyword). Unknown and
-silence never become detections. Output: the detection dict of shared/METRICS.md.
+silence never become detections. Output: the detection dict of
+`metrics.detection_scores`.
 
     import functools, jax
-    from cskws_jax import baselines
+    from cskws_jax import baselines, input_pipeline, train
     config = baselines.WindowConfig(window_s=0.8, hop_s=0.1)
     state = baselines.create_train_state(config, num_keywords=20, rng=jax.random.key(0))
     step = jax.jit(functools.partial(baselines.train_step, config=config, num_keywords=20))
-    for batch in train:                      # input_pipeline.training_batches(...)
+    for batch in train:                      # input_pipeline.training_batches(source, ...)
         state, stats = step(state, batch)    # stats["loss"], stats["windows"]
     detect = jax.jit(functools.partial(
         baselines.detections, config=config, num_keywords=20, max_detections=64))
-    for batch in test:                       # input_pipeline.evaluation_batches(...)
-        found = detect(state.params, batch)  # {start, end, score, label, valid} [B, 64]
-        metrics.detection_scores(found, ground_truth_of(batch), num_classes=21,
-                                 ignore_classes=(20,), total_hours=...)
+    test = input_pipeline.evaluation_batches(  # whole utterances, keyword events only
+        source, input_pipeline.PipelineConfig(unknown_class=False), num_keywords=20)
+    found = detect(state.params, test[0])    # {start, end, score, label, valid} [B, 64]
+    scores = train.evaluate(lambda batch: detect(state.params, batch), test, num_keywords=20)
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""AF-KWS decoding: heads -> padded detections (METRICS.md format). Pure jnp, jittable.
+"""AF-KWS decoding: heads -> padded detections (the detection format of
+`metrics.detection_scores`). Pure jnp, jittable.
 
 A detection is a local maximum of a keyword's centre probability (sigmoid of the
 heatmap logits) over a window of 2 * `radius` + 1 frames (1-D max-pool suppression;
@@ -8,8 +9,9 @@ length * hop_s / 2. The unknown class never becomes a detection. The `max_detect
 best peaks per example are kept (ties: lower frame, then lower class, first), padded with
 `valid` False.
 
-`peaks` is the per-frame part; `stream_detections` in cskws_jax.streaming applies the
-same rule frame by frame as heads arrive, and equals `decode` on the same audio.
+`peaks` is the per-frame part; `cskws_jax.streaming.StreamDetector` applies the same
+rule frame by frame as heads arrive, and its collected decisions
+(`cskws_jax.streaming.collect`) equal `decode` on the same audio.
 """
 
 from __future__ import annotations

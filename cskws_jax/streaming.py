@@ -4,16 +4,21 @@
     state = detector.initial_state(batch_size)
     found, state = detector.step(features_block, mask_block, state)   # per arriving block
     ...
-    found, state = detector.flush(state)                        # at the end of the stream
+    # at the end of the stream: flush_frames() zero frames, masked out
+    tail = detector.flush_frames()
+    found, state = detector.step(np.zeros((B, tail, 64)), np.zeros((B, tail), bool), state)
 
-`found` holds, for each output position decided in that step, the keyword peaks
-(`peak` bool [B, n, K]) with `score`, `start`, `end` (s) and `emitted` (s of audio
-consumed when the decision was made). A position is decided once the heads of its
-`radius` right neighbours exist, i.e. `delay + radius` output frames after its audio
-arrived (the declared latency, `latency_s`). The decisions are `decode.peaks` applied
-frame by frame, so collecting them over a stream and keeping the best
-`max_detections` (`collect`) gives exactly `decode.decode` of the whole-utterance call
-(tests/cskws_jax/test_streaming.py). `detect` runs a whole batch with `lax.scan` in jit.
+A block holds `block_frames` (= block_outputs * output_stride) log-mel frames of 10 ms;
+any multiple of output_stride works (each new size compiles once). `found` holds, for
+each output position decided in that step, the keyword peaks (`peak` bool [B, n, K])
+with `score`, `start`, `end` (s) and `emitted` (s of audio consumed when the decision
+was made). A position is decided once the heads of its `radius` right neighbours exist,
+i.e. `delay + radius` output frames after its own frame arrived: `latency_s` = (delay +
+radius + 1) output hops after the start of its frame. The decisions are `decode.peaks`
+applied frame by frame, so concatenating every step's `found` along the position axis
+and keeping the best `max_detections` (`collect`) gives exactly `decode.decode` of the
+whole-utterance call (tests/cskws_jax/test_streaming.py). `detect` does all of that for
+a whole batch (blocks, flush, `collect`) with `lax.scan` in jit.
 """
 
 from __future__ import annotations

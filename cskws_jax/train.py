@@ -4,10 +4,12 @@
     state = create_train_state(net, OptimizerConfig(), jax.random.key(0), batch)
     step = jax.jit(functools.partial(train_step, net, AugmentConfig()))
     state, stats = step(state, batch, jax.random.key(1))     # stats: loss and its parts
-    scores = evaluate(net, state.params, evaluation_batches)   # metrics.detection_scores
+    detect_batch = jax.jit(functools.partial(detect, net, state.params))
+    scores = evaluate(detect_batch, test_batches, num_keywords=20)  # metrics.detection_scores
 
 Training batches are `cskws_jax.input_pipeline` crops (events: keywords 0..K-1 and the
-unknown class K); evaluation batches are whole utterances without the unknown class.
+unknown class K); evaluation batches (`test_batches` above) are whole utterances
+without the unknown class (`input_pipeline.PipelineConfig(unknown_class=False)`).
 Augmentation works on the log-mel features (the crops already shift the audio in
 time): a random gain (a constant in the log domain) and additive noise mixed in the
 energy domain at a random SNR per example.
@@ -109,7 +111,8 @@ def train_step(
 
 
 def detect(net, params, batch, config: DecodeConfig = DecodeConfig()):
-    """Detections (METRICS.md format) for a batch of whole utterances."""
+    """Detections (the format of `metrics.detection_scores`) for a batch of whole
+    utterances."""
     mask = batch["audio_mask"] & batch["example_mask"][:, None]
     outputs = net.apply(params, batch["audio"], mask)
     return decode.decode(

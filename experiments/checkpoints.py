@@ -1,9 +1,11 @@
-"""Checkpoints of a fold-parallel run: orbax `CheckpointManager`, last N plus the best.
+"""Checkpoints of a training run: orbax `CheckpointManager`, last N plus the best.
 
-A checkpoint holds the stacked train state (every leaf [folds, ...]), the data
-iterators' states (one JSON-able dict per fold), the step and the run's config (JSON),
-so rerunning the same command on the same workdir continues where it stopped. "Best" is
-the lowest recent mean training loss: the held-out fold must not choose checkpoints.
+A checkpoint, at its step, holds the train state (in experiments.multiqt the fold
+states stacked, every leaf [folds, ...]; in experiments.cskws one model's) and an
+`extra` JSON dict the runner fills with the data iterator state and the run's config
+(JSON), so rerunning the same command on the same workdir continues where it stopped.
+"Best" is the lowest training loss passed to `save` (the runners pass the last step's,
+for MultiQT its mean over folds): the held-out fold must not choose checkpoints.
 """
 
 from __future__ import annotations

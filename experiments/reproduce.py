@@ -256,8 +256,8 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         "",
         *multiqt_table(mq["models"]),
         "",
-        "The MultiQT paper's figures are on its private emergency-call corpus and are not "
-        "part of this toolkit's seed summary, so none are shown beside these.",
+        "The MultiQT paper's figures are on its private emergency-call corpus, which this "
+        "toolkit cannot score, so none are shown beside these.",
         "",
         "![per-class F1](figures/multiqt_per_class_f1.png)",
         "",

@@ -17,11 +17,12 @@ The same code gives audio-only and text-only models (`modalities`). Training may
 modality per example (`modality_dropout`); at inference a modality can be marked missing
 per example (`present`), which zeroes its encoding exactly as in modality dropout.
 
-Streaming (the DESIGN.md contract): `initial_state(batch)` and `step(audio_block,
-text_block, state)`, where a block holds `n * audio_block` audio frames and
-`n * text_block` text frames for n output frames; `streaming_spec(config)` declares block
-sizes, latency and receptive fields, and `multiqt_jax.streaming` runs it with `lax.scan`.
-Step-by-step outputs equal `__call__`'s on any block partition (tests/multiqt_jax).
+Streaming (the contract of docs/architecture.md): `initial_state(batch_size)` and
+`step(audio_block, text_block, state, present=None)`, where a block holds
+`n * audio_block` audio frames and `n * text_block` text frames for n output frames;
+`streaming_spec(config)` declares block sizes, latency and receptive fields, and
+`multiqt_jax.streaming.StreamRunner` runs it with `lax.scan`. Step-by-step outputs equal
+`__call__`'s on any block partition (tests/multiqt_jax/test_model.py).
 
 Precision (`precision`, see `speechkit.accelerator`): "highest" (the default) runs every
 convolution and dense layer, in `__call__` and in `step`, as exact float32 matmuls, so

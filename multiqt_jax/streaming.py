@@ -4,11 +4,13 @@
     logits = runner.logits(audio, text)                       # [B, To, C], as net.apply
     labels = runner.labels(audio, text)                       # int32 [B, To]
 
-For live use, `state = runner.initial_state(batch)` then, per arriving block,
-`logits, state = runner.step(audio_block, text_block, state)`. Blocks hold
-`block_outputs * audio_block` audio frames (10 ms) and `block_outputs * text_block` text
-frames (20 ms) (`model.streaming_spec`); a stream is zero-padded at its end to whole
-blocks, which cannot change earlier outputs (the model is causal), and trimmed again.
+For live use, `state = runner.initial_state(batch_size)` then, per arriving block,
+`logits, state = runner.step(audio_block, text_block, state)` (optionally with
+`present`, bool [B, 2], after `state`; `runner.step` is the jitted `MultiQT.step`).
+Blocks hold `block_outputs * audio_block` audio frames (10 ms) and `block_outputs *
+text_block` text frames (20 ms) (`model.streaming_spec`); in `logits` a stream is
+zero-padded at its end to whole blocks, which cannot change earlier outputs (the model
+is causal), and trimmed again.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class StreamRunner:
         return self.block_outputs * self.spec.text_block
 
     def initial_state(self, batch_size: int):
+        """The state before a stream's first block (`MultiQT.initial_state`)."""
         return self.net.apply(self.params, batch_size, method=self.net.initial_state)
 
     def _scan_blocks(self, audio_blocks, text_blocks, present):

@@ -14,7 +14,7 @@
   [frames, symbols] at 20 ms (stride 2 against 10 ms audio frames): each word's letters
   spread over its span, blank elsewhere; `causal=True` places each word at the time the
   recogniser had emitted it instead, so a frame only holds what was known by then.
-- `emission_report(word_lists, durations)`: emission lag and causal text coverage of a
+- `emission_report(calls)`: emission lag and causal text coverage of a
   corpus, for the build reports.
 
 The recogniser's errors are real: on synthetic speech the general English language
