@@ -21,6 +21,18 @@ import time
 from collections.abc import Callable, Sequence
 
 
+class ArrayRecordByDefault:
+    """Mixin for the project's TFDS builders: ArrayRecord output unless a caller asks for
+    another `file_format`, so `tfds.builder(name).download_and_prepare()` and
+    `tfds.data_source` work without TensorFlow (TFDS's own default is TFRecord).
+
+        class MyCorpus(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder): ...
+    """
+
+    def __init__(self, *, file_format: str | None = "array_record", **kwargs):
+        super().__init__(file_format=file_format, **kwargs)
+
+
 def cache_dir(builder, *settings) -> str:
     """`<data_dir>/<builder name>/render_cache/<hash of settings>`: one render cache per
     distinct `settings` (include the builder's VERSION, size, seed and every config that

@@ -62,7 +62,7 @@ import tensorflow_datasets as tfds
 
 from cskws_jax import keywords as shipped
 from cskws_jax.datasets.features import FEATURES, Word, interval_fields, kws_features
-from speechkit import audio_io, frontend
+from speechkit import audio_io, corpus, frontend
 
 SPLIT_PREFIXES = {"train-": "train", "dev-": "validation", "test-": "test"}
 TIME_TOLERANCE_S = 0.05  # a word may end this much after the audio; it is clipped
@@ -431,7 +431,7 @@ def chapter_examples(
         yield utterance.id, convert_utterance(utterance, alignment, audio_path, keywords)
 
 
-class LibriTop20(tfds.core.GeneratorBasedBuilder):
+class LibriTop20(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder):
     """LibriTop-20 keyword spotting records from a user's LibriSpeech and alignments."""
 
     name = "libritop20"
@@ -443,9 +443,6 @@ class LibriTop20(tfds.core.GeneratorBasedBuilder):
             description="the 20 most frequent words with >= 2 syllables of the train split",
         )
     ]
-
-    def __init__(self, *, file_format: str | None = "array_record", **kwargs):
-        super().__init__(file_format=file_format, **kwargs)
 
     def _info(self) -> tfds.core.DatasetInfo:
         given = self.builder_config.keywords

@@ -130,7 +130,7 @@ class KwsConfig(tfds.core.BuilderConfig):
         self.text_config = text_config or text.TextConfig()
 
 
-class SyntheticKws(tfds.core.GeneratorBasedBuilder):
+class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder):
     """Synthetic continuous speech with keyword intervals, for CS-KWS."""
 
     VERSION = tfds.core.Version("1.0.0")  # bump when text or rendering change

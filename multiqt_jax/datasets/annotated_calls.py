@@ -35,7 +35,7 @@ import tensorflow_datasets as tfds
 from multiqt_jax import labels
 from multiqt_jax.datasets.features import NUM_FOLDS, call_features, word_fields
 from multiqt_jax.datasets.render import paint_span
-from speechkit import asr, audio_io, frontend
+from speechkit import asr, audio_io, corpus, frontend
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 TIME_TOLERANCE_S = 0.05  # annotations may end this much past the audio
@@ -174,7 +174,7 @@ def convert_call(audio_path: str, task: str) -> dict:
     }
 
 
-class AnnotatedCalls(tfds.core.GeneratorBasedBuilder):
+class AnnotatedCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder):
     """A user's own call recordings with question or symptom segments."""
 
     VERSION = tfds.core.Version("1.1.0")

@@ -80,7 +80,7 @@ def render_calls(
     return corpus.render_cached(_render_one, jobs, cache_dir, f"synthetic_calls/{size}", workers)
 
 
-class SyntheticCalls(tfds.core.GeneratorBasedBuilder):
+class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder):
     """Synthetic emergency calls for question and symptom tracking."""
 
     VERSION = tfds.core.Version("1.1.0")
