@@ -47,6 +47,14 @@ _DEVICE_KEYS = (
 )
 
 
+def read_json(path: str):
+    """The JSON in `path`, or None when there is no such file."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as source:
+        return json.load(source)
+
+
 def write_json(path: str, payload: dict) -> None:
     """Writes atomically: a killed run leaves the old file or none, never half of one."""
     directory = os.path.dirname(os.path.abspath(path))

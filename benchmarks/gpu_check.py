@@ -46,6 +46,9 @@ import time
 import xml.etree.ElementTree as ElementTree
 import zipfile
 
+from benchmarks import common
+from speechkit import accelerator  # light: imports jax, starts no backend
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WHEEL_DIR = os.path.join(ROOT, ".whl")
 LOCK = os.path.join(ROOT, "requirements.lock")
@@ -167,8 +170,6 @@ def provide_packages(wheel_dir: str, target: str) -> dict:
 def child_env(target: str | None, deterministic: bool = True) -> dict:
     """The environment of every phase: unpacked wheels and the repository first on the
     path; the project's XLA flags unless `deterministic` is False."""
-    from speechkit import accelerator  # light: no jax backend is started
-
     env = dict(os.environ)
     paths = [p for p in (target, ROOT, env.get("PYTHONPATH")) if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -215,20 +216,11 @@ def worker(name: str, out: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "benchmarks.gpu_check", "--worker", name, "--out", out, *extra]
 
 
-def read_json(path: str):
-    if not os.path.exists(path):
-        return None
-    with open(path) as source:
-        return json.load(source)
-
-
 # -- workers (each in its own process) ----------------------------------------------------
 
 
 def describe_worker() -> dict:
     """The machine, and whether the project's models import."""
-    from benchmarks import common
-
     machine = common.machine()
     import cskws_jax.model  # noqa: F401
     import multiqt_jax.model  # noqa: F401
@@ -415,8 +407,6 @@ def _bits(values) -> list:
 def training_worker(quick: bool, deterministic: bool) -> dict:
     """Trains 5 MultiQT folds and one AF-KWS model (see above); returns the digests of
     the parameters, the losses (and their float32 bit patterns) and the XLA flags."""
-    from speechkit import accelerator
-
     if deterministic:
         accelerator.configure()
     import jax
@@ -595,7 +585,7 @@ def phase_worker(name: str, env: dict, timeout_s: float, scratch: str, *extra: s
     """Runs a worker; (its JSON or None, the run's record)."""
     out = os.path.join(scratch, f"{name}{tag}.json")
     outcome = run(worker(name, out, *extra), env, timeout_s)
-    return read_json(out), outcome
+    return common.read_json(out), outcome
 
 
 def phase_determinism(report: dict, target, clock: Clock, quick: bool, scratch: str) -> None:
@@ -632,7 +622,7 @@ def phase_benchmarks(report: dict, target, clock: Clock, quick: bool, scratch: s
     report["train"] = {
         "rc": outcome["rc"],
         "seconds": outcome["seconds"],
-        **(read_json(train_json) or {}),
+        **(common.read_json(train_json) or {}),
     }
     if outcome["rc"] != 0:
         report["train"]["tail"] = outcome["tail"][-2500:]
@@ -652,7 +642,7 @@ def phase_benchmarks(report: dict, target, clock: Clock, quick: bool, scratch: s
     if quick:
         command += ["--seconds", "1", "--max_streams", "16", "--block_outputs", "1"]
     outcome = run(command, child_env(target, deterministic=False), budget + 40)
-    payload = read_json(streaming_json)
+    payload = common.read_json(streaming_json)
     report["streaming"] = {
         "rc": outcome["rc"],
         "seconds": outcome["seconds"],
@@ -699,10 +689,9 @@ def check(args) -> int:
         phase_benchmarks(report, target, clock, args.quick, scratch)
     report["elapsed_s"] = round(time.perf_counter() - started, 1)
     report["ok"] = verdict(report)
-    path = args.json or os.path.join(
-        ROOT, "benchmarks", "results", f"gpu-{device_slug(report.get('machine'))}.json"
-    )
-    write_json(path, report)
+    slug = accelerator.device_slug(report.get("machine") or {})
+    path = args.json or os.path.join(ROOT, "benchmarks", "results", f"gpu-{slug}.json")
+    common.write_json(path, report)
     log(f"{'OK' if report['ok'] else 'NOT OK'} in {report['elapsed_s']} s; wrote {path}")
     return 0 if report["ok"] else 1
 
@@ -719,20 +708,6 @@ def verdict(report: dict) -> bool:
         and report.get("train", {}).get("rc") == 0
         and report.get("streaming", {}).get("rc") == 0
     )
-
-
-def device_slug(machine: dict | None) -> str:
-    from speechkit import accelerator
-
-    return accelerator.device_slug(machine or {})
-
-
-def write_json(path: str, payload: dict) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w") as out:
-        json.dump(payload, out, indent=2)
-        out.write("\n")
-    os.replace(path + ".tmp", path)
 
 
 def main(argv=None) -> int:
@@ -758,7 +733,7 @@ def main(argv=None) -> int:
         return 0
     if args.worker:
         with contextlib.redirect_stdout(sys.stderr):
-            write_json(args.out, WORKERS[args.worker](args))
+            common.write_json(args.out, WORKERS[args.worker](args))
         return 0
     return check(args)
 
