@@ -210,6 +210,7 @@ class _Utterances:
     def __init__(self, state: _Decoder):
         self.state, self.decoder = state, state.decoder
         self.words: list[TimedWord] = []
+        self.final_text = ""  # the words of the closed utterances, joined
         self.partials: list[Partial] = []
         self.utterances: list[Utterance] = []
         self.current: list[tuple[float, list[str]]] | None = None  # this utterance's partials
@@ -222,8 +223,7 @@ class _Utterances:
         self.decoder.process_raw(speech, False, False)
         words = _hypothesis(self.decoder)
         self.current.append((now, words))
-        done = " ".join(w.word for w in self.words)
-        self.partials.append(Partial(now, " ".join(filter(None, (done, " ".join(words))))))
+        self.partials.append(Partial(now, " ".join(filter(None, (self.final_text, *words)))))
 
     def close(self, end: float, now: float) -> None:
         if self.current is None:
@@ -235,12 +235,13 @@ class _Utterances:
             dataclasses.replace(w, emitted=max(t, w.end))
             for w, t in zip(final, settled, strict=True)
         ]
+        self.final_text = " ".join(filter(None, (self.final_text, *(w.word for w in final))))
         self.utterances.append(Utterance(self.start, end, now))
         self.current = None
         # What was known at `now` is the final result, not the partial before it.
         if self.partials and self.partials[-1].time == now:
             self.partials.pop()
-        self.partials.append(Partial(now, " ".join(w.word for w in self.words)))
+        self.partials.append(Partial(now, self.final_text))
 
 
 def recognize(waveform, config: RecognizerConfig = RecognizerConfig()) -> Recognition:
@@ -378,6 +379,11 @@ def char_frames(
     return frames
 
 
+def _letter_frames(words, num_frames: int, causal: bool) -> int:
+    """How many of the num_frames text frames hold letters (are not all blank)."""
+    return int((char_frames(words, num_frames, causal=causal)[:, BLANK] < 1.0).sum())
+
+
 def emission_report(calls) -> dict:
     """What a causal text stream holds over a corpus.
 
@@ -393,12 +399,8 @@ def emission_report(calls) -> dict:
         lags += [w.emitted - w.end for w in words]
         late += sum(w.emitted >= num_frames * TEXT_FRAME_S for w in words)
         frames += num_frames
-        for is_causal in (True, False):
-            blank = char_frames(words, num_frames, causal=is_causal)[:, BLANK] == 1.0
-            if is_causal:
-                causal += int((~blank).sum())
-            else:
-                offline += int((~blank).sum())
+        causal += _letter_frames(words, num_frames, causal=True)
+        offline += _letter_frames(words, num_frames, causal=False)
     lags = np.asarray(lags, np.float64)
     if not lags.size:
         raise ValueError("emission_report: no recognised words in the corpus")
