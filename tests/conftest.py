@@ -11,3 +11,20 @@ def smoke_build(tmp_path_factory):
     alignment and recognition)."""
     data_dir = tmp_path_factory.mktemp("tfds")
     return data_dir, build_data.build("smoke", str(data_dir))
+
+
+@pytest.fixture
+def source_tree(tmp_path):
+    """write(files, packages) -> tmp_path: an empty `__init__.py` for each package, then
+    each {relative path: source text} of `files`; a small tree for the source scanners."""
+
+    def write(files: dict[str, str], packages) -> object:
+        for package in packages:
+            (tmp_path / package).mkdir(exist_ok=True)
+            (tmp_path / package / "__init__.py").write_text("")
+        for relative, text in files.items():
+            (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / relative).write_text(text)
+        return tmp_path
+
+    return write

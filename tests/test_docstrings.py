@@ -209,31 +209,30 @@ def test_docstring_and_docs_references_name_existing_code():
     assert not broken, "references to code that does not exist:\n" + "\n".join(broken)
 
 
-def test_a_missing_name_is_reported_and_undecidable_ones_are_not(tmp_path):
-    for package in PACKAGES:
-        (tmp_path / package).mkdir()
-        (tmp_path / package / "__init__.py").write_text("")
-    (tmp_path / "cskws_jax" / "decode.py").write_text(
-        "import dataclasses\n\n\ndef peaks():\n    pass\n\n\n"
-        "@dataclasses.dataclass\nclass Config:\n    radius: int = 1\n\n"
-        "    def window(self):\n        self.cached = 1\n"
-    )
-    (tmp_path / "cskws_jax" / "streaming.py").write_text(
-        '"""Uses `decode.peaks`, `cskws_jax.decode.Config.radius`, `decode.Config.window()`,\n'
-        "`decode.Config.cached`, `detector.flush(state)`, `jax.jit`, `StreamDetector`.\n\n"
-        "Broken: `decode.stream_detections(x)` and\n"
-        '`cskws_jax.decode.Config.flush`."""\n'
-        "from cskws_jax import decode as decode_lib\n"
-    )
-    (tmp_path / "metrics" / "__init__.py").write_text(
-        '"""`metrics.detection_scores` and `metrics.sequence.prf`."""\n'
-        "from metrics.detection import detection_scores\n"
-    )
-    (tmp_path / "metrics" / "detection.py").write_text("def detection_scores():\n    pass\n")
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "a.md").write_text(
-        "Run `cskws_jax.decode.peaks(x)`.\n\nNot `cskws_jax.decode.decode`, fine `np.pad`.\n"
-    )
+def test_a_missing_name_is_reported_and_undecidable_ones_are_not(source_tree):
+    files = {
+        "cskws_jax/decode.py": (
+            "import dataclasses\n\n\ndef peaks():\n    pass\n\n\n"
+            "@dataclasses.dataclass\nclass Config:\n    radius: int = 1\n\n"
+            "    def window(self):\n        self.cached = 1\n"
+        ),
+        "cskws_jax/streaming.py": (
+            '"""Uses `decode.peaks`, `cskws_jax.decode.Config.radius`, `decode.Config.window()`,\n'
+            "`decode.Config.cached`, `detector.flush(state)`, `jax.jit`, `StreamDetector`.\n\n"
+            "Broken: `decode.stream_detections(x)` and\n"
+            '`cskws_jax.decode.Config.flush`."""\n'
+            "from cskws_jax import decode as decode_lib\n"
+        ),
+        "metrics/__init__.py": (
+            '"""`metrics.detection_scores` and `metrics.sequence.prf`."""\n'
+            "from metrics.detection import detection_scores\n"
+        ),
+        "metrics/detection.py": "def detection_scores():\n    pass\n",
+        "docs/a.md": (
+            "Run `cskws_jax.decode.peaks(x)`.\n\nNot `cskws_jax.decode.decode`, fine `np.pad`.\n"
+        ),
+    }
+    tmp_path = source_tree(files, PACKAGES)
     assert broken_references(tmp_path) == [
         "cskws_jax/streaming.py:4: `decode.stream_detections(x)`",
         "cskws_jax/streaming.py:5: `cskws_jax.decode.Config.flush`",

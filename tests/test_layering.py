@@ -70,22 +70,19 @@ def test_the_packages_import_only_the_layers_below_them():
     assert not violations, "imports across the layers:\n" + "\n".join(violations)
 
 
-def test_a_broken_layer_is_named_with_file_line_and_import(tmp_path):
-    for package in PACKAGES:
-        (tmp_path / package).mkdir()
-        (tmp_path / package / "__init__.py").write_text("")
-    (tmp_path / "metrics" / "bad.py").write_text("import numpy\nfrom speechkit import asr\n")
-    (tmp_path / "speechkit" / "bad.py").write_text(
-        "def f():\n    import multiqt_jax.model\n    return multiqt_jax\n"
-    )
-    (tmp_path / "cskws_jax" / "sub").mkdir()
-    (tmp_path / "cskws_jax" / "sub" / "bad.py").write_text(
-        "import jax\nfrom multiqt_jax.streaming import StreamRunner\nimport benchmarks\n"
-    )
-    (tmp_path / "multiqt_jax" / "fine.py").write_text(
-        "from metrics import sequence\nfrom speechkit import asr\nfrom . import labels\n"
-    )
-    (tmp_path / "experiments" / "fine.py").write_text("import cskws_jax\nimport multiqt_jax\n")
+def test_a_broken_layer_is_named_with_file_line_and_import(source_tree):
+    files = {
+        "metrics/bad.py": "import numpy\nfrom speechkit import asr\n",
+        "speechkit/bad.py": "def f():\n    import multiqt_jax.model\n    return multiqt_jax\n",
+        "cskws_jax/sub/bad.py": (
+            "import jax\nfrom multiqt_jax.streaming import StreamRunner\nimport benchmarks\n"
+        ),
+        "multiqt_jax/fine.py": (
+            "from metrics import sequence\nfrom speechkit import asr\nfrom . import labels\n"
+        ),
+        "experiments/fine.py": "import cskws_jax\nimport multiqt_jax\n",
+    }
+    tmp_path = source_tree(files, PACKAGES)
     violations = layering_violations(tmp_path)
     assert violations == [
         "metrics/bad.py:2: `from speechkit import asr` (metrics may not import speechkit)",
@@ -96,12 +93,12 @@ def test_a_broken_layer_is_named_with_file_line_and_import(tmp_path):
     ]
 
 
-def test_relative_imports_are_resolved(tmp_path):
-    (tmp_path / "cskws_jax" / "datasets").mkdir(parents=True)
-    (tmp_path / "cskws_jax" / "__init__.py").write_text("from . import model\n")
-    (tmp_path / "cskws_jax" / "datasets" / "x.py").write_text(
-        "from .. import decode\nfrom ...multiqt_jax import model\n"
-    )
+def test_relative_imports_are_resolved(source_tree):
+    files = {
+        "cskws_jax/__init__.py": "from . import model\n",
+        "cskws_jax/datasets/x.py": "from .. import decode\nfrom ...multiqt_jax import model\n",
+    }
+    tmp_path = source_tree(files, packages=())
     violations = layering_violations(tmp_path)
     assert violations == [
         "cskws_jax/datasets/x.py:2: `from ...multiqt_jax import model` "
