@@ -65,8 +65,6 @@ silence never become detections. Output: the detection dict of
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -77,6 +75,8 @@ import optax
 
 from cskws_jax import decode
 from cskws_jax.input_pipeline import HOP_S
+from speechkit import checks
+from speechkit.losses import cross_entropy
 from speechkit.optim import OptimizerConfig, TrainState
 
 NUM_MELS = 64  # log-mel bands of the KWS front end (cskws_jax.datasets.features)
@@ -99,37 +99,6 @@ def num_classes(num_keywords: int) -> int:
 
 
 # ----------------------------------------------------------------------------- config
-
-
-def _field(name: str) -> str:
-    return f"WindowConfig.{name}"
-
-
-def _require_number(name: str, value, low: float, high: float = math.inf, *, open_low=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{_field(name)}: expected a number, got {value!r}")
-    too_low = value <= low if open_low else value < low
-    if not math.isfinite(value) or too_low or value > high:
-        interval = f"{'(' if open_low else '['}{low}, {high}]"
-        raise ValueError(f"{_field(name)}: expected a value in {interval}, got {value!r}")
-
-
-def _require_int(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{_field(name)}: expected an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{_field(name)}: expected an int >= {minimum}, got {value!r}")
-
-
-def _frames(name: str, seconds) -> int:
-    _require_number(name, seconds, 0.0, open_low=True)
-    frames = round(seconds / HOP_S)
-    if frames < 1 or abs(seconds / HOP_S - frames) > 1e-6:
-        raise ValueError(
-            f"{_field(name)}: expected a positive whole number of {HOP_S * 1000:g} ms frames, "
-            f"got {seconds!r} s"
-        )
-    return int(frames)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,43 +125,31 @@ class WindowConfig:
     min_score: float = 0.1  # lowest keyword probability of a detection
 
     def __post_init__(self):
-        _frames("window_s", self.window_s)
-        _frames("hop_s", self.hop_s)
-        _require_number("min_overlap", self.min_overlap, 0.0, 1.0, open_low=True)
-        _require_number("word_overlap", self.word_overlap, 0.0, 1.0, open_low=True)
-        if self.word_overlap > self.min_overlap:
-            raise ValueError(
-                f"{_field('word_overlap')}: expected <= min_overlap ({self.min_overlap}), "
-                f"got {self.word_overlap!r}"
-            )
-        if isinstance(self.channels, (str, bytes)) or not hasattr(self.channels, "__iter__"):
-            raise TypeError(
-                f"{_field('channels')}: expected a tuple of ints, got {self.channels!r}"
-            )
-        object.__setattr__(self, "channels", tuple(self.channels))
-        if not self.channels or any(
-            isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1
-            for c in self.channels
-        ):
-            raise ValueError(
-                f"{_field('channels')}: expected one or more positive ints, got {self.channels!r}"
-            )
-        _require_int("kernel", self.kernel, 1)
-        _require_int("pool", self.pool, 1)
-        _require_int("hidden", self.hidden, 1)
-        _require_number("learning_rate", self.learning_rate, 0.0, open_low=True)
-        _require_number("weight_decay", self.weight_decay, 0.0)
-        _require_number("clip_norm", self.clip_norm, 0.0, open_low=True)
-        _require_int("radius", self.radius, 0)
-        _require_number("min_score", self.min_score, 0.0, 1.0)
+        field = "WindowConfig.{}".format
+        for name in ("window_s", "hop_s"):
+            checks.require_frames(field(name), getattr(self, name), HOP_S)
+        for name in ("min_overlap", "word_overlap"):
+            checks.require_number(field(name), getattr(self, name), above=0, at_most=1)
+        checks.require_at_most(
+            field("word_overlap"), self.word_overlap, "min_overlap", self.min_overlap
+        )
+        channels = checks.require_ints(field("channels"), self.channels, at_least=1, non_empty=True)
+        object.__setattr__(self, "channels", channels)
+        for name in ("kernel", "pool", "hidden"):
+            checks.require_int(field(name), getattr(self, name), at_least=1)
+        checks.require_number(field("learning_rate"), self.learning_rate, above=0)
+        checks.require_number(field("weight_decay"), self.weight_decay, at_least=0)
+        checks.require_number(field("clip_norm"), self.clip_norm, above=0)
+        checks.require_int(field("radius"), self.radius, at_least=0)
+        checks.require_number(field("min_score"), self.min_score, at_least=0, at_most=1)
 
     @property
     def window_frames(self) -> int:
-        return _frames("window_s", self.window_s)
+        return checks.require_frames("WindowConfig.window_s", self.window_s, HOP_S)
 
     @property
     def hop_frames(self) -> int:
-        return _frames("hop_s", self.hop_s)
+        return checks.require_frames("WindowConfig.hop_s", self.hop_s, HOP_S)
 
     def num_windows(self, num_frames: int) -> int:
         """Windows on a batch of `num_frames` frames (at least 1: short audio is padded)."""
@@ -203,66 +160,31 @@ class WindowConfig:
 
 
 def _require_num_keywords(num_keywords) -> int:
-    if isinstance(num_keywords, bool) or not isinstance(num_keywords, numbers.Integral):
-        raise TypeError(f"num_keywords: expected a static Python int, got {num_keywords!r}")
-    if num_keywords < 1:
-        raise ValueError(f"num_keywords: expected an int >= 1, got {num_keywords!r}")
-    return int(num_keywords)
-
-
-def _require_keys(batch: Mapping, keys) -> None:
-    if not isinstance(batch, Mapping):
-        raise TypeError(f"batch: expected a dict, got {type(batch).__name__}")
-    missing = [k for k in keys if k not in batch]
-    if missing:
-        raise KeyError(f"batch: missing field(s) {missing}")
+    return checks.require_int("num_keywords", num_keywords, at_least=1)
 
 
 def _check_audio(audio, audio_mask) -> tuple[int, int]:
-    shape = jnp.shape(audio)
-    if len(shape) != 3 or shape[-1] != NUM_MELS:
-        raise ValueError(f"audio: expected shape [B, T, {NUM_MELS}] (log-mel), got {shape}")
-    if not jnp.issubdtype(jnp.result_type(audio), jnp.floating):
-        raise TypeError(f"audio: expected a floating dtype, got {jnp.result_type(audio)}")
-    if jnp.shape(audio_mask) != shape[:2]:
-        raise ValueError(
-            f"audio_mask: expected shape {shape[:2]} (audio's [B, T]), got {jnp.shape(audio_mask)}"
-        )
-    if jnp.result_type(audio_mask) != jnp.bool_:
-        raise TypeError(f"audio_mask: expected bool, got {jnp.result_type(audio_mask)}")
-    return shape[0], shape[1]
+    """audio float [B, T, 64], audio_mask bool [B, T] -> (B, T)."""
+    batch_size, frames, _ = checks.require_shape("audio", audio, ("B", "T", NUM_MELS), "log-mel")
+    checks.require_dtype("audio", audio, "float")
+    checks.require_mask("audio_mask", audio_mask, (batch_size, frames), "audio's [B, T]")
+    return batch_size, frames
 
 
-def _check_events(batch_size: int, **events) -> None:
-    first = None
-    for name, value in events.items():
-        shape = jnp.shape(value)
-        if len(shape) != 2 or shape[0] != batch_size:
-            raise ValueError(f"{name}: expected shape [B={batch_size}, E], got {shape}")
-        if first is not None and shape != first[1]:
-            raise ValueError(f"{name}: shape {shape} does not match {first[0]} shape {first[1]}")
-        first = first or (name, shape)
-    if jnp.result_type(events["valid"]) != jnp.bool_:
-        raise TypeError(f"valid: expected bool, got {jnp.result_type(events['valid'])}")
-    if not jnp.issubdtype(jnp.result_type(events["label"]), jnp.integer):
-        raise TypeError(f"label: expected an integer dtype, got {jnp.result_type(events['label'])}")
-
-
-def _require_max_detections(max_detections) -> int:
-    if isinstance(max_detections, bool) or not isinstance(max_detections, numbers.Integral):
-        raise TypeError(f"max_detections: expected a static Python int, got {max_detections!r}")
-    if max_detections < 1:
-        raise ValueError(f"max_detections: expected an int >= 1, got {max_detections!r}")
-    return int(max_detections)
+def _check_events(batch_size: int, start, end, label, valid) -> None:
+    """Events start, end float, label int, valid bool: one shape [B, E]."""
+    shape = checks.require_shape("start", start, (batch_size, "E"))
+    for name, value in (("end", end), ("label", label), ("valid", valid)):
+        checks.require_shape(name, value, shape, "start's shape")
+    checks.require_dtype("valid", valid, "bool")
+    checks.require_dtype("label", label, "int")
 
 
 def _example_mask(batch: Mapping, batch_size: int):
     if "example_mask" not in batch:
         return jnp.ones((batch_size,), bool)
-    mask = batch["example_mask"]
-    if jnp.shape(mask) != (batch_size,):
-        raise ValueError(f"example_mask: expected shape ({batch_size},), got {jnp.shape(mask)}")
-    return jnp.asarray(mask, bool)
+    checks.require_shape("example_mask", batch["example_mask"], (batch_size,))
+    return jnp.asarray(batch["example_mask"], bool)
 
 
 # ----------------------------------------------------------------------------- windows
@@ -308,9 +230,7 @@ def window_labels(
     label int [B, E] (0..K-1 keywords, K unknown), valid bool [B, E]; audio_mask bool
     [B, T]. Returns (labels int32 [B, N] in 0..K+1, mask bool [B, N]). Pure jnp."""
     num_keywords = _require_num_keywords(num_keywords)
-    if len(jnp.shape(audio_mask)) != 2:
-        raise ValueError(f"audio_mask: expected shape [B, T], got {jnp.shape(audio_mask)}")
-    batch_size, num_frames = jnp.shape(audio_mask)
+    batch_size, num_frames = checks.require_shape("audio_mask", audio_mask, ("B", "T"))
     _check_events(batch_size, start=start, end=end, label=label, valid=valid)
     audio_mask = jnp.asarray(audio_mask, bool)
     if num_frames < config.window_frames:
@@ -379,12 +299,8 @@ def init_params(config: WindowConfig, num_keywords: int, rng) -> Any:
 
 def optimizer_config(config: WindowConfig) -> OptimizerConfig:
     """AdamW at the constant `learning_rate`, after global-norm gradient clipping."""
-    return OptimizerConfig(
-        learning_rate=config.learning_rate,
-        warmup_steps=0,
-        final_fraction=1.0,
-        weight_decay=config.weight_decay,
-        clip_norm=config.clip_norm,
+    return OptimizerConfig.constant_rate(
+        config.learning_rate, config.weight_decay, clip_norm=config.clip_norm
     )
 
 
@@ -398,7 +314,7 @@ def window_probabilities(
 ) -> tuple[jax.Array, jax.Array]:
     """Class probabilities of every window of a batch (audio, audio_mask, optional
     example_mask): (float32 [B, N, K + 2] softmax, window_mask bool [B, N])."""
-    _require_keys(batch, ("audio", "audio_mask"))
+    checks.require_keys("batch", batch, ("audio", "audio_mask"))
     batch_size, _ = _check_audio(batch["audio"], batch["audio_mask"])
     windows, mask = extract_windows(batch["audio"], batch["audio_mask"], config)
     mask = mask & _example_mask(batch, batch_size)[:, None]
@@ -407,7 +323,7 @@ def window_probabilities(
 
 
 def _logits_and_labels(params, batch: Mapping, config: WindowConfig, num_keywords: int):
-    _require_keys(batch, ("audio", "audio_mask", "start", "end", "label", "valid"))
+    checks.require_keys("batch", batch, ("audio", "audio_mask", "start", "end", "label", "valid"))
     batch_size, _ = _check_audio(batch["audio"], batch["audio_mask"])
     windows, mask = extract_windows(batch["audio"], batch["audio_mask"], config)
     labels, _ = window_labels(
@@ -429,17 +345,10 @@ def loss(params, batch: Mapping, config: WindowConfig, num_keywords: int, class_
     utterances), weighted by class_weights float [K + 2] (default 1): the weighted mean
     (0 when no window is valid)."""
     num_keywords = _require_num_keywords(num_keywords)
-    if class_weights is not None and jnp.shape(class_weights) != (num_classes(num_keywords),):
-        raise ValueError(
-            f"class_weights: expected shape ({num_classes(num_keywords)},) (K + 2), "
-            f"got {jnp.shape(class_weights)}"
-        )
-    logits, labels, mask = _logits_and_labels(params, batch, config, num_keywords)
-    per_window = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), labels)
-    weights = mask.astype(jnp.float32)
     if class_weights is not None:
-        weights = weights * jnp.asarray(class_weights, jnp.float32)[labels]
-    return jnp.sum(per_window * weights) / jnp.maximum(jnp.sum(weights), 1e-9)
+        checks.require_shape("class_weights", class_weights, (num_classes(num_keywords),), "K + 2")
+    logits, labels, mask = _logits_and_labels(params, batch, config, num_keywords)
+    return cross_entropy(logits, labels, mask, class_weights)
 
 
 def train_step(
@@ -467,17 +376,11 @@ def window_detections(
     window_mask bool [B, N] -> detections {start, end, score float32 [B, D]; label int32
     [B, D]; valid bool [B, D]}, D = max_detections (module docstring)."""
     num_keywords = _require_num_keywords(num_keywords)
-    max_detections = _require_max_detections(max_detections)
-    shape = jnp.shape(probability)
-    if len(shape) != 3 or shape[-1] < num_keywords:
-        raise ValueError(
-            f"probability: expected shape [B, N, C >= num_keywords={num_keywords}], got {shape}"
-        )
-    if jnp.shape(window_mask) != shape[:2]:
-        raise ValueError(
-            f"window_mask: expected shape {shape[:2]} (probability's [B, N]), "
-            f"got {jnp.shape(window_mask)}"
-        )
+    max_detections = checks.require_int("max_detections", max_detections, at_least=1)
+    shape = checks.require_shape("probability", probability, ("B", "N", "C"))
+    if shape[-1] < num_keywords:
+        raise ValueError(f"probability: shape {shape}; expected C >= num_keywords={num_keywords}")
+    checks.require_shape("window_mask", window_mask, shape[:2], "probability's [B, N]")
     probability = jnp.asarray(probability, jnp.float32)
     window_mask = jnp.asarray(window_mask, bool)
     is_peak = decode.peaks(
@@ -492,9 +395,7 @@ def window_detections(
         "start": jnp.broadcast_to(start, shape[:2]),
         "end": jnp.broadcast_to(end, shape[:2]),
     }
-    found, _ = decode.best_peaks(
-        is_peak, probability[..., :num_keywords], fields, int(max_detections)
-    )
+    found, _ = decode.best_peaks(is_peak, probability[..., :num_keywords], fields, max_detections)
     return found
 
 
@@ -506,6 +407,6 @@ def detections(
     {start, end, score float32 [B, D]; label int32 [B, D]; valid bool [B, D]} in seconds,
     D = max_detections. Jittable with config, num_keywords, max_detections static."""
     _require_num_keywords(num_keywords)
-    _require_max_detections(max_detections)
+    checks.require_int("max_detections", max_detections, at_least=1)
     probability, mask = window_probabilities(params, batch, config, num_keywords)
     return window_detections(probability, mask, config, num_keywords, max_detections)

@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
@@ -71,36 +70,18 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from sklearn.ensemble import RandomForestClassifier
 
-from speechkit import asr, frontend
+from multiqt_jax.datasets.features import FEATURES
+from speechkit import asr, checks
+from speechkit.losses import cross_entropy
+from speechkit.optim import OptimizerConfig, TrainState, make_optimizer
 
 FRAME_S = 0.01  # seconds per audio frame (labels share this rate)
-NUM_MELS = frontend.MULTIQT_FEATURES.num_mels  # 40
+NUM_MELS = FEATURES.num_mels  # 40
 NUM_SYMBOLS = asr.NUM_SYMBOLS  # 29
 FEATURE_DIM = 2 * NUM_MELS + NUM_SYMBOLS  # 109: mel mean, mel std, posterior mean
 BACKGROUND = 0
-
-
-def _frames(name: str, seconds, minimum: float) -> int:
-    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
-        raise TypeError(f"BaselineConfig.{name}: expected seconds as a number, got {seconds!r}")
-    if not math.isfinite(seconds) or seconds < minimum:
-        raise ValueError(f"BaselineConfig.{name}: expected >= {minimum} s, got {seconds!r}")
-    frames = round(seconds / FRAME_S)
-    if abs(seconds / FRAME_S - frames) > 1e-6:
-        raise ValueError(
-            f"BaselineConfig.{name}: expected a whole number of 10 ms frames, got {seconds!r} s"
-        )
-    return int(frames)
-
-
-def _require_int(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"BaselineConfig.{name}: expected an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"BaselineConfig.{name}: expected an int >= {minimum}, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,96 +105,58 @@ class BaselineConfig:
     seed: int = 0  # forest random_state, network init and minibatch order, segment sampling
 
     def __post_init__(self):
-        window = _frames("window_s", self.window_s, FRAME_S)
-        _frames("hop_s", self.hop_s, FRAME_S)
+        field = "BaselineConfig.{}".format
+        for name in ("window_s", "hop_s"):
+            checks.require_frames(field(name), getattr(self, name), FRAME_S)
         if self.min_window_s is not None:
-            shortest = _frames("min_window_s", self.min_window_s, FRAME_S)
-            if shortest > window:
-                raise ValueError(
-                    f"BaselineConfig.min_window_s: expected <= window_s ({self.window_s}), "
-                    f"got {self.min_window_s}"
-                )
-        ratio = self.background_per_segment
-        if isinstance(ratio, bool) or not isinstance(ratio, numbers.Real):
-            raise TypeError(
-                f"BaselineConfig.background_per_segment: expected a number, got {ratio!r}"
+            checks.require_frames(field("min_window_s"), self.min_window_s, FRAME_S)
+            checks.require_at_most(
+                field("min_window_s"), self.min_window_s, "window_s", self.window_s
             )
-        if not math.isfinite(ratio) or ratio < 0:
-            raise ValueError(f"BaselineConfig.background_per_segment: expected >= 0, got {ratio!r}")
-        _require_int("n_estimators", self.n_estimators, 1)
+        checks.require_number(
+            field("background_per_segment"), self.background_per_segment, at_least=0
+        )
+        for name in ("n_estimators", "epochs", "batch_size"):
+            checks.require_int(field(name), getattr(self, name), at_least=1)
         if self.max_depth is not None:
-            _require_int("max_depth", self.max_depth, 1)
-        _require_int("n_jobs", self.n_jobs, -(2**31))
-        if self.n_jobs == 0:
-            raise ValueError(
-                "BaselineConfig.n_jobs: expected a nonzero int (-1 = all cores), got 0"
-            )
-        if isinstance(self.hidden, (str, bytes)) or not isinstance(self.hidden, Iterable):
-            raise TypeError(f"BaselineConfig.hidden: expected a tuple of ints, got {self.hidden!r}")
-        object.__setattr__(self, "hidden", tuple(self.hidden))
-        for width in self.hidden:
-            if isinstance(width, bool) or not isinstance(width, numbers.Integral) or width < 1:
-                raise ValueError(
-                    f"BaselineConfig.hidden: expected positive ints, got {self.hidden!r}"
-                )
-        _require_int("epochs", self.epochs, 1)
-        _require_int("batch_size", self.batch_size, 1)
-        for name in ("learning_rate", "weight_decay"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise TypeError(f"BaselineConfig.{name}: expected a number, got {value!r}")
-            if not math.isfinite(value) or value < 0 or (name == "learning_rate" and value == 0):
-                bound = "> 0" if name == "learning_rate" else ">= 0"
-                raise ValueError(f"BaselineConfig.{name}: expected {bound}, got {value!r}")
-        _require_int("seed", self.seed, 0)
+            checks.require_int(field("max_depth"), self.max_depth, at_least=1)
+        if checks.require_int(field("n_jobs"), self.n_jobs) == 0:
+            raise ValueError(f"{field('n_jobs')}: expected a nonzero int (-1 = all cores), got 0")
+        hidden = checks.require_ints(field("hidden"), self.hidden, at_least=1)
+        object.__setattr__(self, "hidden", hidden)
+        checks.require_number(field("learning_rate"), self.learning_rate, above=0)
+        checks.require_number(field("weight_decay"), self.weight_decay, at_least=0)
+        checks.require_int(field("seed"), self.seed, at_least=0)
 
     @property
     def window_frames(self) -> int:
-        return _frames("window_s", self.window_s, FRAME_S)
+        return checks.require_frames("BaselineConfig.window_s", self.window_s, FRAME_S)
 
     @property
     def hop_frames(self) -> int:
-        return _frames("hop_s", self.hop_s, FRAME_S)
+        return checks.require_frames("BaselineConfig.hop_s", self.hop_s, FRAME_S)
 
     @property
     def min_window_frames(self) -> int:
         if self.min_window_s is None:
             return self.window_frames
-        return _frames("min_window_s", self.min_window_s, FRAME_S)
+        return checks.require_frames("BaselineConfig.min_window_s", self.min_window_s, FRAME_S)
 
 
 # ----------------------------------------------------------------------------- validation
 
 
-def _array(name: str, value, dtype=None) -> np.ndarray:
-    try:
-        return np.asarray(value) if dtype is None else np.asarray(value, dtype)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name}: expected an array, got {type(value).__name__}") from err
-
-
 def _check_streams(audio, text, *, batched: bool, prefix: str = ""):
-    """Validates audio / text widths and lengths; returns float arrays."""
+    """Validates audio / text widths and lengths; returns float32 arrays."""
     a_name, t_name = (f"{prefix}['audio']", f"{prefix}['text']") if prefix else ("audio", "text")
-    audio = _array(a_name, audio, np.float32)
-    text = _array(t_name, text, np.float32)
-    rank, layout = (3, "[B, Ta, {}]") if batched else (2, "[Ta, {}]")
-    if audio.ndim != rank or audio.shape[-1] != NUM_MELS:
-        raise ValueError(
-            f"{a_name}: shape {audio.shape}; expected {layout.format(NUM_MELS)} "
-            f"({NUM_MELS} log-mel bands at 10 ms)"
-        )
-    text_layout = ("[B, Ta // 2, {}]" if batched else "[Ta // 2, {}]").format(NUM_SYMBOLS)
-    if text.ndim != rank or text.shape[-1] != NUM_SYMBOLS:
-        raise ValueError(
-            f"{t_name}: shape {text.shape}; expected {text_layout} "
-            f"({NUM_SYMBOLS} character posteriors at 20 ms)"
-        )
-    if batched and text.shape[0] != audio.shape[0]:
-        raise ValueError(
-            f"{t_name}: shape {text.shape}; expected {audio.shape[0]} rows like {a_name} "
-            f"{audio.shape}"
-        )
+    audio = checks.as_array(a_name, audio, np.float32)
+    text = checks.as_array(t_name, text, np.float32)
+    batch = ("B",) if batched else ()
+    checks.require_shape(a_name, audio, (*batch, "Ta", NUM_MELS), "log-mel bands at 10 ms")
+    audio_rows = audio.shape[:1] if batched else ()
+    checks.require_shape(
+        t_name, text, (*audio_rows, "Ta // 2", NUM_SYMBOLS), "character posteriors at 20 ms"
+    )
     frames, expected = audio.shape[-2], audio.shape[-2] // 2
     if abs(text.shape[-2] - expected) > 1:
         raise ValueError(
@@ -224,13 +167,11 @@ def _check_streams(audio, text, *, batched: bool, prefix: str = ""):
 
 
 def _check_mask(name: str, mask, shape: tuple[int, ...]) -> np.ndarray:
+    """A bool mask of `shape`; all True when mask is None."""
     if mask is None:
         return np.ones(shape, bool)
-    mask = _array(name, mask)
-    if mask.shape != shape:
-        raise ValueError(f"{name}: shape {mask.shape}; expected {shape}")
-    if mask.dtype != bool:
-        raise TypeError(f"{name}: expected dtype bool, got {mask.dtype}")
+    mask = checks.as_array(name, mask)
+    checks.require_mask(name, mask, shape)
     return mask
 
 
@@ -292,17 +233,17 @@ def pooled_features(audio, text, starts, ends, *, audio_mask=None, text_mask=Non
     if text_mask is None:
         text_mask = _text_mask_from_audio(audio_mask, text.shape[1])
     text_mask = _check_mask("text_mask", text_mask, text.shape[:2])
-    starts = _array("starts", starts)
-    ends = _array("ends", ends)
-    if not np.issubdtype(starts.dtype, np.integer) or not np.issubdtype(ends.dtype, np.integer):
-        raise TypeError(f"starts, ends: expected integers, got {starts.dtype}, {ends.dtype}")
+    starts = checks.as_array("starts", starts)
+    ends = checks.as_array("ends", ends)
+    checks.require_dtype("starts", starts, "int")
+    checks.require_dtype("ends", ends, "int")
     if starts.shape != ends.shape or starts.ndim not in (1, 2):
         raise ValueError(
             f"starts, ends: shapes {starts.shape}, {ends.shape}; expected one shape [N] or [B, N]"
         )
     spans = (rows, starts.shape[-1])
-    if starts.ndim == 2 and starts.shape != spans:
-        raise ValueError(f"starts: shape {starts.shape}; expected {spans} or [N]")
+    if starts.ndim == 2:
+        checks.require_shape("starts", starts, spans, "or [N]")
     starts = np.broadcast_to(np.clip(starts, 0, frames), spans)
     ends = np.broadcast_to(np.clip(ends, 0, frames), spans)
     ends = np.maximum(ends, starts)
@@ -343,9 +284,9 @@ def label_runs(labels, mask=None, background: int = BACKGROUND):
     Returns:
       (starts, ends, classes): int64 [K], int64 [K] (exclusive) and int32 [K], in time order.
     """
-    labels = _array("labels", labels)
-    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"labels: shape {labels.shape} dtype {labels.dtype}; expected int [T]")
+    labels = checks.as_array("labels", labels)
+    checks.require_shape("labels", labels, ("T",))
+    checks.require_dtype("labels", labels, "int")
     mask = _check_mask("mask", mask, labels.shape)
     inside = mask & (labels != background)
     same = np.zeros(labels.shape, bool)
@@ -372,22 +313,19 @@ class _Example:
     text_mask: np.ndarray  # bool [Tt]
 
 
-def _require_keys(name: str, item: Mapping, keys) -> None:
-    missing = [k for k in keys if k not in item]
-    if missing:
-        raise KeyError(f"{name}: missing {missing}; has {sorted(item)}")
+def _check_labels(name: str, labels, shape: tuple[int, ...], data_name: str) -> np.ndarray:
+    """Integer class ids, one per audio frame of the example or batch `data_name`."""
+    labels = checks.as_array(name, labels)
+    checks.require_shape(name, labels, shape, f"one per frame of {data_name}['audio']")
+    checks.require_dtype(name, labels, "int")
+    return labels
 
 
 def _batch_examples(name: str, batch: Mapping) -> list[_Example]:
-    _require_keys(name, batch, ("audio", "text", "labels"))
+    checks.require_keys(name, batch, ("audio", "text", "labels"))
     audio, text = _check_streams(batch["audio"], batch["text"], batched=True, prefix=name)
     rows, frames = audio.shape[:2]
-    labels = _array(f"{name}['labels']", batch["labels"])
-    if labels.shape != (rows, frames) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(
-            f"{name}['labels']: shape {labels.shape} dtype {labels.dtype}; "
-            f"expected int {(rows, frames)} like {name}['audio'] {audio.shape}"
-        )
+    labels = _check_labels(f"{name}['labels']", batch["labels"], (rows, frames), name)
     mask = _check_mask(f"{name}['audio_mask']", batch.get("audio_mask"), (rows, frames))
     if "text_mask" in batch:
         text_mask = _check_mask(f"{name}['text_mask']", batch["text_mask"], text.shape[:2])
@@ -401,14 +339,9 @@ def _batch_examples(name: str, batch: Mapping) -> list[_Example]:
 
 
 def _one_example(name: str, example: Mapping) -> _Example:
-    _require_keys(name, example, ("audio", "text", "labels"))
+    checks.require_keys(name, example, ("audio", "text", "labels"))
     audio, text = _check_streams(example["audio"], example["text"], batched=False, prefix=name)
-    labels = _array(f"{name}['labels']", example["labels"])
-    if labels.shape != audio.shape[:1] or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(
-            f"{name}['labels']: shape {labels.shape} dtype {labels.dtype}; "
-            f"expected int {audio.shape[:1]} like {name}['audio'] {audio.shape}"
-        )
+    labels = _check_labels(f"{name}['labels']", example["labels"], audio.shape[:1], name)
     mask = np.ones(audio.shape[0], bool)
     return _Example(audio, text, labels.astype(np.int32), mask, np.ones(text.shape[0], bool))
 
@@ -517,14 +450,13 @@ def segment_dataset(
 
 
 def _check_training_set(X, y) -> tuple[np.ndarray, np.ndarray]:
-    X = _array("X", X, np.float32)
-    y = _array("y", y)
-    if X.ndim != 2 or X.shape[1] != FEATURE_DIM:
-        raise ValueError(f"X: shape {X.shape}; expected [N, {FEATURE_DIM}] pooled features")
+    """X float32 [N >= 1, FEATURE_DIM] finite, y int32 [N] class ids >= 0."""
+    X = _check_features(X, name="X")
     if X.shape[0] == 0:
         raise ValueError(f"X: shape {X.shape}; expected at least one segment (empty training set)")
-    if y.shape != (X.shape[0],) or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"y: shape {y.shape} dtype {y.dtype}; expected int [{X.shape[0]}]")
+    y = checks.as_array("y", y)
+    checks.require_shape("y", y, X.shape[:1], "one class id per row of X")
+    checks.require_dtype("y", y, "int")
     if y.min() < 0:
         raise ValueError(f"y: expected class ids >= 0, got min {y.min()}")
     if not np.isfinite(X).all():
@@ -532,10 +464,10 @@ def _check_training_set(X, y) -> tuple[np.ndarray, np.ndarray]:
     return X, y.astype(np.int32)
 
 
-def _check_features(features) -> np.ndarray:
-    features = _array("features", features, np.float32)
-    if features.ndim != 2 or features.shape[1] != FEATURE_DIM:
-        raise ValueError(f"features: shape {features.shape}; expected [N, {FEATURE_DIM}]")
+def _check_features(features, name: str = "features") -> np.ndarray:
+    """float32 [N, FEATURE_DIM] pooled features."""
+    features = checks.as_array(name, features, np.float32)
+    checks.require_shape(name, features, ("N", FEATURE_DIM), "pooled features")
     return features
 
 
@@ -588,21 +520,21 @@ class FeedForward(nn.Module):
 
 
 @functools.lru_cache(maxsize=16)
-def _train_step(hidden: tuple[int, ...], num_classes: int, learning_rate: float, decay: float):
+def _fnn_trainer(hidden: tuple[int, ...], num_classes: int, optimizer: OptimizerConfig):
+    """(tx, step): the optimiser and a jitted step(state, x, y, weight) -> (state, mean
+    loss), built once per setting so that repeated fits share one compilation."""
     module = FeedForward(hidden, num_classes)
-    optimizer = optax.adamw(learning_rate, weight_decay=decay)
+    tx = make_optimizer(optimizer)
 
     @jax.jit
-    def step(params, opt_state, x, y, weight):
-        def loss_fn(p):
-            losses = optax.softmax_cross_entropy_with_integer_labels(module.apply(p, x), y)
-            return jnp.sum(losses * weight) / jnp.maximum(jnp.sum(weight), 1.0)
+    def step(state: TrainState, x, y, weight):
+        def loss_fn(params):
+            return cross_entropy(module.apply(params, x), y, weight)
 
-        loss, grads = jax.value_and_grad(loss_fn)(params)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
+        loss, grads = jax.value_and_grad(loss_fn)(state.params)
+        return state.apply_gradients(grads), loss
 
-    return optimizer, step
+    return tx, step
 
 
 @functools.partial(jax.jit, static_argnames=("hidden", "num_classes"))
@@ -648,19 +580,20 @@ class FNNClassifier:
 def fit_fnn(
     X, y, config: BaselineConfig = BaselineConfig(), num_classes: int | None = None
 ) -> FNNClassifier:
-    """Trains FeedForward(config.hidden) with AdamW on standardised features.
+    """Trains FeedForward(config.hidden) on standardised features with AdamW at the
+    constant config.learning_rate, unclipped (`speechkit.optim.OptimizerConfig.constant_rate`).
 
-    Softmax cross-entropy, `config.epochs` passes over minibatches of
-    min(batch_size, N) rows in a seeded random order (the last short minibatch padded
-    with zero-weight rows, so one jitted step serves all). Initialisation and order come
-    from config.seed: same inputs and config -> same parameters.
+    Softmax cross-entropy (`speechkit.losses.cross_entropy`), `config.epochs` passes over
+    minibatches of min(batch_size, N) rows in a seeded random order (the last short
+    minibatch padded with zero-weight rows, so one jitted step serves all).
+    Initialisation and order come from config.seed: same inputs and config -> same
+    parameters.
 
     num_classes: output width (default: max(y) + 1, at least 2).
     """
     X, y = _check_training_set(X, y)
     classes = max(int(y.max()) + 1, 2) if num_classes is None else num_classes
-    if isinstance(classes, bool) or not isinstance(classes, numbers.Integral) or classes < 2:
-        raise ValueError(f"num_classes: expected an int >= 2, got {num_classes!r}")
+    classes = checks.require_int("num_classes", classes, at_least=2)
     if y.max() >= classes:
         raise ValueError(f"y: class {y.max()} out of range for num_classes={classes}")
     mean = X.mean(axis=0)
@@ -668,14 +601,15 @@ def fit_fnn(
     scale = np.where(scale > 1e-6, scale, 1.0).astype(np.float32)
     standard = (X - mean) / scale
 
-    hidden = tuple(int(w) for w in config.hidden)
-    optimizer, step = _train_step(
-        hidden, int(classes), float(config.learning_rate), float(config.weight_decay)
+    hidden = config.hidden
+    optimizer = OptimizerConfig.constant_rate(
+        float(config.learning_rate), float(config.weight_decay), clip_norm=None
     )
-    params = FeedForward(hidden, int(classes)).init(
+    tx, step = _fnn_trainer(hidden, classes, optimizer)
+    params = FeedForward(hidden, classes).init(
         jax.random.PRNGKey(config.seed), jnp.zeros((1, FEATURE_DIM), jnp.float32)
     )
-    opt_state = optimizer.init(params)
+    state = TrainState.for_optimizer(params, tx)
     order_rng = np.random.default_rng(config.seed)
     count = X.shape[0]
     size = min(config.batch_size, count)
@@ -687,18 +621,17 @@ def fit_fnn(
         weight = (np.arange(steps * size) < count).astype(np.float32)
         epoch_loss = 0.0
         for s in range(steps):
-            rows = order[s * size : (s + 1) * size]
-            params, opt_state, loss = step(
-                params, opt_state, standard[rows], y[rows], weight[s * size : (s + 1) * size]
-            )
-            epoch_loss += loss * weight[s * size : (s + 1) * size].sum()
+            batch = slice(s * size, (s + 1) * size)
+            rows = order[batch]
+            state, loss = step(state, standard[rows], y[rows], weight[batch])
+            epoch_loss += loss * weight[batch].sum()
         losses[epoch] = float(epoch_loss) / count
     return FNNClassifier(
-        params=params,
+        params=state.params,
         mean=mean.astype(np.float32),
         scale=scale,
         hidden=hidden,
-        num_classes=int(classes),
+        num_classes=classes,
         losses=losses,
     )
 
@@ -789,14 +722,11 @@ def sliding_labels_batch(
     classifier: SegmentClassifier, batch: Mapping, config: BaselineConfig = BaselineConfig()
 ) -> np.ndarray:
     """`sliding_labels` over a pipeline batch: int32 [B, Ta], 0 on padding and filler rows."""
-    _require_keys("batch", batch, ("audio", "text", "audio_mask"))
-    mask = _array("batch['audio_mask']", batch["audio_mask"])
+    checks.require_keys("batch", batch, ("audio", "text", "audio_mask"))
+    mask = checks.as_array("batch['audio_mask']", batch["audio_mask"])
     if "example_mask" in batch:
-        example_mask = _array("batch['example_mask']", batch["example_mask"])
-        if example_mask.shape != mask.shape[:1]:
-            raise ValueError(
-                f"batch['example_mask']: shape {example_mask.shape}; expected {mask.shape[:1]}"
-            )
+        example_mask = checks.as_array("batch['example_mask']", batch["example_mask"])
+        checks.require_shape("batch['example_mask']", example_mask, mask.shape[:1])
         mask = mask & example_mask[:, None]
     text_mask = batch.get("text_mask")
     if text_mask is not None and "example_mask" in batch:

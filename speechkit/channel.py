@@ -1,15 +1,25 @@
-"""Acoustic channel simulation for synthetic calls (NumPy, seeded).
+"""Acoustic channel simulation for synthetic speech (NumPy, seeded).
 
 Noise at a target SNR (white, pink, babble from other voices), a narrow-band telephone
 channel (8 kHz, 300-3400 Hz band-pass, 8-bit mu-law), a wide-band ("HD voice") one
-(16 kHz, 50-7000 Hz, 14-bit) and gain. Every random choice comes from
-the `np.random.Generator` passed in, so a seed reproduces the audio exactly.
-Waveforms are float32 [samples] in [-1, 1].
+(16 kHz, 50-7000 Hz, 14-bit) and gain. `degrade` puts a clean waveform through all of
+them as a `ChannelConfig` says, drawing the noise kind, SNR and gain per waveform.
+Every random choice comes from the `np.random.Generator` passed in, so a seed
+reproduces the audio exactly. Waveforms are float32 [samples] in [-1, 1].
+
+    >>> import numpy as np
+    >>> from speechkit import channel
+    >>> config = channel.ChannelConfig(snr_db=(10.0, 20.0), telephone="narrowband")
+    >>> clean = np.sin(np.arange(16_000) / 5).astype(np.float32)
+    >>> degraded = channel.degrade(clean, np.random.default_rng(0), config, 16_000)
+    >>> degraded.waveform.shape, degraded.noise in config.noise_kinds
+    ((16000,), True)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -19,6 +29,8 @@ TELEPHONE_RATE = 8_000  # Hz
 TELEPHONE_BAND = (300.0, 3400.0)  # Hz
 WIDEBAND_RATE = 16_000  # Hz: "HD voice" (G.722-like) calls
 WIDEBAND_BAND = (50.0, 7000.0)  # Hz
+NOISE_KINDS = ("pink", "white", "babble")
+TELEPHONE_LINES = ("none", "wideband", "narrowband")
 
 
 def as_waveform(name: str, waveform) -> np.ndarray:
@@ -143,3 +155,123 @@ def wideband_telephone(waveform, sample_rate: int, output_rate: int | None = Non
     levels = 2**13
     line = np.round(np.clip(scipy_signal.sosfilt(sos, wide), -1.0, 1.0) * levels) / levels
     return resample(line.astype(np.float32), WIDEBAND_RATE, output_rate or sample_rate)
+
+
+def check_range(name: str, bounds) -> None:
+    """A ValueError naming `name` unless `bounds` is (low, high) with low <= high."""
+    if len(bounds) != 2 or bounds[0] > bounds[1]:
+        raise ValueError(f"{name}: expected (low, high) with low <= high, got {tuple(bounds)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ChannelConfig:
+    """What `degrade` does to a clean waveform; every field is an experiment setting."""
+
+    snr_db: tuple[float, float] = (15.0, 30.0)  # noise level, drawn uniformly per waveform
+    noise_kinds: tuple[str, ...] = ("pink", "white")  # some of NOISE_KINDS, one drawn
+    # One of TELEPHONE_LINES: "wideband" (50-7000 Hz), "narrowband" (300-3400 Hz, mu-law)
+    # or "none"; the audio comes back at its own rate either way.
+    telephone: str = "none"
+    gain_db: tuple[float, float] | None = None  # drawn after the line; None: no gain, no draw
+    babble_talkers: int = 6  # voices summed into one babble noise
+
+    def __post_init__(self):
+        unknown = set(self.noise_kinds) - set(NOISE_KINDS)
+        if unknown or not self.noise_kinds:
+            raise ValueError(
+                f"noise_kinds: expected some of {', '.join(NOISE_KINDS)}; got {self.noise_kinds}"
+            )
+        if self.telephone not in TELEPHONE_LINES:
+            raise ValueError(
+                f"telephone: expected one of {list(TELEPHONE_LINES)}, got {self.telephone!r}"
+            )
+        check_range("snr_db", self.snr_db)
+        if self.gain_db is not None:
+            check_range("gain_db", self.gain_db)
+        if self.babble_talkers < 1:
+            raise ValueError(f"babble_talkers: expected >= 1, got {self.babble_talkers}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Degraded:
+    """A waveform after `degrade`, with what was drawn for it."""
+
+    waveform: np.ndarray  # float32 [samples] in [-1, 1], the clean one's length and rate
+    noise: str  # the noise kind, one of ChannelConfig.noise_kinds
+    snr_db: float
+    gain_db: float  # 0.0 when ChannelConfig.gain_db is None
+
+
+BabbleVoices = Callable[[np.random.Generator], Sequence[np.ndarray]]
+"""Draws other speakers' waveforms (at the clean waveform's rate) for a babble noise."""
+
+
+def make_noise(
+    rng: np.random.Generator,
+    kind: str,
+    samples: int,
+    babble_voices: BabbleVoices | None = None,
+    talkers: int = 6,
+) -> np.ndarray:
+    """Unit-power noise of `kind` (one of NOISE_KINDS), float32 [samples].
+
+    babble_voices: called with `rng` (only for "babble") before the talkers are drawn.
+    """
+    if kind == "white":
+        return white_noise(rng, samples)
+    if kind == "pink":
+        return pink_noise(rng, samples)
+    if kind == "babble":
+        if babble_voices is None:
+            raise ValueError("make_noise: 'babble' needs babble_voices")
+        return babble(rng, babble_voices(rng), samples, talkers)
+    raise ValueError(f"kind: expected one of {', '.join(NOISE_KINDS)}, got {kind!r}")
+
+
+def through_line(waveform, line: str, sample_rate: int) -> np.ndarray:
+    """The waveform through a telephone line (one of TELEPHONE_LINES), at its own rate."""
+    if line == "wideband":
+        return wideband_telephone(waveform, sample_rate)
+    if line == "narrowband":
+        return telephone(waveform, sample_rate)
+    if line == "none":
+        return as_waveform("waveform", waveform)
+    raise ValueError(f"line: expected one of {list(TELEPHONE_LINES)}, got {line!r}")
+
+
+def degrade(
+    waveform,
+    rng: np.random.Generator,
+    config: ChannelConfig,
+    sample_rate: int,
+    *,
+    babble_voices: BabbleVoices | None = None,
+    noise_before_snr: bool = False,
+) -> Degraded:
+    """Noise at a drawn SNR, the telephone line, a drawn gain, then clipping to [-1, 1].
+
+    Draws from `rng` in this order: the noise kind; the SNR; the noise itself (with any
+    babble voices); the gain (only when `config.gain_db` is set). `noise_before_snr`
+    draws the noise before the SNR instead: corpora first built in that order keep
+    reproducing bit for bit.
+
+    Args:
+      waveform: the clean float32 [samples] at `sample_rate` Hz.
+      babble_voices: required when "babble" is one of `config.noise_kinds`.
+    """
+    if "babble" in config.noise_kinds and babble_voices is None:
+        raise ValueError("degrade: noise_kinds include 'babble', so babble_voices is needed")
+    kind = config.noise_kinds[int(rng.integers(len(config.noise_kinds)))]
+    noise_args = (kind, np.size(waveform), babble_voices, config.babble_talkers)
+    if noise_before_snr:
+        noise = make_noise(rng, *noise_args)
+        snr_db = float(rng.uniform(*config.snr_db))
+    else:
+        snr_db = float(rng.uniform(*config.snr_db))
+        noise = make_noise(rng, *noise_args)
+    degraded = through_line(add_noise(waveform, noise, snr_db), config.telephone, sample_rate)
+    gain_db = 0.0
+    if config.gain_db is not None:
+        gain_db = float(rng.uniform(*config.gain_db))
+        degraded = gain(degraded, gain_db)
+    return Degraded(np.clip(degraded, -1.0, 1.0), kind, snr_db, gain_db)

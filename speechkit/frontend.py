@@ -3,13 +3,14 @@
 Jittable, batched, length-masked. Framing is causal: frame f covers the window that ends
 at sample (f + 1) * hop, zero-padded on the left, so a stream of n samples yields
 exactly n // hop frames, frame f only sees audio up to time (f + 1) * hop, and labels at
-the hop rate line up frame for frame. The MultiQT input is `MULTIQT_FEATURES`: 40
-log-mel bands, 20 ms window, 10 ms hop at 16 kHz.
+the hop rate line up frame for frame. Each task defines its own `FeatureConfig` (its
+feature width and frame rate); the default one is 40 log-mel bands, 20 ms window, 10 ms
+hop at 16 kHz.
 
     >>> import jax.numpy as jnp
     >>> from speechkit import frontend
     >>> audio = jnp.zeros((2, 16000)); lengths = jnp.array([16000, 8000])
-    >>> features, mask = frontend.log_mel(audio, lengths, frontend.MULTIQT_FEATURES)
+    >>> features, mask = frontend.log_mel(audio, lengths, frontend.FeatureConfig())
     >>> features.shape, mask.sum(axis=1).tolist()
     ((2, 100, 40), [100, 50])
 """
@@ -69,20 +70,17 @@ class FeatureConfig:
         return int(round(self.sample_rate * self.hop_ms / 1000))
 
     @property
+    def hop_s(self) -> float:
+        """Seconds per frame (the hop in whole samples): the frame rate is 1 / hop_s."""
+        return self.hop_samples / self.sample_rate
+
+    @property
     def fft(self) -> int:
         return self.fft_size or 1 << (self.window_samples - 1).bit_length()
 
     @property
     def upper(self) -> float:
         return self.sample_rate / 2 if self.upper_hz is None else self.upper_hz
-
-
-MULTIQT_FEATURES = FeatureConfig()
-"""40 log-mel bands, 20 ms Hann window, 10 ms hop, 16 kHz (the MultiQT audio input)."""
-
-KWS_FEATURES = FeatureConfig(window_ms=25.0, hop_ms=10.0, num_mels=64, fft_size=512)
-"""Keyword spotting front end: 64 log-mel bands, 25 ms window, 10 ms hop, 512-point FFT
-(`stft_magnitude` with it gives the 257-bin spectrogram)."""
 
 
 def hz_to_mel(hz):
@@ -159,7 +157,7 @@ def stft_magnitude(audio, lengths, config: FeatureConfig) -> tuple[jax.Array, ja
     return jnp.where(mask[..., None], magnitude, 0.0), mask
 
 
-def log_mel(audio, lengths, config: FeatureConfig = MULTIQT_FEATURES):
+def log_mel(audio, lengths, config: FeatureConfig = FeatureConfig()):
     """Log mel energies: log(|STFT|^2 @ mel filters + floor).
 
     Returns features float32 [B, frames, num_mels] (zero on padding frames) and the frame
@@ -174,7 +172,7 @@ def log_mel(audio, lengths, config: FeatureConfig = MULTIQT_FEATURES):
 _jitted_log_mel = jax.jit(log_mel, static_argnums=2)
 
 
-def waveform_log_mel(waveform: np.ndarray, config: FeatureConfig = MULTIQT_FEATURES) -> np.ndarray:
+def waveform_log_mel(waveform: np.ndarray, config: FeatureConfig = FeatureConfig()) -> np.ndarray:
     """float32 [samples // hop, num_mels] log-mel of one NumPy waveform at config's rate.
 
     For corpus builders: padding to whole 5 s blocks bounds the number of shapes `jit`

@@ -3,6 +3,9 @@
     state = TrainState.create(params, OptimizerConfig(learning_rate=1e-3, total_steps=2000))
     state = state.apply_gradients(grads)
 
+`OptimizerConfig.constant_rate` is AdamW at a constant rate (the baselines); with
+`clip_norm=None` it is exactly `optax.adamw(learning_rate, weight_decay=...)`.
+
 A `TrainState` is a pytree (step, params, opt_state) whose optimiser is static, so
 states stack along a leading axis and a `vmap`-ed step trains several folds at once.
 """
@@ -25,7 +28,7 @@ class OptimizerConfig:
     total_steps: int = 1000  # cosine decay to `final_fraction` of the peak by then
     final_fraction: float = 0.05
     weight_decay: float = 1e-4
-    clip_norm: float = 1.0
+    clip_norm: float | None = 1.0  # global gradient norm; None: no clipping
 
     def __post_init__(self):
         if self.learning_rate <= 0 or self.total_steps < 1 or self.warmup_steps < 0:
@@ -33,6 +36,20 @@ class OptimizerConfig:
                 "OptimizerConfig: expected learning_rate > 0, total_steps >= 1, warmup_steps >= 0; "
                 f"got {self.learning_rate}, {self.total_steps}, {self.warmup_steps}"
             )
+
+    @classmethod
+    def constant_rate(
+        cls, learning_rate: float, weight_decay: float, clip_norm: float | None
+    ) -> OptimizerConfig:
+        """AdamW at a constant `learning_rate`: no warm-up, and a cosine "decay" to
+        final_fraction = 1 of the peak, which multiplies the rate by exactly 1."""
+        return cls(
+            learning_rate=learning_rate,
+            warmup_steps=0,
+            final_fraction=1.0,
+            weight_decay=weight_decay,
+            clip_norm=clip_norm,
+        )
 
 
 def make_optimizer(config: OptimizerConfig) -> optax.GradientTransformation:
@@ -44,10 +61,10 @@ def make_optimizer(config: OptimizerConfig) -> optax.GradientTransformation:
         decay_steps=max(config.total_steps, config.warmup_steps + 1),
         end_value=config.learning_rate * config.final_fraction,
     )
-    return optax.chain(
-        optax.clip_by_global_norm(config.clip_norm),
-        optax.adamw(schedule, weight_decay=config.weight_decay),
-    )
+    adamw = optax.adamw(schedule, weight_decay=config.weight_decay)
+    if config.clip_norm is None:
+        return adamw
+    return optax.chain(optax.clip_by_global_norm(config.clip_norm), adamw)
 
 
 def parameter_count(params) -> int:
@@ -63,7 +80,12 @@ class TrainState(flax.struct.PyTreeNode):
 
     @classmethod
     def create(cls, params, config: OptimizerConfig) -> TrainState:
-        tx = make_optimizer(config)
+        return cls.for_optimizer(params, make_optimizer(config))
+
+    @classmethod
+    def for_optimizer(cls, params, tx: optax.GradientTransformation) -> TrainState:
+        """A step-0 state around an optimiser built once (`make_optimizer`): states that
+        share one `tx` object have one tree structure, so a jitted step compiles once."""
         return cls(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params), tx=tx)
 
     def apply_gradients(self, grads) -> TrainState:

@@ -34,6 +34,7 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
 import numpy as np
@@ -278,6 +279,21 @@ def variants() -> tuple[str, ...]:
 
     folder = os.path.join(espeakng_loader.get_data_path(), "voices", "!v")
     return tuple(sorted(os.listdir(folder)))
+
+
+def draw_voice(
+    rng: np.random.Generator,
+    variants: Sequence[str],
+    rate_wpm: tuple[int, int],
+    pitch: tuple[int, int],
+) -> Voice:
+    """A voice drawn from `rng`: one of `variants`, then a rate (words per minute) and a
+    pitch, each uniform over its inclusive (low, high) range; three draws, in that order."""
+    return Voice(
+        variant=variants[int(rng.integers(len(variants)))],
+        rate=int(rng.integers(rate_wpm[0], rate_wpm[1] + 1)),
+        pitch=int(rng.integers(pitch[0], pitch[1] + 1)),
+    )
 
 
 def _trim_silence(waveform: np.ndarray, start: int, end: int, threshold: float) -> int:

@@ -1,7 +1,7 @@
 """The record schema shared by the KWS builders (`synthetic_kws`, `libritop20`).
 
 One record per utterance:
-  audio           float32 [frames, 64]  log-mel at 10 ms (`speechkit.frontend.KWS_FEATURES`)
+  audio           float32 [frames, 64]  log-mel at 10 ms (`FEATURES`)
   keyword_start   float32 [MAX_KEYWORDS] seconds   \\
   keyword_end     float32 [MAX_KEYWORDS] seconds    | keyword occurrences in time order,
   keyword_label   int32   [MAX_KEYWORDS] class id   | padded (0) after the last one
@@ -25,7 +25,10 @@ import tensorflow_datasets as tfds
 from speechkit import frontend
 
 MAX_KEYWORDS = 32  # keyword slots per record; an utterance with more is an error
-FEATURES = frontend.KWS_FEATURES
+FEATURES = frontend.FeatureConfig(window_ms=25.0, hop_ms=10.0, num_mels=64, fft_size=512)
+"""The keyword spotting audio input: 64 log-mel bands, 25 ms Hann window, 10 ms hop
+(`FEATURES.hop_s`), 512-point FFT (`speechkit.frontend.stft_magnitude` with it gives the
+257-bin spectrogram), 16 kHz."""
 
 
 @dataclasses.dataclass(frozen=True)

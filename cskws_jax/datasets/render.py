@@ -5,7 +5,8 @@ to its text, cross-checked against espeak's word events: an aligned word is kept
 its onset and end are within `tolerance_s` of espeak's (or espeak's is only an estimate);
 otherwise, and for words the alignment did not reach, espeak's interval is used. Each
 interval records its `source`. Voices are split into training and test variants, so
-test speakers are never heard in training.
+test speakers are never heard in training. Noise, gain and the optional telephone line
+are `speechkit.channel.degrade`'s, as `KwsRenderConfig.channel` says.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import numpy as np
 from speechkit import asr, channel, tts
 
 SOURCES = ("alignment", "espeak", "espeak-estimate")
-TELEPHONE_LINES = {
-    "none": None,
-    "wideband": channel.wideband_telephone,
-    "narrowband": channel.telephone,
-}
+# No telephone line by default; "wideband" (50-7000 Hz) or "narrowband" (300-3400 Hz,
+# mu-law) lines give the audio back at 16 kHz.
+KWS_CHANNEL = channel.ChannelConfig(
+    snr_db=(5.0, 30.0), noise_kinds=("pink", "white"), telephone="none", gain_db=(-6.0, 3.0)
+)
 
 
 def voice_variants(split: str) -> tuple[str, ...]:
@@ -37,27 +38,22 @@ def voice_variants(split: str) -> tuple[str, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class KwsRenderConfig:
+    """How an utterance's words become audio; every field is an experiment setting."""
+
     sample_rate: int = 16_000
-    snr_db: tuple[float, float] = (5.0, 30.0)
-    noise_kinds: tuple[str, ...] = ("pink", "white")
-    gain_db: tuple[float, float] = (-6.0, 3.0)
-    rate_wpm: tuple[int, int] = (140, 210)
-    # "none", "wideband" (50-7000 Hz) or "narrowband" (300-3400 Hz, mu-law, back at 16 kHz)
-    telephone: str = "none"
+    channel: channel.ChannelConfig = KWS_CHANNEL  # noise, SNR, gain, telephone line
+    rate_wpm: tuple[int, int] = (140, 210)  # speaking rate, drawn per utterance
+    pitch: tuple[int, int] = (25, 75)  # espeak pitch 0..99, drawn per utterance
     tolerance_s: float = 0.1  # alignment vs espeak word starts and ends
 
     def __post_init__(self):
-        unknown = set(self.noise_kinds) - {"pink", "white"}
-        if unknown or not self.noise_kinds:
-            raise ValueError(f"noise_kinds: expected some of pink, white; got {self.noise_kinds}")
-        if self.telephone not in TELEPHONE_LINES:
+        if "babble" in self.channel.noise_kinds:
             raise ValueError(
-                f"telephone: expected one of {sorted(TELEPHONE_LINES)}, got {self.telephone!r}"
+                "channel.noise_kinds: expected some of pink, white (KWS rendering has no "
+                f"babble voices); got {self.channel.noise_kinds}"
             )
-        for name in ("snr_db", "gain_db", "rate_wpm"):
-            low, high = getattr(self, name)
-            if low > high:
-                raise ValueError(f"{name}: expected (low, high) with low <= high, got {low, high}")
+        for name in ("rate_wpm", "pitch"):
+            channel.check_range(name, getattr(self, name))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,12 +115,7 @@ def render_utterance(
         raise ValueError("render_utterance: no words")
     timings = {}
     clock = time.perf_counter()
-    variants = voice_variants(split)
-    voice = tts.Voice(
-        variant=variants[int(rng.integers(len(variants)))],
-        rate=int(rng.integers(config.rate_wpm[0], config.rate_wpm[1] + 1)),
-        pitch=int(rng.integers(25, 76)),
-    )
+    voice = tts.draw_voice(rng, voice_variants(split), config.rate_wpm, config.pitch)
     text = " ".join(words)
     speech = tts.synthesize(text, voice, config.sample_rate, seed=int(rng.integers(2**31)))
     timings["synthesis"] = time.perf_counter() - clock
@@ -132,19 +123,18 @@ def render_utterance(
     intervals = word_intervals(speech, words, config.tolerance_s)
     timings["alignment"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    kind = config.noise_kinds[int(rng.integers(len(config.noise_kinds)))]
-    noise = (
-        channel.white_noise(rng, speech.waveform.size)
-        if kind == "white"
-        else channel.pink_noise(rng, speech.waveform.size)
+    # The noise is drawn before the SNR: the order the corpora were first built with.
+    degraded = channel.degrade(
+        speech.waveform, rng, config.channel, config.sample_rate, noise_before_snr=True
     )
-    snr_db = float(rng.uniform(*config.snr_db))
-    waveform = channel.add_noise(speech.waveform, noise, snr_db)
-    line = TELEPHONE_LINES[config.telephone]
-    if line is not None:
-        waveform = line(waveform, config.sample_rate)
-    waveform = np.clip(channel.gain(waveform, float(rng.uniform(*config.gain_db))), -1.0, 1.0)
     timings["channel"] = time.perf_counter() - clock
     return RenderedUtterance(
-        waveform, config.sample_rate, intervals, text, voice, snr_db, kind, timings
+        degraded.waveform,
+        config.sample_rate,
+        intervals,
+        text,
+        voice,
+        degraded.snr_db,
+        degraded.noise,
+        timings,
     )

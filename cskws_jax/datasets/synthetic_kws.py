@@ -53,7 +53,7 @@ SIZES = {
 class Utterance:
     """One rendered utterance, as cached between rendering and writing records."""
 
-    features: np.ndarray  # float32 [frames, 64]
+    features: np.ndarray  # float32 [frames, FEATURES.num_mels]
     words: tuple[render.WordInterval, ...]
     text: str
     duration: float  # seconds

@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from multiqt_jax import labels
-from multiqt_jax.datasets.features import NUM_FOLDS, call_features, word_fields
+from multiqt_jax.datasets.features import FEATURES, NUM_FOLDS, call_features, word_fields
 from multiqt_jax.datasets.render import paint_span
 from speechkit import asr, audio_io, corpus, frontend
 
@@ -143,7 +143,7 @@ def convert_call(audio_path: str, task: str) -> dict:
     json_path = stem + ".json"
     if not os.path.exists(json_path):
         raise AnnotationError(f"{audio_path}: no annotation file {json_path}")
-    config = frontend.MULTIQT_FEATURES
+    config = FEATURES
     samples, _ = audio_io.read_audio(audio_path, target_rate=config.sample_rate)
     duration = samples.size / config.sample_rate
     annotation = read_annotation(json_path, task, duration)
@@ -151,7 +151,7 @@ def convert_call(audio_path: str, task: str) -> dict:
     frames = features.shape[0]
     label = np.zeros(frames, np.int32)
     for class_id, start, end in annotation["segments"]:
-        paint_span(label, start, end, class_id)
+        paint_span(label, start, end, class_id, config.hop_s)
     posteriors = np.zeros((0, asr.NUM_SYMBOLS), np.float32)
     words = annotation["asr"]
     if os.path.exists(stem + ".npy"):

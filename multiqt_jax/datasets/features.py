@@ -1,21 +1,26 @@
-"""The record schema shared by the MultiQT call builders (synthetic and annotated)."""
+"""The MultiQT audio features and the record schema shared by the call builders
+(synthetic and annotated)."""
 
 from __future__ import annotations
 
 import numpy as np
 import tensorflow_datasets as tfds
 
-from speechkit import asr
+from speechkit import asr, frontend
 
 NUM_FOLDS = 5  # cross-validation folds; every record carries its fold id 0..NUM_FOLDS-1
+FEATURES = frontend.FeatureConfig(window_ms=20.0, hop_ms=10.0, num_mels=40)
+"""The MultiQT audio input: 40 log-mel bands, 20 ms Hann window, 10 ms hop, 16 kHz;
+labels share its frame rate (`FEATURES.hop_s`)."""
 
 
 def call_features(with_text_posteriors: bool = False) -> tfds.features.FeaturesDict:
-    """audio [frames, 40] and labels [frames] at 10 ms, recognised words with times (s),
-    transcript, fold, call_id, duration (s), snr_db, noise; optionally the user's own
-    character posteriors [frames // 2, asr.NUM_SYMBOLS] at 20 ms."""
+    """audio [frames, FEATURES.num_mels] and labels [frames] at FEATURES.hop_s (10 ms),
+    recognised words with times (s), transcript, fold, call_id, duration (s), snr_db,
+    noise; optionally the user's own character posteriors [frames // 2, asr.NUM_SYMBOLS]
+    at 20 ms."""
     fields = {
-        "audio": tfds.features.Tensor(shape=(None, 40), dtype=np.float32),
+        "audio": tfds.features.Tensor(shape=(None, FEATURES.num_mels), dtype=np.float32),
         "labels": tfds.features.Tensor(shape=(None,), dtype=np.int32),
         "asr_word": tfds.features.Sequence(tfds.features.Text()),
         "asr_start": tfds.features.Tensor(shape=(None,), dtype=np.float32),

@@ -1,11 +1,12 @@
 """Render a call script into a MultiQT example: audio, real ASR, features, labels.
 
 Per call: each turn is synthesised (espeak-ng) with the dispatcher's or the caller's
-voice, turns are joined with pauses, background noise is added at a drawn SNR and the
-result goes through a telephone line (wide-band by default, see `RenderConfig`).
-pocketsphinx then recognises the call audio (its errors are real), and the example
-stores the 40 log-mel features (10 ms), the timed recognised words, and per-10 ms
-labels for both tasks from the synthesis timings.
+voice, turns are joined with pauses, then `speechkit.channel.degrade` adds background
+noise at a drawn SNR and puts the result through a telephone line (wide-band by default,
+see `RenderConfig`). pocketsphinx then recognises the call audio (its errors are real),
+and the example stores the log-mel features (`features.FEATURES`: 40 bands, 10 ms), the
+timed recognised words, and labels for both tasks at the features' frame rate, from the
+synthesis timings.
 
 Stages are timed (`RenderedCall.stage_seconds`) for the build reports.
 """
@@ -19,11 +20,22 @@ import numpy as np
 
 from multiqt_jax import labels
 from multiqt_jax.datasets.dialogue import Turn
+from multiqt_jax.datasets.features import FEATURES
 from speechkit import asr, channel, frontend, tts
 
-LABEL_HOP_S = 0.01  # labels and audio features: one per 10 ms
+LABEL_HOP_S = FEATURES.hop_s  # labels and audio features: one per 10 ms
 DISPATCHER_VARIANTS = ("f1", "f2", "f3", "f4", "m1", "m2", "m3", "m4")
 CALLER_VARIANTS = ("f5", "m5", "m6", "m7", "klatt", "klatt2", "klatt3", "whisperf")
+BABBLE_TEXTS = ("Please hold the line.", "Unit four is on scene.", "Copy that, over.")
+# SNR drawn uniformly per call (WER ~33 %). The line is wide-band: the shipped recogniser
+# is a 16 kHz wide-band model, and narrow-band calls cost it ~30 points of WER (a
+# mismatch a real dispatch centre's telephone model would not have).
+CALL_CHANNEL = channel.ChannelConfig(
+    snr_db=(15.0, 30.0),
+    noise_kinds=("pink", "white", "babble"),
+    telephone="wideband",
+    babble_talkers=4,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,34 +43,23 @@ class RenderConfig:
     """How a script becomes audio; every field is a sweepable experiment setting."""
 
     sample_rate: int = 16_000
-    snr_db: tuple[float, float] = (15.0, 30.0)  # drawn uniformly per call (WER ~33 %)
-    noise_kinds: tuple[str, ...] = ("pink", "white", "babble")
-    # "wideband" (HD voice, 50-7000 Hz), "narrowband" (300-3400 Hz, mu-law) or "none".
-    # The shipped recogniser is a 16 kHz wide-band model: narrow-band calls cost it ~30
-    # points of WER (a mismatch a real dispatch centre's telephone model would not have).
-    telephone: str = "wideband"
+    channel: channel.ChannelConfig = CALL_CHANNEL  # noise, SNR and telephone line
     pause_s: tuple[float, float] = (0.2, 0.8)  # silence between turns
     lead_s: float = 0.3  # silence before the first and after the last turn
-    rate_wpm: tuple[int, int] = (150, 200)
+    rate_wpm: tuple[int, int] = (150, 200)  # speaking rate, drawn per voice
+    pitch: tuple[int, int] = (30, 70)  # espeak pitch 0..99, drawn per voice
     recognizer: asr.RecognizerConfig = asr.RecognizerConfig()
-    features: frontend.FeatureConfig = frontend.MULTIQT_FEATURES
+    features: frontend.FeatureConfig = FEATURES
 
     def __post_init__(self):
-        unknown = set(self.noise_kinds) - {"pink", "white", "babble"}
-        if unknown or not self.noise_kinds:
-            raise ValueError(f"noise_kinds: expected some of pink, white, babble; got {unknown}")
-        if self.telephone not in ("wideband", "narrowband", "none"):
-            raise ValueError(
-                f"telephone: expected 'wideband', 'narrowband' or 'none', got {self.telephone!r}"
-            )
-        if self.snr_db[0] > self.snr_db[1] or self.pause_s[0] > self.pause_s[1]:
-            raise ValueError("snr_db / pause_s: expected (low, high) with low <= high")
+        for name in ("pause_s", "rate_wpm", "pitch"):
+            channel.check_range(name, getattr(self, name))
 
 
 @dataclasses.dataclass(frozen=True)
 class RenderedCall:
-    features: np.ndarray  # float32 [frames, 40] log-mel at 10 ms
-    labels: dict[str, np.ndarray]  # task -> int32 [frames] class ids at 10 ms
+    features: np.ndarray  # float32 [frames, num_mels] log-mel, one frame per hop (10 ms)
+    labels: dict[str, np.ndarray]  # task -> int32 [frames] class ids, on the same frames
     asr_words: tuple[asr.TimedWord, ...]  # recognised words, with emission times
     transcript: str  # what was said
     duration: float  # seconds
@@ -67,30 +68,23 @@ class RenderedCall:
     stage_seconds: dict[str, float]
 
 
-def paint_span(frame_labels: np.ndarray, start: float, end: float, class_id: int) -> None:
-    """Sets the 10 ms label frames of [start, end) seconds to class_id, in place."""
-    frame_labels[int(round(start / LABEL_HOP_S)) : int(round(end / LABEL_HOP_S))] = class_id
+def paint_span(
+    frame_labels: np.ndarray, start: float, end: float, class_id: int, hop_s: float = LABEL_HOP_S
+) -> None:
+    """Sets the label frames (one per hop_s seconds) of [start, end) s to class_id, in place."""
+    frame_labels[int(round(start / hop_s)) : int(round(end / hop_s))] = class_id
 
 
 def _voice(rng: np.random.Generator, variants: tuple[str, ...], config: RenderConfig):
-    return tts.Voice(
-        variant=variants[int(rng.integers(len(variants)))],
-        rate=int(rng.integers(config.rate_wpm[0], config.rate_wpm[1] + 1)),
-        pitch=int(rng.integers(30, 71)),
-    )
+    return tts.draw_voice(rng, variants, config.rate_wpm, config.pitch)
 
 
-def _noise(rng, kind: str, samples: int, config: RenderConfig) -> np.ndarray:
-    if kind == "white":
-        return channel.white_noise(rng, samples)
-    if kind == "pink":
-        return channel.pink_noise(rng, samples)
-    texts = ("Please hold the line.", "Unit four is on scene.", "Copy that, over.")
-    voices = [
+def _babble_voices(rng: np.random.Generator, config: RenderConfig) -> list[np.ndarray]:
+    """Other callers' speech for babble noise: float32 waveforms at config.sample_rate."""
+    return [
         tts.synthesize(text, _voice(rng, CALLER_VARIANTS, config), config.sample_rate).waveform
-        for text in texts
+        for text in BABBLE_TEXTS
     ]
-    return channel.babble(rng, voices, samples, talkers=4)
 
 
 def render_call(
@@ -124,12 +118,14 @@ def render_call(
     timings["synthesis"] += time.perf_counter() - clock
 
     clock = time.perf_counter()
-    kind = config.noise_kinds[int(rng.integers(len(config.noise_kinds)))]
-    snr = float(rng.uniform(*config.snr_db))
-    noisy = channel.add_noise(clean, _noise(rng, kind, clean.size, config), snr)
-    line = {"wideband": channel.wideband_telephone, "narrowband": channel.telephone}
-    audio = line[config.telephone](noisy, rate) if config.telephone != "none" else noisy
-    audio = np.clip(audio, -1.0, 1.0)
+    degraded = channel.degrade(
+        clean,
+        rng,
+        config.channel,
+        rate,
+        babble_voices=lambda voice_rng: _babble_voices(voice_rng, config),
+    )
+    audio = degraded.waveform
     timings["channel"] += time.perf_counter() - clock
 
     clock = time.perf_counter()
@@ -145,14 +141,15 @@ def render_call(
     for turn, start, end in spans:
         for task, name in (("questions", turn.question), ("symptoms", turn.symptom)):
             if name != "none":
-                paint_span(call_labels[task], start, end, labels.classes(task).index(name))
+                class_id = labels.classes(task).index(name)
+                paint_span(call_labels[task], start, end, class_id, config.features.hop_s)
     return RenderedCall(
         features=features,
         labels=call_labels,
         asr_words=recognition.words,
         transcript=" ".join(t.text for t in turns),
         duration=audio.size / rate,
-        snr_db=snr,
-        noise=kind,
+        snr_db=degraded.snr_db,
+        noise=degraded.noise,
         stage_seconds=timings,
     )

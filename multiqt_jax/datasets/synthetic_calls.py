@@ -10,10 +10,11 @@ beside the dataset and both configs read it. Written as ArrayRecord, read with
     builder.download_and_prepare()
     source = tfds.data_source("synthetic_calls/questions-smoke", data_dir=DIR)
 
-Every record: `audio` float32 [frames, 40] log-mel at 10 ms, `labels` int32 [frames]
-class ids at 10 ms, the recognised words (`asr_word`, `asr_start`, `asr_end`,
-`asr_emitted` in seconds; the input pipeline turns them into character frames),
-`transcript`, `fold` (0-4, for 5-fold CV), `call_id`, `duration` (s), `snr_db`, `noise`.
+Every record: `audio` float32 [frames, 40] log-mel at 10 ms (`features.FEATURES`),
+`labels` int32 [frames] class ids at 10 ms, the recognised words (`asr_word`,
+`asr_start`, `asr_end`, `asr_emitted` in seconds; the input pipeline turns them into
+character frames), `transcript`, `fold` (0-4, for 5-fold CV), `call_id`, `duration` (s),
+`snr_db`, `noise`.
 Same seed and size -> identical records.
 """
 

@@ -356,6 +356,7 @@ def test_detections_format_and_map(trained, evaluation):
         ("channels", (), ValueError),
         ("channels", (16, 0), ValueError),
         ("channels", 16, TypeError),
+        ("channels", (16, True), TypeError),
         ("kernel", 0, ValueError),
         ("pool", 1.5, TypeError),
         ("hidden", 0, ValueError),
@@ -364,10 +365,11 @@ def test_detections_format_and_map(trained, evaluation):
         ("clip_norm", float("nan"), ValueError),
         ("radius", -1, ValueError),
         ("min_score", 1.5, ValueError),
+        ("min_score", float("nan"), ValueError),
     ],
 )
 def test_bad_config_names_the_field(field, value, error):
-    with pytest.raises(error, match=f"WindowConfig.{field}"):
+    with pytest.raises(error, match=f"^WindowConfig.{field}: "):
         baselines.WindowConfig(**{field: value})
 
 

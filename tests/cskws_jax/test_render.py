@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from cskws_jax.datasets import render
+from cskws_jax.datasets import features, render
+from speechkit import channel, tts
 
 WORDS = [
     "i",
@@ -36,6 +37,11 @@ def test_train_and_test_voices_are_disjoint():
 def test_word_intervals_cover_the_text_inside_the_audio(utterance):
     assert [w.word for w in utterance.words] == WORDS
     assert utterance.voice.variant in render.voice_variants("train")
+    config = render.KwsRenderConfig()
+    assert config.rate_wpm[0] <= utterance.voice.rate <= config.rate_wpm[1]
+    assert config.pitch[0] <= utterance.voice.pitch <= config.pitch[1]
+    assert utterance.noise in config.channel.noise_kinds
+    assert config.channel.snr_db[0] <= utterance.snr_db <= config.channel.snr_db[1]
     starts = [w.start for w in utterance.words]
     assert starts == sorted(starts)
     for word in utterance.words:
@@ -49,6 +55,27 @@ def test_same_seed_same_utterance(utterance):
     again = render.render_utterance(WORDS, np.random.default_rng(5), "train")
     np.testing.assert_array_equal(again.waveform, utterance.waveform)
     assert again.words == utterance.words
+
+
+def test_draw_voice_takes_inclusive_ranges():
+    rng = np.random.default_rng(0)
+    voices = [tts.draw_voice(rng, ("f1", "m2"), (150, 151), (40, 40)) for _ in range(50)]
+    assert {v.variant for v in voices} == {"f1", "m2"}
+    assert {v.rate for v in voices} == {150, 151} and {v.pitch for v in voices} == {40}
+
+
+def test_the_task_owns_its_features():
+    preset = features.FEATURES
+    assert (preset.num_mels, preset.window_ms, preset.hop_ms, preset.fft) == (64, 25.0, 10.0, 512)
+    assert preset.hop_s == 0.01
+    assert features.kws_features()["audio"].shape == (None, preset.num_mels)
+
+
+def test_bad_config():
+    with pytest.raises(ValueError, match="channel.noise_kinds: expected some of pink, white"):
+        render.KwsRenderConfig(channel=channel.ChannelConfig(noise_kinds=("pink", "babble")))
+    with pytest.raises(ValueError, match="rate_wpm: expected"):
+        render.KwsRenderConfig(rate_wpm=(210, 140))
 
 
 def test_no_words():

@@ -92,25 +92,30 @@ def test_module_docstring_example_runs():
 
 
 @pytest.mark.parametrize(
-    ("field", "value"),
+    ("field", "value", "error"),
     [
-        ("window_s", 0.0),
-        ("hop_s", 0.015),
-        ("min_window_s", 3.0),
-        ("background_per_segment", -1.0),
-        ("n_estimators", 0),
-        ("max_depth", 0),
-        ("n_jobs", 0),
-        ("hidden", (32, 0)),
-        ("epochs", 0),
-        ("batch_size", 0),
-        ("learning_rate", 0.0),
-        ("weight_decay", -1e-3),
-        ("seed", -1),
+        ("window_s", 0.0, ValueError),
+        ("window_s", "1", TypeError),
+        ("hop_s", 0.015, ValueError),
+        ("min_window_s", 3.0, ValueError),
+        ("background_per_segment", -1.0, ValueError),
+        ("background_per_segment", float("nan"), ValueError),
+        ("n_estimators", 0, ValueError),
+        ("n_estimators", 10.0, TypeError),
+        ("max_depth", 0, ValueError),
+        ("n_jobs", 0, ValueError),
+        ("hidden", (32, 0), ValueError),
+        ("hidden", 32, TypeError),
+        ("hidden", (32, True), TypeError),
+        ("epochs", 0, ValueError),
+        ("batch_size", 0, ValueError),
+        ("learning_rate", 0.0, ValueError),
+        ("weight_decay", -1e-3, ValueError),
+        ("seed", -1, ValueError),
     ],
 )
-def test_config_validation_names_the_field(field, value):
-    with pytest.raises((ValueError, TypeError), match=f"BaselineConfig.{field}"):
+def test_config_validation_names_the_field(field, value, error):
+    with pytest.raises(error, match=f"^BaselineConfig.{field}: "):
         baselines.BaselineConfig(**{field: value})
 
 
@@ -244,6 +249,12 @@ def test_bad_widths_and_lengths_name_the_array_and_shape():
         )
     with pytest.raises(ValueError, match=r"features: shape \(3, 108\)"):
         baselines.ForestClassifier(None).predict(np.zeros((3, 108)))
+    with pytest.raises(TypeError, match=r"^y: expected an integer dtype, got float64"):
+        baselines.fit_random_forest(np.zeros((2, 109)), np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match=r"^num_classes: expected an int >= 2, got 1"):
+        baselines.fit_fnn(np.zeros((2, 109)), np.array([0, 0]), num_classes=1)
+    with pytest.raises(KeyError, match=r"batch: missing \['text'\]"):
+        baselines.sliding_labels_batch(Constant(1), {"audio": batch["audio"], "audio_mask": 1})
     # One 20 ms frame more or less is accepted.
     for frames in (299, 301):
         padded = np.resize(text, (frames, 29))

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from multiqt_jax import labels
-from multiqt_jax.datasets import dialogue, render
+from multiqt_jax.datasets import dialogue, features, render
+from speechkit import channel
 
 TURNS = (
     dialogue.Turn("dispatcher", "Is the patient breathing?", question="breathing"),
@@ -19,7 +20,8 @@ def call():
 
 def test_shapes_labels_and_alignment(call):
     frames = call.features.shape[0]
-    assert call.features.shape == (frames, 40) and call.features.dtype == np.float32
+    assert call.features.shape == (frames, features.FEATURES.num_mels)
+    assert call.features.dtype == np.float32
     assert frames == int(call.duration / render.LABEL_HOP_S)
     for task in labels.TASKS:
         assert call.labels[task].shape == (frames,)
@@ -48,8 +50,26 @@ def test_same_seed_same_call(call):
     assert again.asr_words == call.asr_words
 
 
+def test_the_task_owns_its_features():
+    preset = features.FEATURES
+    assert (preset.num_mels, preset.window_ms, preset.hop_ms) == (40, 20.0, 10.0)
+    assert preset.hop_s == render.LABEL_HOP_S == 0.01
+    assert render.RenderConfig().features == preset
+    assert features.call_features()["audio"].shape == (None, preset.num_mels)
+
+
+def test_default_channel():
+    config = render.RenderConfig().channel
+    assert config.telephone == "wideband" and "babble" in config.noise_kinds
+    assert config.gain_db is None  # calls get no gain draw
+
+
 def test_bad_config():
     with pytest.raises(ValueError, match="noise_kinds"):
-        render.RenderConfig(noise_kinds=("thunder",))
+        render.RenderConfig(channel=channel.ChannelConfig(noise_kinds=("thunder",)))
+    with pytest.raises(ValueError, match=r"pause_s: expected \(low, high\)"):
+        render.RenderConfig(pause_s=(0.8, 0.2))
+    with pytest.raises(ValueError, match="pitch: expected"):
+        render.RenderConfig(pitch=(70, 30))
     with pytest.raises(ValueError, match="no turns"):
         render.render_call((), np.random.default_rng(0))

@@ -8,7 +8,8 @@ from scipy.signal import get_window
 
 from speechkit import frontend
 
-CONFIG = frontend.MULTIQT_FEATURES
+CONFIG = frontend.FeatureConfig()  # 40 bands, 20 ms window, 10 ms hop
+WIDE_FFT = frontend.FeatureConfig(window_ms=25.0, hop_ms=10.0, num_mels=64, fft_size=512)
 
 
 def _reference_filterbank(config):
@@ -61,7 +62,7 @@ def test_filterbank_matches_the_formula():
     )
 
 
-@pytest.mark.parametrize("config", [CONFIG, frontend.KWS_FEATURES])
+@pytest.mark.parametrize("config", [CONFIG, WIDE_FFT])
 def test_log_mel_matches_reference(config):
     rng = np.random.default_rng(0)
     audio = np.stack([_speechlike(rng, 8000), _speechlike(rng, 8000)])
@@ -96,6 +97,17 @@ def test_stft_magnitude_of_a_tone_peaks_at_its_bin():
     assert mask.all()
     peak_bins = np.argmax(np.asarray(magnitude[0, 2:]), axis=-1)
     assert set(peak_bins.tolist()) == {round(1000.0 * fft / rate)}
+
+
+@pytest.mark.parametrize(
+    "kwargs, hop_samples, hop_s",
+    [(dict(), 160, 0.01), (dict(sample_rate=8000, hop_ms=12.5, window_ms=25.0), 100, 0.0125)],
+)
+def test_hop_in_samples_and_seconds(kwargs, hop_samples, hop_s):
+    config = frontend.FeatureConfig(**kwargs)
+    assert config.hop_samples == hop_samples and config.hop_s == hop_s
+    # One frame per hop: a second of audio has 1 / hop_s frames.
+    assert frontend.num_frames(config.sample_rate, config) == round(1 / hop_s)
 
 
 @pytest.mark.parametrize(

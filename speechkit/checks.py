@@ -1,0 +1,218 @@
+"""Argument checks with errors that name what is wrong, for configs and functions.
+
+Each check takes `name`, what to call the value in the error ("Config.field" for a
+dataclass field, the argument's name otherwise), raises TypeError for a value of the
+wrong kind and ValueError for one out of range, and returns the value in a plain form
+(a Python int or tuple, an array's shape):
+
+    def __post_init__(self):  # of a frozen dataclass BaselineConfig
+        checks.require_number("BaselineConfig.window_s", self.window_s, above=0)
+    # ValueError: BaselineConfig.window_s: expected > 0, got -1.0
+
+The array checks read only shapes and dtypes (never values), so they also run on traced
+arrays inside `jax.jit`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Collection, Iterable, Mapping, Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+# ------------------------------------------------------------------------------ numbers
+
+
+@dataclasses.dataclass(frozen=True)
+class _Bounds:
+    """At most one lower bound (strict `above` or inclusive `at_least`) and one upper."""
+
+    above: float | None = None
+    at_least: float | None = None
+    below: float | None = None
+    at_most: float | None = None
+
+    def contain(self, value) -> bool:
+        return not (
+            (self.above is not None and not value > self.above)
+            or (self.at_least is not None and not value >= self.at_least)
+            or (self.below is not None and not value < self.below)
+            or (self.at_most is not None and not value <= self.at_most)
+        )
+
+    def text(self, noun: str) -> str:
+        """The bounds in words after `noun`: "> 0", "an int >= 1", "a value in (0, 1]"."""
+        low = self.above if self.above is not None else self.at_least
+        high = self.below if self.below is not None else self.at_most
+        if low is not None and high is not None:
+            left = "(" if self.above is not None else "["
+            right = ")" if self.below is not None else "]"
+            return f"{noun or 'a value'} in {left}{low}, {high}{right}"
+        if low is not None:
+            return f"{noun} {'>' if self.above is not None else '>='} {low}".lstrip()
+        if high is not None:
+            return f"{noun} {'<' if self.below is not None else '<='} {high}".lstrip()
+        return noun or "a finite number"
+
+
+def require_number(name: str, value, *, above=None, at_least=None, below=None, at_most=None):
+    """A finite real number (not a bool) within the given bounds; returns it unchanged.
+
+    `above` / `below` are strict bounds, `at_least` / `at_most` inclusive ones.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name}: expected a finite number, got {value!r}")
+    bounds = _Bounds(above, at_least, below, at_most)
+    if not bounds.contain(value):
+        raise ValueError(f"{name}: expected {bounds.text('')}, got {value!r}")
+    return value
+
+
+def require_int(name: str, value, *, at_least=None, at_most=None) -> int:
+    """An integer (Python or NumPy, not a bool) within inclusive bounds, as a Python int.
+
+    A traced value is not an int: this also checks that an argument is static.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: expected an int, got {value!r}")
+    bounds = _Bounds(at_least=at_least, at_most=at_most)
+    if not bounds.contain(value):
+        raise ValueError(f"{name}: expected {bounds.text('an int')}, got {value!r}")
+    return int(value)
+
+
+def require_frames(name: str, seconds, frame_s: float) -> int:
+    """A duration in seconds that is a positive whole number of frames of `frame_s`
+    seconds (within 1e-6 of a frame); returns the frame count, round(seconds / frame_s)."""
+    require_number(name, seconds, above=0)
+    frames = round(seconds / frame_s)
+    if frames < 1 or abs(seconds / frame_s - frames) > 1e-6:
+        raise ValueError(
+            f"{name}: expected a positive whole number of {frame_s * 1000:g} ms frames, "
+            f"got {seconds!r} s"
+        )
+    return int(frames)
+
+
+def require_at_most(name: str, value, bound_name: str, bound) -> None:
+    """value <= bound, where bound is another setting (named in the error)."""
+    if not value <= bound:
+        raise ValueError(f"{name}: expected <= {bound_name} ({bound!r}), got {value!r}")
+
+
+def require_interval(name: str, pair) -> tuple:
+    """A (low, high) pair of finite numbers with low <= high; returns it as a tuple."""
+    if isinstance(pair, (str, bytes)) or not isinstance(pair, Iterable):
+        raise TypeError(f"{name}: expected a (low, high) pair, got {pair!r}")
+    pair = tuple(pair)
+    if len(pair) != 2:
+        raise ValueError(f"{name}: expected a (low, high) pair, got {pair!r}")
+    for value in pair:
+        require_number(name, value)
+    if pair[0] > pair[1]:
+        raise ValueError(f"{name}: expected (low, high) with low <= high, got {pair!r}")
+    return pair
+
+
+def require_ints(name: str, values, *, at_least=None, non_empty: bool = False) -> tuple[int, ...]:
+    """A sequence of ints (e.g. layer widths), each >= at_least; returns a tuple of ints."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name}: expected a tuple of ints, got {values!r}")
+    values = tuple(values)
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values):
+        raise TypeError(f"{name}: expected a tuple of ints, got {values!r}")
+    bounds = _Bounds(at_least=at_least)
+    if (non_empty and not values) or not all(bounds.contain(v) for v in values):
+        count = "one or more" if non_empty else "a tuple of"
+        raise ValueError(f"{name}: expected {count} {bounds.text('ints')}, got {values!r}")
+    return tuple(int(v) for v in values)
+
+
+# ------------------------------------------------------------------------------ choices
+
+
+def require_choice(name: str, value, choices: Collection):
+    """One of `choices`; returns it unchanged."""
+    if value not in choices:
+        raise ValueError(f"{name}: expected one of {tuple(choices)!r}, got {value!r}")
+    return value
+
+
+def require_subset(name: str, values, choices: Collection) -> tuple:
+    """A non-empty sequence of items of `choices` (e.g. the noise kinds to mix); returns
+    it as a tuple."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name}: expected a tuple of {tuple(choices)!r}, got {values!r}")
+    values = tuple(values)
+    if not values or any(v not in choices for v in values):
+        raise ValueError(f"{name}: expected some of {tuple(choices)!r}, got {values!r}")
+    return values
+
+
+def require_keys(name: str, mapping, keys: Iterable[str]) -> None:
+    """A mapping (a dict of arrays, a batch) holding every key of `keys`."""
+    if not isinstance(mapping, Mapping):
+        raise TypeError(f"{name}: expected a dict, got {type(mapping).__name__}")
+    missing = [k for k in keys if k not in mapping]
+    if missing:
+        raise KeyError(f"{name}: missing {missing}; has {sorted(mapping)}")
+
+
+# ------------------------------------------------------------------------------- arrays
+
+
+def as_array(name: str, value, dtype=None) -> np.ndarray:
+    """np.asarray(value, dtype), with a TypeError naming `name` if that fails."""
+    try:
+        return np.asarray(value) if dtype is None else np.asarray(value, dtype)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name}: expected an array, got {type(value).__name__}") from err
+
+
+def _layout(expected: Sequence[int | str]) -> str:
+    return "[" + ", ".join(str(size) for size in expected) + "]"
+
+
+def require_shape(name: str, value, expected: Sequence[int | str], note: str = "") -> tuple:
+    """An array (or a traced one) of shape `expected`, one entry per axis: an int is that
+    exact size, a str names a size that may be anything ("B", "T"). Returns the shape.
+
+    `note` (e.g. "log-mel bands at 10 ms") is added to the error, which reads
+    "audio: shape (8, 600, 41); expected [B, T, 40] (log-mel bands at 10 ms)".
+    """
+    shape = tuple(np.shape(value))
+    fits = len(shape) == len(expected) and all(
+        isinstance(want, str) or size == want for size, want in zip(shape, expected, strict=True)
+    )
+    if not fits:
+        suffix = f" ({note})" if note else ""
+        raise ValueError(f"{name}: shape {shape}; expected {_layout(expected)}{suffix}")
+    return shape
+
+
+_DTYPE_KINDS = {  # kind -> (its name in errors, the dtype class); jnp knows bfloat16
+    "bool": ("dtype bool", jnp.bool_),
+    "int": ("an integer dtype", jnp.integer),
+    "float": ("a floating dtype", jnp.floating),
+}
+
+
+def require_dtype(name: str, value, kind: str) -> None:
+    """An array whose dtype is of `kind`: "bool", "int" (any integer) or "float" (any
+    floating, bfloat16 included)."""
+    dtype = value.dtype if hasattr(value, "dtype") else as_array(name, value).dtype
+    wanted, dtype_class = _DTYPE_KINDS[kind]
+    if not jnp.issubdtype(dtype, dtype_class):
+        raise TypeError(f"{name}: expected {wanted}, got {dtype}")
+
+
+def require_mask(name: str, value, shape: Sequence[int | str], note: str = "") -> tuple:
+    """A bool array of shape `shape` (`require_shape`); returns its shape."""
+    shape = require_shape(name, value, shape, note)
+    require_dtype(name, value, "bool")
+    return shape
