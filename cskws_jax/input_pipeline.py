@@ -5,6 +5,7 @@ whole-utterance evaluation batches, both padded and masked.
     keywords = list(tfds.builder("synthetic_kws/quick", data_dir=DIR).info.metadata["keywords"])
     train = training_batches(source["train"], PipelineConfig(), num_keywords=20, seed=0)
     test = evaluation_batches(source["test"], PipelineConfig(), num_keywords=20)
+    # optional: indices=[...] (records of the source; all when None)
     batch = next(iter(train))      # grain iterators: get_state() / set_state()
 
 A batch (B = batch_size, T frames of 10 ms, E = max_events):
@@ -25,7 +26,10 @@ shift; `shift_repeats`); a longer one is cropped at a random frame. A word cut b
 crop's edge is kept, clipped to the crop, when at least `min_visible` of it is inside,
 and dropped otherwise (it is not in the audio the model sees). Evaluation batches hold
 whole utterances, padded to a multiple of `pad_multiple` frames, in length order, events
-unchanged. Same seed -> same batches.
+unchanged. Same seed -> same batches. The epoch plan (shuffled by (seed, epoch), no
+bucketing), padding and Grain dataset are `speechkit.batching`'s; this module adds the
+records' events (`record_events`), the crops (`crop`, `whole`) and the batch fields
+(`collate`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import grain.python as grain
 import numpy as np
 
 from cskws_jax.datasets.features import FEATURES
+from speechkit import batching
 
 HOP_S = FEATURES.hop_ms / 1000  # seconds per audio frame
 INTERVAL_TOLERANCE_S = 0.05  # a word may end this much after the audio
@@ -68,6 +73,17 @@ class PipelineConfig:
     @property
     def crop_frames(self) -> int:
         return int(round(self.crop_s / HOP_S))
+
+    def batching_config(self, evaluation: bool = False) -> batching.BatchingConfig:
+        """The shared epoch plan: training shuffles the examples (no bucketing), evaluation
+        is one pass sorted by length."""
+        return batching.BatchingConfig(
+            batch_size=self.batch_size,
+            num_epochs=1 if evaluation else self.num_epochs,
+            shuffle=self.shuffle and not evaluation,
+            bucket_window=None if evaluation else 1,
+            drop_remainder=self.drop_remainder,
+        )
 
 
 def record_events(record, num_keywords: int, unknown_class: bool):
@@ -158,83 +174,57 @@ def collate(
     examples: list[dict], records: list[int], config: PipelineConfig, frames: int
 ) -> dict[str, np.ndarray]:
     """Pads examples (audio to `frames`, events to max_events) into one batch."""
-    rows, slots = config.batch_size, config.max_events
-    batch = {
-        "audio": np.zeros((rows, frames, FEATURES.num_mels), np.float32),
-        "audio_mask": np.zeros((rows, frames), bool),
-        "start": np.zeros((rows, slots), np.float32),
-        "end": np.zeros((rows, slots), np.float32),
-        "label": np.zeros((rows, slots), np.int32),
-        "valid": np.zeros((rows, slots), bool),
-        "duration": np.zeros(rows, np.float32),
-        "example_mask": np.zeros(rows, bool),
-        "record": np.full(rows, -1, np.int32),
-    }
-    for row, (example, record) in enumerate(zip(examples, records, strict=True)):
-        length, events = example["audio"].shape[0], example["label"].size
-        if events > slots:
+    slots = config.max_events
+    rows = [{**e, "record": record} for e, record in zip(examples, records, strict=True)]
+    for row in rows:
+        if row["label"].size > slots:
             raise ValueError(
-                f"record {record} ({example['name']}): {events} events (keywords + unknown "
-                f"words) in one row, more than PipelineConfig.max_events = {slots}"
+                f"record {row['record']} ({row['name']}): {row['label'].size} events "
+                f"(keywords + unknown words) in one row, more than PipelineConfig.max_events "
+                f"= {slots}"
             )
-        batch["audio"][row, :length] = example["audio"]
-        batch["audio_mask"][row, :length] = True
-        for field in ("start", "end", "label"):
-            batch[field][row, :events] = example[field]
-        batch["valid"][row, :events] = True
-        batch["duration"][row] = example["duration"]
-        batch["example_mask"][row] = True
-        batch["record"][row] = record
-    return batch
-
-
-def _cut(order: np.ndarray, config: PipelineConfig) -> list[np.ndarray]:
-    plan = [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
-    if config.drop_remainder and plan and len(plan[-1]) < config.batch_size:
-        plan = plan[:-1]
-    return plan
+    fields = {
+        "audio": batching.Field(np.float32, frames, mask="audio_mask"),
+        "start": batching.Field(np.float32, slots),
+        "end": batching.Field(np.float32, slots),
+        "label": batching.Field(np.int32, slots, mask="valid"),
+        "duration": batching.Field(np.float32),
+        "record": batching.Field(np.int32, fill=-1),
+    }
+    return batching.collate(rows, fields, config.batch_size)
 
 
 def training_batches(
-    source, config: PipelineConfig, num_keywords: int, seed: int = 0, indices=None
+    source, config: PipelineConfig, *, num_keywords: int, seed: int = 0, indices=None
 ) -> grain.MapDataset:
-    """Batches of random `crop_s` crops over source[indices] for config.num_epochs."""
-    indices = np.arange(len(source)) if indices is None else np.asarray(indices, np.int64)
-    if indices.size == 0:
-        raise ValueError("training_batches: no records selected")
-    plan = []
-    for epoch in range(config.num_epochs):
-        order = indices
-        if config.shuffle:
-            order = np.random.default_rng([seed, epoch]).permutation(indices)
-        plan.extend(_cut(order, config))
+    """Batches of random `crop_s` crops over source[indices] (all records when None) for
+    config.num_epochs; the crop of row r of step s is drawn with the seed (seed, s, r)."""
+    indices = batching.select(len(source), indices)
+    steps = batching.plan(indices, config.batching_config(), seed=seed)
 
-    def load(step: int) -> dict[str, np.ndarray]:
-        records = [int(i) for i in plan[step]]
+    def load(step: int, records: np.ndarray) -> dict[str, np.ndarray]:
         examples = [
-            crop(source[i], config, num_keywords, np.random.default_rng([seed, step, row]))
+            crop(source[int(i)], config, num_keywords, np.random.default_rng([seed, step, row]))
             for row, i in enumerate(records)
         ]
-        return collate(examples, records, config, config.crop_frames)
+        return collate(examples, records.tolist(), config, config.crop_frames)
 
-    return grain.MapDataset.range(len(plan)).map(load)
+    return batching.map_dataset(steps, load)
 
 
 def evaluation_batches(
-    source, config: PipelineConfig, num_keywords: int, indices=None
+    source, config: PipelineConfig, *, num_keywords: int, indices=None
 ) -> grain.MapDataset:
-    """One pass over whole utterances of source[indices], in length order."""
-    indices = np.arange(len(source)) if indices is None else np.asarray(indices, np.int64)
-    if indices.size == 0:
-        raise ValueError("evaluation_batches: no records selected")
+    """One pass over whole utterances of source[indices] (all records when None), in
+    length order."""
+    indices = batching.select(len(source), indices)
     durations = np.array([float(source[int(i)]["duration"]) for i in indices])
-    plan = _cut(indices[np.argsort(durations, kind="stable")], config)
+    steps = batching.plan(indices, config.batching_config(evaluation=True), lengths=durations)
 
-    def load(step: int) -> dict[str, np.ndarray]:
-        records = [int(i) for i in plan[step]]
-        examples = [whole(source[i], config, num_keywords) for i in records]
+    def load(step: int, records: np.ndarray) -> dict[str, np.ndarray]:
+        examples = [whole(source[int(i)], config, num_keywords) for i in records]
         longest = max(e["audio"].shape[0] for e in examples)
-        frames = -(-longest // config.pad_multiple) * config.pad_multiple
-        return collate(examples, records, config, frames)
+        frames = batching.round_up(longest, config.pad_multiple)
+        return collate(examples, records.tolist(), config, frames)
 
-    return grain.MapDataset.range(len(plan)).map(load)
+    return batching.map_dataset(steps, load)

@@ -129,7 +129,7 @@ def train_candidate(candidate: Candidate, config, source, workdir: str):
         unknown_class=candidate.unknown_class,
     )
     dataset = input_pipeline.training_batches(
-        source, pipeline, candidate.num_keywords, seed=config.seed
+        source, pipeline, num_keywords=candidate.num_keywords, seed=config.seed
     )
     key = jax.random.key(config.seed)
     if candidate.name == "sliding_window":
@@ -168,7 +168,9 @@ def train_candidate(candidate: Candidate, config, source, workdir: str):
 
 def evaluate_candidate(candidate: Candidate, params, config, source, workdir: str) -> dict:
     pipeline = input_pipeline.PipelineConfig(batch_size=config.eval.batch_size, unknown_class=False)
-    batches = list(input_pipeline.evaluation_batches(source, pipeline, candidate.num_keywords))
+    batches = list(
+        input_pipeline.evaluation_batches(source, pipeline, num_keywords=candidate.num_keywords)
+    )
     for batch in batches:  # compile every shape once, outside the timing
         jax.block_until_ready(candidate.detect(params, batch))
     found, started = [], time.perf_counter()

@@ -166,7 +166,7 @@ def _eval_batches(source, indices, config, index):
         pad_multiple=config.train.pad_multiple,
         causal_text=causal_text(config),
     )
-    return input_pipeline.batches(source, indices, pipeline, index=index)
+    return input_pipeline.batches(source, pipeline, indices=indices, index=index)
 
 
 class FoldTrainer:
@@ -195,9 +195,9 @@ class FoldTrainer:
         self.datasets = [
             input_pipeline.batches(
                 source,
-                self.train_sets[self._fold(slot)],
                 pipeline,
                 seed=config.seed * 1000 + self._fold(slot),
+                indices=self.train_sets[self._fold(slot)],
                 index=index,
             )
             for slot in self.mine

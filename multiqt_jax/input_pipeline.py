@@ -2,7 +2,8 @@
 
     source = tfds.data_source("synthetic_calls/questions-quick", data_dir=DIR)["train"]
     index = CorpusIndex.read(source)
-    dataset = batches(source, index.select(folds=(0, 1, 2, 3)), PipelineConfig(), seed=0)
+    train = index.select(folds=(0, 1, 2, 3))
+    dataset = batches(source, PipelineConfig(), seed=0, indices=train, index=index)
     iterator = iter(dataset)            # grain iterator: get_state() / set_state()
     batch = next(iterator)
 
@@ -13,10 +14,12 @@ A batch (B = batch_size; frames padded to a multiple of `pad_multiple` 10 ms ste
   audio_mask bool [B, Ta], text_mask bool [B, Ta // 2], example_mask bool [B]
   (example_mask is False on the filler rows of a last, partial batch)
 
-Order: each epoch shuffles with (seed, epoch), then sorts windows of
-`bucket_window * batch_size` examples by length before cutting batches (bucketing: less
-padding) and shuffles the batches. Same seed -> same batches; the iterator's state can
-be checkpointed and restored mid-epoch.
+Order (`speechkit.batching.epoch_plan`): each epoch shuffles with (seed, epoch), then
+sorts windows of about `bucket_window * batch_size` examples by length before cutting
+batches (bucketing: less padding) and shuffles the batches. Same seed -> same batches;
+the iterator's state can be checkpointed and restored mid-epoch. This module adds what
+is MultiQT's: records -> examples (`to_example`, text frames from the recognised words),
+the corpus index of folds and lengths (`CorpusIndex`) and the batch fields (`collate`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import grain.python as grain
 import numpy as np
 
 from multiqt_jax.datasets.features import recognised_words
-from speechkit import asr
+from speechkit import asr, batching
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +49,18 @@ class PipelineConfig:
                 raise ValueError(f"PipelineConfig.{name}: expected >= 1, got {getattr(self, name)}")
         if self.pad_multiple % 2:
             raise ValueError("PipelineConfig.pad_multiple: must be even (text frames are 2 steps)")
+
+    @property
+    def batching_config(self) -> batching.BatchingConfig:
+        """The shared epoch plan: bucketed, and batches shuffled whenever examples are."""
+        return batching.BatchingConfig(
+            batch_size=self.batch_size,
+            num_epochs=self.num_epochs,
+            shuffle=self.shuffle,
+            bucket_window=self.bucket_window,
+            shuffle_batches=self.shuffle,
+            drop_remainder=self.drop_remainder,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,86 +110,35 @@ def to_example(record, causal_text: bool) -> dict[str, np.ndarray]:
     return {"audio": audio, "text": text, "labels": labels}
 
 
-def epoch_plan(
-    lengths: np.ndarray, config: PipelineConfig, seed: int, epoch: int
-) -> list[np.ndarray]:
-    """Batches of positions into `lengths` for one epoch (see the module docstring)."""
-    order = np.arange(len(lengths))
-    rng = np.random.default_rng([seed, epoch])
-    if config.shuffle:
-        order = rng.permutation(order)
-    window = config.batch_size * config.bucket_window
-    if config.bucket_window > 1:
-        order = (
-            np.concatenate(
-                [
-                    chunk[np.argsort(lengths[chunk], kind="stable")]
-                    for chunk in np.array_split(order, max(1, int(np.ceil(len(order) / window))))
-                ]
-            )
-            if len(order)
-            else order
-        )
-    plan = [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
-    if config.drop_remainder and plan and len(plan[-1]) < config.batch_size:
-        plan = plan[:-1]
-    if config.shuffle:
-        plan = [plan[i] for i in rng.permutation(len(plan))]
-    return plan
-
-
-def _pad(array: np.ndarray, length: int) -> np.ndarray:
-    return np.pad(array, [(0, length - array.shape[0])] + [(0, 0)] * (array.ndim - 1))
-
-
 def collate(examples: list[dict], config: PipelineConfig) -> dict[str, np.ndarray]:
     """Pads examples into one batch of config.batch_size rows, with masks."""
-    longest = max(e["audio"].shape[0] for e in examples)
-    frames = int(np.ceil(max(longest, 1) / config.pad_multiple) * config.pad_multiple)
-    rows = config.batch_size
-    batch = {
-        "audio": np.zeros((rows, frames, examples[0]["audio"].shape[1]), np.float32),
-        "text": np.zeros((rows, frames // 2, asr.NUM_SYMBOLS), np.float32),
-        "labels": np.zeros((rows, frames), np.int32),
-        "audio_mask": np.zeros((rows, frames), bool),
-        "text_mask": np.zeros((rows, frames // 2), bool),
-        "example_mask": np.zeros(rows, bool),
+    frames = batching.round_up(max(e["audio"].shape[0] for e in examples), config.pad_multiple)
+    fields = {
+        "audio": batching.Field(np.float32, frames, mask="audio_mask"),
+        "text": batching.Field(np.float32, frames // 2, mask="text_mask"),
+        "labels": batching.Field(np.int32, frames),
     }
-    for row, example in enumerate(examples):
-        length = example["audio"].shape[0]
-        batch["audio"][row] = _pad(example["audio"], frames)
-        batch["text"][row] = _pad(example["text"], frames // 2)
-        batch["labels"][row] = _pad(example["labels"], frames)
-        batch["audio_mask"][row, :length] = True
-        batch["text_mask"][row, : example["text"].shape[0]] = True
-        batch["example_mask"][row] = True
-    return batch
+    return batching.collate(examples, fields, config.batch_size)
 
 
 def batches(
     source,
-    indices,
-    config: PipelineConfig = PipelineConfig(),
+    config: PipelineConfig,
+    *,
     seed: int = 0,
+    indices=None,
     index: CorpusIndex | None = None,
 ) -> grain.MapDataset:
-    """A Grain dataset of padded batches over `source[indices]` for config.num_epochs.
+    """A Grain dataset of padded batches over `source[indices]` (all records when None)
+    for config.num_epochs.
 
     index: the corpus index (read from the source when not given).
     """
-    indices = np.asarray(indices, np.int64)
-    if indices.size == 0:
-        raise ValueError("batches: no records selected")
-    index = index or CorpusIndex.read(source)
-    lengths = index.frames[indices]
-    plan = [
-        indices[positions]
-        for epoch in range(config.num_epochs)
-        for positions in epoch_plan(lengths, config, seed, epoch)
-    ]
+    indices = batching.select(len(source), indices)
+    index = CorpusIndex.read(source) if index is None else index
+    steps = batching.plan(indices, config.batching_config, seed=seed, lengths=index.frames[indices])
 
-    def load(step: int) -> dict[str, np.ndarray]:
-        examples = [to_example(source[int(i)], config.causal_text) for i in plan[step]]
-        return collate(examples, config)
+    def load(step: int, records: np.ndarray) -> dict[str, np.ndarray]:
+        return collate([to_example(source[int(i)], config.causal_text) for i in records], config)
 
-    return grain.MapDataset.range(len(plan)).map(load)
+    return batching.map_dataset(steps, load)

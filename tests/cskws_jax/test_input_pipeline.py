@@ -84,14 +84,14 @@ def test_unknown_class_can_be_left_out():
 def test_training_batches_are_seeded_masked_and_resumable():
     source = [SHORT, LONG, SHORT, LONG, LONG]
     config = pipeline.PipelineConfig(batch_size=2, crop_s=3.0, num_epochs=2)
-    dataset = pipeline.training_batches(source, config, K, seed=3)
+    dataset = pipeline.training_batches(source, config, num_keywords=K, seed=3)
     batches = list(dataset)
     assert len(batches) == 6  # 3 per epoch, the last one partial
-    again = list(pipeline.training_batches(source, config, K, seed=3))
+    again = list(pipeline.training_batches(source, config, num_keywords=K, seed=3))
     for a, b in zip(batches, again, strict=True):
         for key in a:
             np.testing.assert_array_equal(a[key], b[key])
-    other = list(pipeline.training_batches(source, config, K, seed=4))
+    other = list(pipeline.training_batches(source, config, num_keywords=K, seed=4))
     assert any(
         not np.array_equal(a["audio"], b["audio"]) for a, b in zip(batches, other, strict=True)
     )
@@ -115,8 +115,10 @@ def test_training_batches_are_seeded_masked_and_resumable():
 def test_evaluation_batches_hold_whole_utterances_in_length_order():
     source = [LONG, SHORT, LONG]
     config = pipeline.PipelineConfig(batch_size=2, pad_multiple=100)
-    batches = list(pipeline.evaluation_batches(source, config, K))
+    batches = list(pipeline.evaluation_batches(source, config, num_keywords=K))
     assert [b["record"].tolist() for b in batches] == [[1, 0], [2, -1]]
+    picked = list(pipeline.evaluation_batches(source, config, num_keywords=K, indices=[2, 1]))
+    assert [b["record"].tolist() for b in picked] == [[1, 2]]
     first = batches[0]
     assert first["audio"].shape == (2, 900, 64)
     assert first["audio_mask"].sum(axis=1).tolist() == [150, 900]
@@ -133,7 +135,11 @@ def test_bad_records_are_named():
     with pytest.raises(ValueError, match="'long': keyword labels .* outside"):
         pipeline.whole(LONG, config, num_keywords=1)
     with pytest.raises(ValueError, match=r"record 0 \('long'\): 4 events .*max_events = 2"):
-        list(pipeline.evaluation_batches([LONG], config, K))
+        list(pipeline.evaluation_batches([LONG], config, num_keywords=K))
+    with pytest.raises(ValueError, match="no records selected"):
+        pipeline.training_batches([LONG], config, num_keywords=K, indices=[])
+    with pytest.raises(ValueError, match=r"indices \[3\] outside a source of 1 records"):
+        pipeline.evaluation_batches([LONG], config, num_keywords=K, indices=[0, 3])
     with pytest.raises(ValueError, match="more than the record's MAX_KEYWORDS"):
         interval_fields([Word("alpha", i, i + 0.5) for i in range(MAX_KEYWORDS + 1)], KEYWORDS, "x")
     reversed_word = {**SHORT, "keyword_end": SHORT["keyword_start"] - 0.1}
@@ -153,12 +159,12 @@ def test_smoke_corpus_batches(smoke_build):
     data_dir, _ = smoke_build
     source = tfds.data_source("synthetic_kws/smoke", data_dir=str(data_dir))
     config = pipeline.PipelineConfig(batch_size=4, crop_s=3.0)
-    for batch in pipeline.training_batches(source["train"], config, 20, seed=0):
+    for batch in pipeline.training_batches(source["train"], config, num_keywords=20, seed=0):
         valid = batch["valid"]
         assert np.all((batch["start"][valid] >= 0) & (batch["end"][valid] <= 3.0 + 1e-6))
         assert np.all(batch["label"][valid] <= 20)
     total = 0.0
-    for batch in pipeline.evaluation_batches(source["test"], config, 20):
+    for batch in pipeline.evaluation_batches(source["test"], config, num_keywords=20):
         total += float(batch["duration"].sum())
     expected = sum(float(source["test"][i]["duration"]) for i in range(len(source["test"])))
     assert total == pytest.approx(expected, rel=1e-6)

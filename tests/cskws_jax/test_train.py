@@ -97,7 +97,7 @@ def smoke_detector(data_dir, steps=300):
     """(train source, trained net, params, losses) on the smoke corpus."""
     source = tfds.data_source("synthetic_kws/smoke", data_dir=str(data_dir))["train"]
     config = input_pipeline.PipelineConfig(batch_size=8, crop_s=4.0, num_epochs=steps + 1)
-    batches = iter(input_pipeline.training_batches(source, config, 20, seed=0))
+    batches = iter(input_pipeline.training_batches(source, config, num_keywords=20, seed=0))
     batch = next(batches)
     net = model.AfKws(SMALL)
     optimizer = train.OptimizerConfig(learning_rate=3e-3, warmup_steps=20, total_steps=steps)
@@ -117,7 +117,7 @@ def sliding_window_baseline(source, steps=300):
     state = baselines.create_train_state(config, 20, jax.random.key(0))
     step = jax.jit(functools.partial(baselines.train_step, config=config, num_keywords=20))
     crops = input_pipeline.PipelineConfig(batch_size=8, crop_s=4.0, num_epochs=steps)
-    for batch in input_pipeline.training_batches(source, crops, 20, seed=0):
+    for batch in input_pipeline.training_batches(source, crops, num_keywords=20, seed=0):
         state, _ = step(state, batch)
     return jax.jit(
         functools.partial(baselines.detections, config=config, num_keywords=20, max_detections=64)
@@ -132,7 +132,7 @@ def test_training_on_smoke_data_learns_and_beats_the_sliding_window(smoke_build)
     source, net, params, losses = smoke_detector(data_dir)
     assert np.mean(losses[-20:]) < 0.5 * np.mean(losses[:20]), losses[::30]
     config = input_pipeline.PipelineConfig(batch_size=8, unknown_class=False)
-    batches = list(input_pipeline.evaluation_batches(source, config, 20))
+    batches = list(input_pipeline.evaluation_batches(source, config, num_keywords=20))
     detect = jax.jit(functools.partial(train.detect, net))
     scores = train.evaluate(lambda batch: detect(params, batch), batches, 20)
     window_detect, window_params = sliding_window_baseline(source)

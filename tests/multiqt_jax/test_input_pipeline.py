@@ -22,7 +22,7 @@ def index(source):
 @pytest.mark.slow
 def test_batches_are_padded_and_masked(source, index):
     config = pipeline.PipelineConfig(batch_size=2, shuffle=False, bucket_window=1)
-    batches = list(pipeline.batches(source, np.arange(len(source)), config, index=index))
+    batches = list(pipeline.batches(source, config, index=index))  # indices: all records
     assert len(batches) == 3  # 5 calls: 2 + 2 + 1
     for step, batch in enumerate(batches):
         rows, frames = batch["labels"].shape
@@ -49,16 +49,20 @@ def test_folds_seed_and_checkpointed_iterator(source, index):
     train = index.select(folds=(0, 1, 2, 3))
     assert set(index.folds[train]) <= {0, 1, 2, 3} and len(train) == 4
     config = pipeline.PipelineConfig(batch_size=2, num_epochs=2)
-    first = [b["labels"] for b in pipeline.batches(source, train, config, seed=3, index=index)]
-    again = [b["labels"] for b in pipeline.batches(source, train, config, seed=3, index=index)]
+
+    def dataset(seed=3):
+        return pipeline.batches(source, config, seed=seed, indices=train, index=index)
+
+    first = [b["labels"] for b in dataset()]
+    again = [b["labels"] for b in dataset()]
     assert len(first) == 4
     for a, b in zip(first, again, strict=True):
         np.testing.assert_array_equal(a, b)
-    iterator = iter(pipeline.batches(source, train, config, seed=3, index=index))
+    iterator = iter(dataset())
     next(iterator)
     state = iterator.get_state()
     expected = [next(iterator)["labels"] for _ in range(3)]
-    resumed = iter(pipeline.batches(source, train, config, seed=3, index=index))
+    resumed = iter(dataset())
     resumed.set_state(state)
     for want in expected:
         np.testing.assert_array_equal(next(resumed)["labels"], want)
@@ -66,18 +70,31 @@ def test_folds_seed_and_checkpointed_iterator(source, index):
         index.select(folds=(7,))
 
 
-def test_bucketing_cuts_padding():
-    lengths = np.random.default_rng(0).integers(100, 6000, size=400)
+def test_the_plan_buckets_and_shuffles_batches_whenever_examples_are():
+    shuffled = pipeline.PipelineConfig(batch_size=4, num_epochs=3, bucket_window=8)
+    assert shuffled.batching_config.shuffle_batches and shuffled.batching_config.bucket_window == 8
+    plain = pipeline.PipelineConfig(shuffle=False, bucket_window=1).batching_config
+    assert not plain.shuffle and not plain.shuffle_batches and plain.bucket_window == 1
+    assert shuffled.batching_config.num_epochs == 3
 
-    def padding(config):
-        plan = pipeline.epoch_plan(lengths, config, seed=0, epoch=0)
-        return sum(len(b) * lengths[b].max() - lengths[b].sum() for b in plan)
 
-    plain = padding(pipeline.PipelineConfig(batch_size=8, bucket_window=1))
-    bucketed = padding(pipeline.PipelineConfig(batch_size=8, bucket_window=8))
-    assert bucketed < 0.3 * plain
-    plan = pipeline.epoch_plan(lengths, pipeline.PipelineConfig(batch_size=8), seed=0, epoch=0)
-    assert sorted(np.concatenate(plan).tolist()) == list(range(400))  # every example once
+def test_collate_pads_to_a_multiple_with_text_at_half_rate():
+    examples = [
+        {
+            "audio": np.ones((n, 40), np.float32),
+            "text": np.full((n // 2, asr.NUM_SYMBOLS), 0.5),
+            "labels": np.arange(n),
+        }
+        for n in (130, 61)
+    ]
+    batch = pipeline.collate(examples, pipeline.PipelineConfig(batch_size=3, pad_multiple=100))
+    assert batch["audio"].shape == (3, 200, 40) and batch["text"].shape == (3, 100, 29)
+    assert batch["text"].dtype == np.float32 and batch["labels"].dtype == np.int32
+    assert batch["audio_mask"].sum(axis=1).tolist() == [130, 61, 0]
+    assert batch["text_mask"].sum(axis=1).tolist() == [65, 30, 0]
+    assert batch["example_mask"].tolist() == [True, True, False]
+    np.testing.assert_array_equal(batch["labels"][1, :61], np.arange(61))
+    assert not batch["labels"][1, 61:].any()
 
 
 def test_bad_config():

@@ -42,7 +42,7 @@ def test_training_on_smoke_data_learns(smoke_build):
     data_dir, _ = smoke_build
     source = tfds.data_source("synthetic_calls/questions-smoke", data_dir=str(data_dir))["train"]
     config = input_pipeline.PipelineConfig(batch_size=5, shuffle=False, num_epochs=1)
-    batch = next(iter(input_pipeline.batches(source, np.arange(len(source)), config)))
+    batch = next(iter(input_pipeline.batches(source, config, indices=np.arange(len(source)))))
     num_classes = len(labels.QUESTION_CLASSES)
     net = model.MultiQT(
         model.MultiQTConfig(

@@ -1,0 +1,205 @@
+"""Batching shared by the task pipelines: an epoch plan of record indices, padded and
+masked collation, and a Grain dataset over the plan.
+
+    config = BatchingConfig(batch_size=8, num_epochs=2, bucket_window=8, shuffle_batches=True)
+    indices = select(len(source), indices)  # int64 [N] record indices (all when None)
+    steps = plan(indices, config, seed=0, lengths=frames[indices])  # int64 [<= 8] per step
+    fields = {"audio": Field(np.float32, length=1000, mask="audio_mask")}
+
+    def load(step, records):  # step: position in the plan; records: its record indices
+        return collate([to_example(source[int(i)]) for i in records], fields, rows=8)
+
+    dataset = map_dataset(steps, load)
+    iterator = iter(dataset)  # grain iterator: get_state() / set_state()
+
+Epoch plan (`epoch_plan`): the positions 0..N-1 are shuffled with a generator seeded by
+(seed, epoch) when `shuffle`; with length bucketing the epoch is split into
+ceil(N / window) near-equal windows (window = bucket_window * batch_size examples) and
+each window is sorted by length (stable), so a batch holds similar lengths (less
+padding); the order is cut into batches of batch_size (the last one partial, or dropped
+with `drop_remainder`) and, when `shuffle_batches`, the batches are shuffled with the same
+generator. Same seed -> same plan.
+
+Collation (`collate`): B = rows; a field with a `length` becomes [B, length, ...]
+(each example's steps first, then `fill`) with an optional bool [B, length] mask of the
+real steps; a field without one becomes [B, ...] (one value per example). `example_mask`
+bool [B] is False on the filler rows of a partial batch, which hold `fill` throughout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+
+import grain.python as grain
+import numpy as np
+
+
+def _check_positive(config, names) -> None:
+    """Raises ValueError naming `<class>.<field>` when a field of `config` is below 1."""
+    for name in names:
+        value = getattr(config, name)
+        if value is not None and value < 1:
+            raise ValueError(f"{type(config).__name__}.{name}: expected >= 1, got {value}")
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchingConfig:
+    """How an epoch's examples become batches (see the module docstring)."""
+
+    batch_size: int
+    num_epochs: int = 1
+    shuffle: bool = True  # shuffle the examples of each epoch by (seed, epoch)
+    # batches per length-sorting window: 1 = no sorting, None = sort the whole epoch
+    bucket_window: int | None = 1
+    shuffle_batches: bool = False  # shuffle the batches too (bucketing leaves them sorted)
+    drop_remainder: bool = False
+
+    def __post_init__(self):
+        _check_positive(self, ("batch_size", "num_epochs", "bucket_window"))
+
+
+def _sort_windows(order: np.ndarray, lengths, config: BatchingConfig) -> np.ndarray:
+    if config.bucket_window == 1:
+        return order
+    if lengths is None:
+        raise ValueError("batching: length bucketing (bucket_window != 1) needs `lengths`")
+    windows = 1
+    if config.bucket_window is not None:
+        window = config.batch_size * config.bucket_window
+        windows = max(1, int(np.ceil(len(order) / window)))
+    return np.concatenate(
+        [part[np.argsort(lengths[part], kind="stable")] for part in np.array_split(order, windows)]
+    )
+
+
+def _cut(order: np.ndarray, config: BatchingConfig) -> list[np.ndarray]:
+    size = config.batch_size
+    steps = [order[i : i + size] for i in range(0, len(order), size)]
+    if config.drop_remainder and len(steps[-1]) < size:
+        steps = steps[:-1]
+    return steps
+
+
+def epoch_plan(
+    size: int, config: BatchingConfig, *, seed: int, epoch: int, lengths=None
+) -> list[np.ndarray]:
+    """One epoch's batches of positions 0..size-1: a list of int64 [<= batch_size] arrays.
+
+    lengths: [size] numbers (e.g. frames) to sort by; needed only when bucketing.
+    """
+    if size < 1:
+        raise ValueError("batching: no examples selected")
+    if lengths is not None and len(lengths) != size:
+        raise ValueError(f"batching: {len(lengths)} lengths for {size} examples")
+    lengths = None if lengths is None else np.asarray(lengths)
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(size) if config.shuffle else np.arange(size)
+    steps = _cut(_sort_windows(order, lengths, config), config)
+    if config.shuffle_batches:
+        steps = [steps[i] for i in rng.permutation(len(steps))]
+    return steps
+
+
+def plan(indices, config: BatchingConfig, *, seed: int = 0, lengths=None) -> list[np.ndarray]:
+    """Batches of `indices` (record indices) for config.num_epochs epochs, epoch after
+    epoch: a list of int64 [<= batch_size] arrays. lengths: [len(indices)] numbers to
+    sort by, needed only when bucketing. Raises ValueError when nothing is selected or
+    `drop_remainder` leaves no batch."""
+    indices = np.asarray(indices, np.int64)
+    steps = [
+        indices[positions]
+        for epoch in range(config.num_epochs)
+        for positions in epoch_plan(indices.size, config, seed=seed, epoch=epoch, lengths=lengths)
+    ]
+    if not steps:
+        raise ValueError(
+            f"batching: {indices.size} examples make no batch of {config.batch_size} "
+            "with drop_remainder"
+        )
+    return steps
+
+
+def select(num_records: int, indices=None) -> np.ndarray:
+    """int64 [n] record indices: `indices`, or all of 0..num_records-1 when None.
+    Raises ValueError on an empty selection or an index outside the source."""
+    if indices is None:
+        indices = np.arange(num_records)
+    indices = np.asarray(indices, np.int64).reshape(-1)
+    if indices.size == 0:
+        raise ValueError("batching: no records selected")
+    outside = indices[(indices < 0) | (indices >= num_records)]
+    if outside.size:
+        raise ValueError(
+            f"batching: record indices {outside[:5].tolist()} outside a source of "
+            f"{num_records} records"
+        )
+    return indices
+
+
+def map_dataset(
+    steps: Sequence[np.ndarray], load: Callable[[int, np.ndarray], dict]
+) -> grain.MapDataset:
+    """A Grain dataset whose element `step` is load(step, steps[step]); iter() of it gives
+    an iterator whose get_state() / set_state() checkpoint and restore the position."""
+    return grain.MapDataset.range(len(steps)).map(lambda step: load(step, steps[step]))
+
+
+def round_up(steps: int, multiple: int) -> int:
+    """`steps` (at least 1) rounded up to a multiple of `multiple`."""
+    return -(-max(steps, 1) // multiple) * multiple
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """How one example value becomes a batch array (see the module docstring)."""
+
+    dtype: type
+    length: int | None = None  # steps to pad axis 0 to; None: one value per example
+    mask: str | None = None  # name of the bool [B, length] mask of the real steps
+    fill: float = 0  # value of the padding and of the filler rows
+
+    def __post_init__(self):
+        _check_positive(self, ("length",))
+        if self.mask is not None and self.length is None:
+            raise ValueError(f"Field: a mask ({self.mask!r}) needs a length to pad to")
+
+
+def collate(
+    examples: Sequence[Mapping], fields: Mapping[str, Field], rows: int
+) -> dict[str, np.ndarray]:
+    """`rows` rows of the examples' `fields` (other keys are ignored), padded and masked,
+    plus `example_mask` bool [rows]. Raises ValueError on more examples than rows or a
+    value longer than its field's length."""
+    if not 0 < len(examples) <= rows:
+        raise ValueError(f"batching.collate: {len(examples)} examples for {rows} rows")
+    batch = {}
+    for name, field in fields.items():
+        values = [np.asarray(example[name]) for example in examples]
+        batch[name] = _stack(name, values, field, rows)
+        if field.mask is not None:
+            batch[field.mask] = _steps_mask(values, field.length, rows)
+    batch["example_mask"] = np.arange(rows) < len(examples)
+    return batch
+
+
+def _stack(name: str, values: list[np.ndarray], field: Field, rows: int) -> np.ndarray:
+    if field.length is None:
+        array = np.full((rows, *values[0].shape), field.fill, field.dtype)
+        array[: len(values)] = values
+        return array
+    array = np.full((rows, field.length, *values[0].shape[1:]), field.fill, field.dtype)
+    for row, value in enumerate(values):
+        if len(value) > field.length:
+            raise ValueError(
+                f"batching.collate: {name!r} of example {row} has {len(value)} steps, "
+                f"more than the padded length {field.length}"
+            )
+        array[row, : len(value)] = value
+    return array
+
+
+def _steps_mask(values: list[np.ndarray], length: int, rows: int) -> np.ndarray:
+    counts = np.zeros(rows, np.int64)
+    counts[: len(values)] = [len(value) for value in values]
+    return np.arange(length) < counts[:, None]
