@@ -134,10 +134,11 @@ def main(argv=None) -> int:
     mq_net = mq_model.MultiQT(mq_config)
     audio = rng.normal(size=(1, frames, 40)).astype(np.float32)
     text = rng.random((1, frames // 2, 29)).astype(np.float32)
-    mq_params = mq_net.init(jax.random.key(0), audio, text)
+    inputs = {"audio": audio, "text": text}
+    mq_params = mq_net.init(jax.random.key(0), inputs)
     multiqt = _report(
         mq_model.describe(mq_config, mq_params),
-        _measure(lambda p, a, t: mq_net.apply(p, a, t)[0], (mq_params, audio, text)),
+        _measure(lambda p, i: mq_net.apply(p, i)[0]["logits"], (mq_params, inputs)),
         multiqt_breakdown(mq_config, frames),
         peak["peak_flops"],
         SECONDS,
@@ -146,10 +147,10 @@ def main(argv=None) -> int:
     kws_config = kws_model.AfKwsConfig()
     kws_net = kws_model.AfKws(kws_config)
     features = rng.normal(size=(1, frames, 64)).astype(np.float32)
-    kws_params = kws_net.init(jax.random.key(0), features)
+    kws_params = kws_net.init(jax.random.key(0), {"audio": features})
     afkws = _report(
         kws_model.describe(kws_config, kws_params),
-        _measure(lambda p, f: kws_net.apply(p, f)["heatmap"], (kws_params, features)),
+        _measure(lambda p, f: kws_net.apply(p, {"audio": f})[0]["heatmap"], (kws_params, features)),
         afkws_breakdown(kws_config, frames),
         peak["peak_flops"],
         SECONDS,

@@ -234,7 +234,7 @@ def multiqt_contract(fusion: str, modalities: tuple, precision: str, seconds: fl
     import numpy as np
 
     from multiqt_jax import model
-    from multiqt_jax.streaming import StreamRunner
+    from speechkit import streaming
 
     config = model.MultiQTConfig(
         num_classes=7, fusion=fusion, modalities=modalities, precision=precision
@@ -244,9 +244,10 @@ def multiqt_contract(fusion: str, modalities: tuple, precision: str, seconds: fl
     audio = rng.normal(size=(2, frames, 40)).astype(np.float32)
     text = rng.random((2, frames // 2, 29)).astype(np.float32)
     net = model.MultiQT(config)
-    params = net.init(jax.random.key(0), audio[:, :40], text[:, :20])
-    offline, _ = jax.jit(net.apply)(params, audio, text)
-    streamed = StreamRunner(net, params, block_outputs=1).logits(audio, text)
+    params = net.init(jax.random.key(0), {"audio": audio[:, :40], "text": text[:, :20]})
+    inputs = {"audio": audio, "text": text}
+    offline = jax.jit(net.apply)(params, inputs)[0]["logits"]
+    streamed = streaming.BlockRunner.for_model(net, params).run(inputs)[0]["logits"]
     return float(np.max(np.abs(np.asarray(streamed) - np.asarray(offline))))
 
 
@@ -259,36 +260,23 @@ def afkws_contract(precision: str, seconds: float) -> dict:
     from benchmarks.streaming import _compare_detections
     from cskws_jax import decode, model
     from cskws_jax.streaming import StreamDetector
+    from speechkit import streaming
 
     config = model.AfKwsConfig(precision=precision)
-    stride, delay = config.output_stride, config.delay
+    stride = config.output_stride
     rng = np.random.default_rng(0)
     frames = int(seconds * 100) // stride * stride
     features = rng.normal(size=(1, frames, 64)).astype(np.float32)
     net = model.AfKws(config)
-    params = net.init(jax.random.key(0), features[:, :400])
-    whole = jax.jit(net.apply)(params, features)
-    padded = np.pad(features, ((0, 0), (0, delay * stride), (0, 0)))
-    blocks = padded.reshape(1, -1, stride, 64).swapaxes(0, 1)
-
-    def one(state, block):
-        heads, state = net.apply(params, block, state, method=net.step)
-        return state, heads
-
-    @jax.jit
-    def streamed_heads(blocks):
-        state = net.apply(params, 1, method=net.initial_state)
-        return jax.lax.scan(one, state, blocks)[1]
-
-    heads = streamed_heads(blocks)
+    params = net.init(jax.random.key(0), {"audio": features[:, :400]})
+    whole, mask = jax.jit(net.apply)(params, {"audio": features})
+    heads, _ = streaming.BlockRunner.for_model(net, params).run({"audio": features})
     result = {}
     for key in HEADS:
-        streamed = np.moveaxis(np.asarray(heads[key]), 0, 1).reshape(
-            whole[key].shape[0], -1, *whole[key].shape[2:]
-        )
-        difference = np.abs(streamed[:, delay:] - np.asarray(whole[key]))
+        difference = np.abs(np.asarray(heads[key]) - np.asarray(whole[key]))
         result[f"{key}_max_abs_stream_minus_offline"] = float(difference.max())
-    offline = decode.decode(whole, num_keywords=20, hop_s=stride / 100, max_detections=4096)
+    hop = model.streaming_spec(config).output_hop_s
+    offline = decode.decode(whole, mask, num_keywords=20, hop_s=hop, max_detections=4096)
     found, _ = StreamDetector(net, params).detect(features, max_detections=4096)
     result.update(_compare_detections(offline, found))
     return result
@@ -348,7 +336,7 @@ def _train_multiqt_folds(steps: int, seconds: float, rng) -> tuple[list, object]
     first = multiqt_batch(rng, batch=4, seconds=seconds)
 
     def init(key):
-        params = net.init(key, first["audio"][:1], first["text"][:1])
+        params = net.init(key, mq_train.model_inputs(first, rows=1))
         return TrainState.create(params, OptimizerConfig(warmup_steps=1))
 
     def one_fold(state, batch, key):

@@ -42,10 +42,9 @@ from cskws_jax import decode
 from cskws_jax import model as kws_model
 from cskws_jax.streaming import StreamDetector
 from multiqt_jax import model as mq_model
-from multiqt_jax.streaming import StreamRunner
-from speechkit import accelerator
+from speechkit import accelerator, streaming
 
-FRAME_S = 0.01
+FRAME_S = 0.01  # both models' input frames (10 ms log-mel; MultiQT text at 20 ms)
 BLOCK_OUTPUTS = (1, 3, 12)  # x 40 ms
 
 
@@ -53,12 +52,12 @@ _log = common.logger("streaming")
 
 
 def _block_times(step, blocks, state) -> list[float]:
-    """Wall seconds of each step over `blocks` (after one warm-up step)."""
+    """Wall seconds of each step over `blocks` ((inputs, mask) pairs) after one warm-up."""
     jax.block_until_ready(step(*blocks[0], state))
     times = []
     for block in blocks:
         started = time.perf_counter()
-        out, state = step(*block, state)
+        out, _, state = step(*block, state)
         jax.block_until_ready(out)
         times.append(time.perf_counter() - started)
     return times
@@ -99,11 +98,12 @@ def multiqt_case(seconds: float, rng) -> dict:
     config = mq_model.MultiQTConfig(num_classes=7)
     net = mq_model.MultiQT(config)
     spec = mq_model.streaming_spec(config)
-    frames = int(seconds / FRAME_S) // spec.audio_block * spec.audio_block
+    block = spec.inputs["audio"].block
+    frames = int(seconds / FRAME_S) // block * block
     audio = rng.normal(size=(1, frames, 40)).astype(np.float32)
     text = rng.random((1, frames // 2, 29)).astype(np.float32)
-    params = net.init(jax.random.key(0), audio[:, :40], text[:, :20])
-    offline, _ = jax.jit(net.apply)(params, audio, text)
+    params = net.init(jax.random.key(0), {"audio": audio[:, :40], "text": text[:, :20]})
+    offline = jax.jit(net.apply)(params, {"audio": audio, "text": text})[0]["logits"]
     return {
         "net": net,
         "params": params,
@@ -116,22 +116,33 @@ def multiqt_case(seconds: float, rng) -> dict:
     }
 
 
-def multiqt_one_stream(case: dict, outputs: int) -> tuple[dict, StreamRunner]:
+def _stream_blocks(inputs: dict, block_frames: dict, count: int) -> list[tuple[dict, None]]:
+    """The first `count` blocks of a stream, as (inputs, mask None: all real) pairs."""
+    return [
+        (
+            {
+                name: value[:, i * block_frames[name] : (i + 1) * block_frames[name]]
+                for name, value in inputs.items()
+            },
+            None,
+        )
+        for i in range(count)
+    ]
+
+
+def multiqt_one_stream(case: dict, outputs: int) -> tuple[dict, streaming.BlockRunner]:
     """RTF, per-block latency, algorithmic latency and max |stream - offline| of one
     stream in blocks of `outputs` output frames."""
-    spec, audio, text = case["spec"], case["audio"], case["text"]
-    runner = StreamRunner(case["net"], case["params"], block_outputs=outputs)
-    a, t = runner.audio_frames, runner.text_frames
-    blocks = [
-        (audio[:, i * a : (i + 1) * a], text[:, i * t : (i + 1) * t])
-        for i in range(case["frames"] // a)
-    ]
+    spec, inputs = case["spec"], {"audio": case["audio"], "text": case["text"]}
+    runner = streaming.BlockRunner.for_model(case["net"], case["params"], block_outputs=outputs)
+    count = case["frames"] // runner.block_frames["audio"]
+    blocks = _stream_blocks(inputs, runner.block_frames, count)
     times = _block_times(runner.step, blocks, runner.initial_state(1))
     entry = _summary(times, outputs * spec.output_hop_s)
     entry["algorithmic_latency_ms"] = round(
         (spec.output_latency + outputs) * spec.output_hop_s * 1000
     )
-    streamed = runner.logits(audio, text)
+    streamed = runner.run(inputs)[0]["logits"]
     entry["max_abs_stream_minus_offline"] = float(np.max(np.abs(streamed - case["offline"])))
     return entry, runner
 
@@ -139,19 +150,20 @@ def multiqt_one_stream(case: dict, outputs: int) -> tuple[dict, StreamRunner]:
 def multiqt_batched(case: dict, outputs: int):
     """make(batch) -> (compiled step, (audio, text, state)): one block of `batch`
     streams, inputs on the device, the state donated (threaded through the calls)."""
-    net, params = case["net"], case["params"]
-    runner = StreamRunner(net, params, block_outputs=outputs)
-    audio = jnp.asarray(case["audio"][:, : runner.audio_frames])
-    text = jnp.asarray(case["text"][:, : runner.text_frames])
+    runner = streaming.BlockRunner.for_model(case["net"], case["params"], block_outputs=outputs)
+    inputs = {"audio": case["audio"], "text": case["text"]}
+    return _batched(runner, _stream_blocks(inputs, runner.block_frames, 1)[0][0])
 
-    def step(audio, text, state):
-        return net.apply(params, audio, text, state, method=net.step)
 
-    jitted = jax.jit(step, donate_argnums=2)
+def _batched(runner: streaming.BlockRunner, block: dict):
+    """make(batch) -> (compiled step, (inputs, mask, state)) for `batch` copies of one
+    block, the state donated."""
+    jitted = jax.jit(runner._step, donate_argnums=2)
 
     def make(batch: int):
-        args = (jnp.repeat(audio, batch, 0), jnp.repeat(text, batch, 0))
-        args += (runner.initial_state(batch),)
+        inputs = {name: jnp.repeat(jnp.asarray(value), batch, 0) for name, value in block.items()}
+        mask = {name: jnp.ones(value.shape[:2], bool) for name, value in inputs.items()}
+        args = (inputs, mask, runner.initial_state(batch))
         return jitted.lower(*args).compile(), args
 
     return make
@@ -164,11 +176,10 @@ def afkws_case(seconds: float, rng) -> dict:
     net = kws_model.AfKws(config)
     frames = int(seconds / FRAME_S) // config.output_stride * config.output_stride
     features = rng.normal(size=(1, frames, 64)).astype(np.float32)
-    params = net.init(jax.random.key(0), features[:, :400])
-    hop = config.output_stride * FRAME_S
-    offline = decode.decode(
-        jax.jit(net.apply)(params, features), num_keywords=20, hop_s=hop, max_detections=4096
-    )
+    params = net.init(jax.random.key(0), {"audio": features[:, :400]})
+    hop = kws_model.streaming_spec(config).output_hop_s
+    heads, mask = jax.jit(net.apply)(params, {"audio": features})
+    offline = decode.decode(heads, mask, num_keywords=20, hop_s=hop, max_detections=4096)
     return {
         "net": net,
         "params": params,
@@ -185,9 +196,8 @@ def afkws_one_stream(case: dict, outputs: int) -> tuple[dict, StreamDetector]:
     of one stream in blocks of `outputs` output frames."""
     features, hop = case["features"], case["hop"]
     detector = StreamDetector(case["net"], case["params"], block_outputs=outputs)
-    size = detector.block_frames
-    mask = np.ones((1, size), bool)
-    blocks = [(features[:, i * size : (i + 1) * size], mask) for i in range(case["frames"] // size)]
+    count = case["frames"] // detector.block_frames["audio"]
+    blocks = _stream_blocks({"audio": features}, detector.block_frames, count)
     times = _block_times(detector.step, blocks, detector.initial_state(1))
     entry = _summary(times, outputs * hop)
     entry["algorithmic_latency_ms"] = round((detector.latency_s + (outputs - 1) * hop) * 1000)
@@ -197,17 +207,10 @@ def afkws_one_stream(case: dict, outputs: int) -> tuple[dict, StreamDetector]:
 
 
 def afkws_batched(case: dict, outputs: int):
-    """make(batch) -> (compiled step, (block, mask, state)), as `multiqt_batched`."""
+    """make(batch) -> (compiled step, (inputs, mask, state)), as `multiqt_batched`."""
     detector = StreamDetector(case["net"], case["params"], block_outputs=outputs)
-    block = jnp.asarray(case["features"][:, : detector.block_frames])
-    jitted = jax.jit(detector._step, donate_argnums=2)
-
-    def make(batch: int):
-        args = (jnp.repeat(block, batch, 0), jnp.ones((batch, detector.block_frames), bool))
-        args += (detector.initial_state(batch),)
-        return jitted.lower(*args).compile(), args
-
-    return make
+    block = _stream_blocks({"audio": case["features"]}, detector.block_frames, 1)[0][0]
+    return _batched(detector, block)
 
 
 # -- CPU mode -----------------------------------------------------------------------------
@@ -219,19 +222,27 @@ def bench_multiqt(seconds: float, rng) -> dict:
     audio, text, spec = case["audio"], case["text"], case["spec"]
     for outputs in BLOCK_OUTPUTS:
         entry, runner = multiqt_one_stream(case, outputs)
-        a, t = runner.audio_frames, runner.text_frames
-
-        def make_step(batch, runner=runner, a=a, t=t):
-            state = runner.initial_state(batch)
-            block = (np.repeat(audio[:, :a], batch, 0), np.repeat(text[:, :t], batch, 0))
-            return (lambda *args: runner.step(*args)[0]), (*block, state)
-
+        block = _stream_blocks({"audio": audio, "text": text}, runner.block_frames, 1)[0][0]
         entry["realtime_streams_per_core"] = _max_streams(
-            make_step, outputs * spec.output_hop_s, limit=4096
+            _repeated_step(runner, block, lambda out: out["logits"]),
+            outputs * spec.output_hop_s,
+            limit=4096,
         )
         result["blocks"].append(entry)
         _log(f"MultiQT {entry}")
     return result
+
+
+def _repeated_step(runner: streaming.BlockRunner, block: dict, pick):
+    """make_step(batch) for `_max_streams`: the runner's jitted step on `batch` copies of
+    one block, returning pick(outputs)."""
+
+    def make_step(batch: int):
+        inputs = {name: np.repeat(value, batch, 0) for name, value in block.items()}
+        args = (inputs, None, runner.initial_state(batch))
+        return (lambda *args: pick(runner.step(*args)[0])), args
+
+    return make_step
 
 
 def _compare_detections(offline, streamed, tolerance: float = 1e-4) -> dict:
@@ -271,18 +282,10 @@ def bench_afkws(seconds: float, rng) -> dict:
     features, hop = case["features"], case["hop"]
     for outputs in BLOCK_OUTPUTS:
         entry, detector = afkws_one_stream(case, outputs)
-        size = detector.block_frames
-
-        def make_step(batch, detector=detector, size=size):
-            state = detector.initial_state(batch)
-            block = np.repeat(features[:, :size], batch, 0)
-            return (lambda *args: detector.step(*args)[0]["peak"]), (
-                block,
-                np.ones((batch, size), bool),
-                state,
-            )
-
-        entry["realtime_streams_per_core"] = _max_streams(make_step, outputs * hop, limit=4096)
+        block = _stream_blocks({"audio": features}, detector.block_frames, 1)[0][0]
+        entry["realtime_streams_per_core"] = _max_streams(
+            _repeated_step(detector, block, lambda out: out["peak"]), outputs * hop, limit=4096
+        )
         result["blocks"].append(entry)
         _log(f"AF-KWS {entry}")
     return result
@@ -305,12 +308,12 @@ def _time_batched(compiled, args, repeats: int = 5, max_s: float = 2.0) -> float
     """Median wall seconds of `compiled` on `args` (inputs..., state), the state
     threaded from call to call; after one warm-up call; at least 2 calls."""
     *inputs, state = args
-    out, state = compiled(*inputs, state)
+    out, _, state = compiled(*inputs, state)
     jax.block_until_ready((out, state))
     times = []
     while len(times) < repeats and (len(times) < 2 or sum(times) < max_s):
         started = time.perf_counter()
-        out, state = compiled(*inputs, state)
+        out, _, state = compiled(*inputs, state)
         jax.block_until_ready((out, state))
         times.append(time.perf_counter() - started)
     return float(np.median(times))

@@ -190,7 +190,7 @@ def bench_multiqt(
     optimizer = OptimizerConfig()
 
     def init(key):
-        return TrainState.create(net.init(key, batch["audio"][:1], batch["text"][:1]), optimizer)
+        return TrainState.create(net.init(key, mq_train.model_inputs(batch, rows=1)), optimizer)
 
     def one_fold(state, batch, rng):
         return mq_train.train_step(net, state, batch, jax.random.wrap_key_data(rng))

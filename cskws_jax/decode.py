@@ -73,7 +73,8 @@ def best_peaks(is_peak, score, fields: dict, max_detections: int):
 
 
 def decode(
-    outputs,
+    heads,
+    mask,
     *,
     num_keywords: int,
     hop_s: float,
@@ -81,14 +82,14 @@ def decode(
     radius: int = 1,
     min_score: float = 0.1,
 ):
-    """Model outputs (heatmap logits [B, T, C], length and offset [B, T], mask [B, T])
-    -> detections {start, end, score float32 [B, D]; label int32 [B, D]; valid bool [B, D]}
-    with D = max_detections (seconds; see the module docstring)."""
-    probability = jax.nn.sigmoid(outputs["heatmap"])
+    """Model heads (heatmap logits [B, T, C], length and offset [B, T]) and their mask
+    bool [B, T] -> detections {start, end, score float32 [B, D]; label int32 [B, D];
+    valid bool [B, D]} with D = max_detections (seconds; see the module docstring)."""
+    probability = jax.nn.sigmoid(heads["heatmap"])
     is_peak = peaks(
-        probability, outputs["mask"], num_keywords=num_keywords, radius=radius, min_score=min_score
+        probability, mask, num_keywords=num_keywords, radius=radius, min_score=min_score
     )
-    start, end = positions(outputs, hop_s)
+    start, end = positions(heads, hop_s)
     detections, _ = best_peaks(
         is_peak, probability[..., :num_keywords], {"start": start, "end": end}, max_detections
     )

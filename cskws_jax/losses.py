@@ -37,16 +37,15 @@ def focal_loss(logits, target, mask, alpha: float = 2.0, beta: float = 4.0):
     return jnp.sum(per_cell * mask[..., None])
 
 
-def detection_loss(outputs, targets, config: LossConfig = LossConfig()):
-    """Total loss and its parts for model outputs (heatmap logits [B, T, C], length,
-    offset [B, T], mask [B, T]) and `targets.batch_targets` of the same frames."""
-    mask = outputs["mask"]
+def detection_loss(heads, mask, targets, config: LossConfig = LossConfig()):
+    """Total loss and its parts for model heads (heatmap logits [B, T, C], length, offset
+    [B, T]), their mask bool [B, T] and `targets.batch_targets` of the same frames."""
     centres = targets["centre_mask"] & mask
     count = jnp.maximum(jnp.sum(centres), 1).astype(jnp.float32)
     heatmap = (
-        focal_loss(outputs["heatmap"], targets["heatmap"], mask, config.alpha, config.beta) / count
+        focal_loss(heads["heatmap"], targets["heatmap"], mask, config.alpha, config.beta) / count
     )
-    length = jnp.sum(jnp.abs(outputs["length"] - targets["length"]) * centres) / count
-    offset = jnp.sum(jnp.abs(outputs["offset"] - targets["offset"]) * centres) / count
+    length = jnp.sum(jnp.abs(heads["length"] - targets["length"]) * centres) / count
+    offset = jnp.sum(jnp.abs(heads["offset"] - targets["offset"]) * centres) / count
     total = heatmap + config.length_weight * length + config.offset_weight * offset
     return total, {"heatmap": heatmap, "length": length, "offset": offset}

@@ -9,14 +9,16 @@
 C = num_keywords + 1 with the auxiliary *unknown* class (every other word), else
 num_keywords (the ablation). Detections come from `cskws_jax.decode`.
 
-Streaming with bounded look-ahead: the backbone is causal, and output frame t describes
-position t - `delay` (frames of `output_stride`): the model sees `delay` output frames
-of future audio and emits them that much later. `__call__` feeds `delay * output_stride`
-zero frames after the audio (as a stream is flushed at its end) and drops the first
-`delay` outputs, so its outputs line up with positions 0..To-1. `initial_state` and
-`step` run the same backbone block by block (blocks of `output_stride` frames);
-`streaming_spec` declares block size, latency and receptive field. The contract test in
-tests/cskws_jax checks step-by-step outputs against `__call__` over random partitions.
+Streaming with bounded look-ahead, by the protocol of `speechkit.streaming` with one
+input, "audio": the backbone is causal, and output frame t describes position t - `delay`
+(frames of `output_stride`): the model sees `delay` output frames of future audio and
+emits them that much later. The whole call feeds `delay * output_stride` zero frames
+after the audio (as a stream is flushed at its end) and drops the first `delay` outputs,
+so its outputs line up with positions 0..To-1. `AfKws.step` runs the same backbone block
+by block (blocks of `output_stride` frames) and carries the frame masks through the
+look-ahead; `AfKws.streaming_spec` derives block size and receptive field from the
+backbone's own layers, latency = `delay`. tests/cskws_jax/test_model.py checks the
+contract over random partitions.
 
 Precision (`precision`, see `speechkit.accelerator`): "highest" (the default) runs every
 convolution and dense layer, in `__call__` and in `step`, as exact float32 matmuls, so
@@ -28,9 +30,10 @@ training.
     >>> from cskws_jax import model
     >>> net = model.AfKws(model.AfKwsConfig(num_keywords=20))
     >>> features = jnp.zeros((1, 400, 64))
-    >>> params = net.init(jax.random.key(0), features)
-    >>> {k: v.shape for k, v in net.apply(params, features).items()}
-    {'heatmap': (1, 100, 21), 'length': (1, 100), 'offset': (1, 100), 'mask': (1, 100)}
+    >>> params = net.init(jax.random.key(0), {"audio": features})
+    >>> heads, mask = net.apply(params, {"audio": features})
+    >>> {k: v.shape for k, v in heads.items()}, mask.shape
+    ({'heatmap': (1, 100, 21), 'length': (1, 100), 'offset': (1, 100)}, (1, 100))
 """
 
 from __future__ import annotations
@@ -45,10 +48,11 @@ import jax.numpy as jnp
 import numpy as np
 import sequence_layers.jax as sl
 
-from speechkit import accelerator
+from speechkit import accelerator, streaming
 from speechkit.optim import parameter_count
 
 HEATMAP_PRIOR = 0.1  # initial centre probability (CenterNet's bias init)
+FRAME_S = 0.01  # seconds per log-mel frame
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,29 +110,9 @@ class AfKwsConfig:
         return accelerator.lax_precision(self.precision)
 
 
-@dataclasses.dataclass(frozen=True)
-class StreamingSpec:
-    block: int  # input frames (10 ms) per step, = output_stride
-    output_hop_s: float
-    output_latency: int  # output frames from input to the output describing it (= delay)
-    receptive_field: int  # past input frames an output frame sees (incl. its own)
-
-
-def streaming_spec(config: AfKwsConfig, frame_s: float = 0.01) -> StreamingSpec:
-    field, step = config.kernel, 1  # the stem
-    for stage in config.stages:
-        for block in range(stage.blocks):
-            stride = stage.stride if block == 0 else 1
-            field += (config.kernel - 1) * step  # first conv (strided)
-            step *= stride
-            field += (config.kernel - 1) * stage.dilation * step  # second conv
-    field += 2 * step  # the head's kernel-3 conv
-    return StreamingSpec(
-        block=config.output_stride,
-        output_hop_s=round(config.output_stride * frame_s, 6),
-        output_latency=config.delay,
-        receptive_field=field,
-    )
+def streaming_spec(config: AfKwsConfig) -> streaming.StreamingSpec:
+    """The streaming spec of a config's model (`AfKws.streaming_spec`)."""
+    return streaming.spec_of(AfKws(config))
 
 
 def _conv(channels, kernel, stride=1, dilation=1, activation=None, name=None, precision=None):
@@ -190,49 +174,76 @@ class AfKws(nn.Module):
             "offset": jax.nn.sigmoid(length_offset[..., 1]).astype(jnp.float32),
         }
 
+    def streaming_spec(self) -> streaming.StreamingSpec:
+        """Block size and receptive field from the backbone's layers; latency `delay`."""
+        audio = streaming.input_spec(self.backbone, FRAME_S)
+        return streaming.StreamingSpec({"audio": audio}, output_latency=self.config.delay)
+
     @accelerator.at_config_precision
-    def __call__(self, features, mask=None):
-        """features float [B, T, F] log-mel at 10 ms, mask bool [B, T] -> heads and mask
-        [B, To], To = ceil(T / output_stride), aligned to positions 0..To-1."""
-        check_features(self.config, features)
-        features = jnp.asarray(features, jnp.float32)
-        mask = jnp.ones(features.shape[:2], bool) if mask is None else jnp.asarray(mask, bool)
+    def __call__(self, inputs, mask=None):
+        """inputs {"audio": float [B, T, F] log-mel at 10 ms}, mask {"audio": bool [B, T]}
+        (default all real) -> (heads, mask bool [B, To]), To = ceil(T / output_stride),
+        aligned to positions 0..To-1; heads are zero where the mask is False."""
+        features, frame_mask = _audio(self.config, inputs, mask)
         flush = self.config.delay * self.config.output_stride
         # Invalid frames become zeros and the backbone sees every frame as valid, so a
         # stream that feeds the same zeros (`step` with its mask) computes the same values.
-        features = jnp.where(mask[..., None], features, 0.0)
+        features = jnp.where(frame_mask[..., None], features, 0.0)
         padded = _all_valid(jnp.pad(features, ((0, 0), (0, flush), (0, 0))))
         hidden = self.backbone.layer(padded, training=False)
         frames = -(-features.shape[1] // self.config.output_stride)
         values = hidden.values[:, self.config.delay : self.config.delay + frames]
-        out_mask = mask[:, :: self.config.output_stride][:, :frames]
-        heads = self._heads(values)
-        heads = {k: jnp.where(_expand(out_mask, v), v, 0.0) for k, v in heads.items()}
-        return {**heads, "mask": out_mask}
+        out_mask = frame_mask[:, :: self.config.output_stride][:, :frames]
+        return _masked(self._heads(values), out_mask), out_mask
 
     def initial_state(self, batch_size: int):
+        """Zeros in every convolution buffer, and `delay` masked positions in flight."""
         spec = sl.ChannelSpec((self.config.features,), jnp.float32)
-        return self.backbone.get_initial_state(batch_size, spec, training=False)
+        return {
+            "backbone": self.backbone.get_initial_state(batch_size, spec, training=False),
+            "mask_fifo": jnp.zeros((batch_size, self.config.delay), bool),
+        }
 
     @accelerator.at_config_precision
-    def step(self, block, state, mask=None):
-        """block float [B, n * output_stride, F], mask bool [B, same] (frames of real
-        audio; default all) -> (heads for n output frames, state). Output frame i of the
-        stream describes position i - delay."""
-        check_features(self.config, block)
-        block = jnp.asarray(block, jnp.float32)
-        if mask is not None:
-            block = jnp.where(jnp.asarray(mask, bool)[..., None], block, 0.0)
-        hidden, state = self.backbone.step(_all_valid(block), state, training=False)
-        return self._heads(hidden.values), state
+    def step(self, inputs, mask, state):
+        """inputs {"audio": float [B, n * output_stride, F]}, mask {"audio": bool [B, same]}
+        (None: all real) -> (heads for n output frames, their mask [B, n], state). Output
+        frame i of the stream describes position i - delay; its mask is that position's."""
+        block, frame_mask = _audio(self.config, inputs, mask)
+        block = jnp.where(frame_mask[..., None], block, 0.0)
+        hidden, backbone = self.backbone.step(_all_valid(block), state["backbone"], training=False)
+        n = hidden.values.shape[1]
+        arrived = jnp.concatenate(
+            [state["mask_fifo"], frame_mask[:, :: self.config.output_stride]], axis=1
+        )
+        out_mask, fifo = arrived[:, :n], arrived[:, n:]
+        heads = _masked(self._heads(hidden.values), out_mask)
+        return heads, out_mask, {"backbone": backbone, "mask_fifo": fifo}
+
+
+def _audio(config: AfKwsConfig, inputs, mask):
+    """The checked "audio" input as float32 [B, T, F] and its frame mask bool [B, T]."""
+    if not isinstance(inputs, dict) or "audio" not in inputs:
+        given = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+        raise ValueError(f"inputs: expected a dict with 'audio', got {given}")
+    check_features(config, inputs["audio"])
+    features = jnp.asarray(inputs["audio"], jnp.float32)
+    frame_mask = (mask or {}).get("audio")
+    if frame_mask is None:
+        return features, jnp.ones(features.shape[:2], bool)
+    return features, jnp.asarray(frame_mask, bool)
+
+
+def _masked(heads: dict, mask) -> dict:
+    """Heads with zeros where the mask (bool [B, To]) is False."""
+    return {
+        k: jnp.where(mask.reshape(mask.shape + (1,) * (v.ndim - 2)), v, 0.0)
+        for k, v in heads.items()
+    }
 
 
 def _all_valid(values) -> sl.Sequence:
     return sl.Sequence(values, jnp.ones(values.shape[:2], bool))
-
-
-def _expand(mask, value):
-    return mask if value.ndim == 2 else mask[..., None]
 
 
 def check_features(config: AfKwsConfig, features) -> None:
@@ -247,6 +258,7 @@ def describe(config: AfKwsConfig, params) -> str:
         f"AF-KWS ({config.num_keywords} keywords"
         f"{' + unknown' if config.unknown_class else ', no unknown class'}): "
         f"{parameter_count(params):,} parameters, output stride {config.output_stride} "
-        f"({spec.output_hop_s * 1000:.0f} ms), receptive field {spec.receptive_field / 100:.2f} s, "
-        f"look-ahead {config.delay * spec.output_hop_s:.2f} s, {config.precision} precision"
+        f"({spec.output_hop_s * 1000:.0f} ms), receptive field "
+        f"{spec.receptive_field_s('audio'):.2f} s, look-ahead {spec.latency_s:.2f} s, "
+        f"{config.precision} precision"
     )

@@ -2,27 +2,29 @@
 
     detector = StreamDetector(net, params, block_outputs=5)    # 5 x 40 ms = 200 ms blocks
     state = detector.initial_state(batch_size)
-    found, state = detector.step(features_block, mask_block, state)   # per arriving block
-    ...
-    # at the end of the stream: flush_frames() zero frames, masked out
-    tail = detector.flush_frames()
-    found, state = detector.step(np.zeros((B, tail, 64)), np.zeros((B, tail), bool), state)
+    found, decided, state = detector.step({"audio": block}, {"audio": block_mask}, state)
+    ...                                                        # per arriving block
+    detections, emitted = detector.detect(features, mask)     # or a whole batch at once
 
-A block holds `block_frames` (= block_outputs * output_stride) log-mel frames of 10 ms;
-any multiple of output_stride works (each new size compiles once). `found` holds, for
-each output position decided in that step, the keyword peaks (`peak` bool [B, n, K])
-with `score`, `start`, `end` (s) and `emitted` (s of audio consumed when the decision
-was made). A position is decided once the heads of its `radius` right neighbours exist,
-i.e. `delay + radius` output frames after its own frame arrived: `latency_s` = (delay +
-radius + 1) output hops after the start of its frame. The decisions are `decode.peaks`
-applied frame by frame, so concatenating every step's `found` along the position axis
-and keeping the best `max_detections` (`collect`) gives exactly `decode.decode` of the
-whole-utterance call (tests/cskws_jax/test_streaming.py). `detect` does all of that for
-a whole batch (blocks, flush, `collect`) with `lax.scan` in jit.
+`StreamDetector` is a `speechkit.streaming.BlockRunner` whose step is the model's step
+followed by peak decoding. A block holds `block_frames["audio"]` (= block_outputs *
+output_stride) log-mel frames of 10 ms; any multiple of output_stride works (each new
+size compiles once). `found` holds, for each output position decided in that step, the
+keyword peaks (`peak` bool [B, n, K]) with `score`, `start`, `end` (s) and `emitted` (s
+of audio consumed when the decision was made); `decided` bool [B, n] marks real
+positions. A position is decided once the heads of its `radius` right neighbours exist,
+i.e. `delay + radius` output frames after its own frame arrived (the runner's
+`spec.output_latency`): `latency_s` = (delay + radius + 1) output hops after the start of
+its frame. A stream ends with `flush_frames()` masked zero frames. The decisions are
+`decode.peaks` applied frame by frame, so concatenating every step's `found` along the
+position axis and keeping the best `max_detections` (`collect`) gives exactly
+`decode.decode` of the whole-utterance call (tests/cskws_jax/test_streaming.py);
+`detect` does all of that for a whole batch with `lax.scan` in jit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -31,11 +33,10 @@ import numpy as np
 
 from cskws_jax import decode as decode_lib
 from cskws_jax import model as model_lib
+from speechkit import streaming
 
-FRAME_S = 0.01
 
-
-class StreamDetector:
+class StreamDetector(streaming.BlockRunner):
     def __init__(
         self,
         net: model_lib.AfKws,
@@ -44,47 +45,40 @@ class StreamDetector:
         radius: int = 1,
         min_score: float = 0.1,
     ):
-        if block_outputs < 1:
-            raise ValueError(f"block_outputs: expected >= 1, got {block_outputs}")
-        self.net, self.params = net, params
-        self.config = net.config
-        self.block_outputs, self.radius, self.min_score = block_outputs, radius, min_score
-        self.spec = model_lib.streaming_spec(self.config)
-        self.step = jax.jit(self._step)
-        self._scan = jax.jit(self._scan_blocks)
-
-    @property
-    def block_frames(self) -> int:
-        """Input frames (10 ms) per step."""
-        return self.block_outputs * self.config.output_stride
+        self.net, self.params, self.config = net, params, net.config
+        self.radius, self.min_score = radius, min_score
+        model_spec = model_lib.streaming_spec(self.config)
+        spec = dataclasses.replace(model_spec, output_latency=model_spec.output_latency + radius)
+        super().__init__(self._decide, self._initial_state_of, spec, block_outputs)
 
     @property
     def latency_s(self) -> float:
         """Algorithmic latency: audio that must follow a position before it is decided."""
-        return (self.config.delay + self.radius + 1) * self.spec.output_hop_s
+        return (self.spec.output_latency + 1) * self.spec.output_hop_s
 
-    def initial_state(self, batch_size: int):
-        classes, edge = self.config.num_classes, 2 * self.radius
+    def flush_frames(self) -> int:
+        """Masked zero input frames that push every real position through the decision."""
+        return self.spec.output_latency * self.config.output_stride
+
+    def _initial_state_of(self, batch_size: int):
+        edge = 2 * self.radius
         return {
-            "backbone": self.net.apply(self.params, batch_size, method=self.net.initial_state),
-            "mask_fifo": jnp.zeros((batch_size, self.config.delay), bool),
-            "probability": jnp.zeros((batch_size, edge, classes), jnp.float32),
+            "model": self.net.apply(self.params, batch_size, method=self.net.initial_state),
+            "probability": jnp.zeros((batch_size, edge, self.config.num_classes), jnp.float32),
             "length": jnp.zeros((batch_size, edge), jnp.float32),
             "offset": jnp.zeros((batch_size, edge), jnp.float32),
             "mask": jnp.zeros((batch_size, edge), bool),
             "frames_in": jnp.zeros((), jnp.int32),  # input frames consumed
         }
 
-    def _step(self, block, block_mask, state):
-        """block float [B, block_frames', F] (a multiple of output_stride), block_mask bool
-        [B, same] -> (decisions for the block's n output positions, new state)."""
+    def _decide(self, inputs, mask, state):
+        """One block (inputs {"audio" [B, frames, F]}, frames a multiple of output_stride)
+        -> (decisions for the block's n positions, their mask [B, n], new state)."""
         stride, hop = self.config.output_stride, self.spec.output_hop_s
-        heads, backbone = self.net.apply(
-            self.params, block, state["backbone"], block_mask, method=self.net.step
+        heads, head_mask, model_state = self.net.apply(
+            self.params, inputs, mask, state["model"], method=self.net.step
         )
-        n = heads["length"].shape[1]
-        arrived = jnp.concatenate([state["mask_fifo"], block_mask[:, ::stride]], axis=1)
-        head_mask, fifo = arrived[:, :n], arrived[:, n:]  # head frame i: position i - delay
+        n = head_mask.shape[1]
         window = {
             "probability": jnp.concatenate(
                 [state["probability"], jax.nn.sigmoid(heads["heatmap"])], axis=1
@@ -102,67 +96,37 @@ class StreamDetector:
             min_score=self.min_score,
         )
         middle = slice(self.radius, self.radius + n)  # frames whose neighbours all exist
-        frames_in = state["frames_in"] + block.shape[1]
+        frames_in = state["frames_in"] + inputs["audio"].shape[1]
         # Window frame radius + j is head frame (frames_in / stride - n - radius + j),
         # which describes position (that - delay).
-        first = frames_in // stride - n - self.radius - self.config.delay
+        first = frames_in // stride - n - self.spec.output_latency
         start, end = decode_lib.positions(
             {"offset": window["offset"][:, middle], "length": window["length"][:, middle]}, hop
         )
         shift = first.astype(jnp.float32) * hop  # positions() counts from frame 0
+        frame_s = self.spec.inputs["audio"].hop_s
         decided = {
             "peak": is_peak[:, middle],
             "score": window["probability"][:, middle, :keywords],
             "start": start + shift,
             "end": end + shift,
-            "emitted": jnp.broadcast_to(frames_in * FRAME_S, start.shape).astype(jnp.float32),
+            "emitted": jnp.broadcast_to(frames_in * frame_s, start.shape).astype(jnp.float32),
         }
         edge = 2 * self.radius
         new_state = {
-            "backbone": backbone,
-            "mask_fifo": fifo,
+            "model": model_state,
             **{k: v[:, v.shape[1] - edge :] for k, v in window.items()},
             "frames_in": frames_in,
         }
-        return decided, new_state
-
-    def flush_frames(self) -> int:
-        """Zero input frames that push every real position through the decision."""
-        return (self.config.delay + self.radius) * self.config.output_stride
-
-    def _scan_blocks(self, blocks, block_masks):
-        """blocks [N, B, block_frames, F], block_masks [N, B, block_frames]."""
-
-        def one(state, inputs):
-            decided, state = self._step(*inputs, state)
-            return state, decided
-
-        _, decided = jax.lax.scan(one, self.initial_state(blocks.shape[1]), (blocks, block_masks))
-        return jax.tree_util.tree_map(_merge_blocks, decided)
+        return decided, window["mask"][:, middle], new_state
 
     def detect(self, features, mask=None, max_detections: int = 64):
         """Whole batch, streamed: features float [B, T, F], mask bool [B, T] ->
         (detections like `decode.decode`, emitted float32 [B, D] seconds)."""
-        model_lib.check_features(self.config, features)
         features = np.asarray(features, np.float32)
-        batch, frames, width = features.shape
-        mask = np.ones((batch, frames), bool) if mask is None else np.asarray(mask, bool)
-        total = frames + self.flush_frames()
-        blocks = -(-total // self.block_frames)
-        padded = blocks * self.block_frames
-        features = np.pad(features, ((0, 0), (0, padded - frames), (0, 0)))
-        mask = np.pad(mask, ((0, 0), (0, padded - frames)))
-        decided = self._scan(
-            features.reshape(batch, blocks, self.block_frames, width).swapaxes(0, 1),
-            mask.reshape(batch, blocks, self.block_frames).swapaxes(0, 1),
-        )
+        frame_mask = None if mask is None else {"audio": np.asarray(mask, bool)}
+        decided, _ = self.run({"audio": features}, frame_mask)
         return collect(decided, max_detections)
-
-
-def _merge_blocks(values):
-    """[N, B, n, ...] -> [B, N * n, ...]."""
-    values = jnp.moveaxis(values, 0, 1)
-    return values.reshape(values.shape[0], -1, *values.shape[3:])
 
 
 @functools.partial(jax.jit, static_argnames="max_detections")

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import metrics
-from cskws_jax import decode, losses, targets
+from cskws_jax import decode, losses, model, targets
 from speechkit.optim import OptimizerConfig, TrainState
 
 
@@ -72,16 +72,15 @@ def augment(features, mask, rng, config: AugmentConfig):
 
 
 def create_train_state(net, config: OptimizerConfig, rng, batch) -> TrainState:
-    return TrainState.create(net.init(rng, batch["audio"][:1]), config)
+    return TrainState.create(net.init(rng, {"audio": batch["audio"][:1]}), config)
 
 
-def _targets(net, batch, outputs):
-    config = net.config
+def _targets(net, batch, num_frames: int):
     return targets.batch_targets(
         batch,
-        num_frames=outputs["mask"].shape[1],
-        num_classes=config.num_classes,
-        hop_s=config.output_stride * 0.01,
+        num_frames=num_frames,
+        num_classes=net.config.num_classes,
+        hop_s=model.streaming_spec(net.config).output_hop_s,
     )
 
 
@@ -100,9 +99,12 @@ def train_step(
         features = augment(features, mask, rng, augment_config)
 
     def loss_fn(params):
-        outputs = net.apply(params, features, mask)
+        heads, out_mask = net.apply(params, {"audio": features}, {"audio": mask})
         total, parts = losses.detection_loss(
-            outputs, _targets(net, batch, outputs), loss_config or losses.LossConfig()
+            heads,
+            out_mask,
+            _targets(net, batch, out_mask.shape[1]),
+            loss_config or losses.LossConfig(),
         )
         return total, parts
 
@@ -114,11 +116,12 @@ def detect(net, params, batch, config: DecodeConfig = DecodeConfig()):
     """Detections (the format of `metrics.detection_scores`) for a batch of whole
     utterances."""
     mask = batch["audio_mask"] & batch["example_mask"][:, None]
-    outputs = net.apply(params, batch["audio"], mask)
+    heads, out_mask = net.apply(params, {"audio": batch["audio"]}, {"audio": mask})
     return decode.decode(
-        outputs,
+        heads,
+        out_mask,
         num_keywords=net.config.num_keywords,
-        hop_s=net.config.output_stride * 0.01,
+        hop_s=model.streaming_spec(net.config).output_hop_s,
         max_detections=config.max_detections,
         radius=config.radius,
         min_score=config.min_score,

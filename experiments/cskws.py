@@ -113,7 +113,7 @@ class Candidate:
         else:
             net = model.AfKws(detector_config(config, num_keywords, self.unknown_class))
             self.init = lambda key, batch: TrainState.create(
-                net.init(key, batch["audio"][:1]), optimizer
+                net.init(key, {"audio": batch["audio"][:1]}), optimizer
             )
             self.step = jax.jit(functools.partial(train.train_step, net, train.AugmentConfig()))
             self.detect = jax.jit(lambda params, batch: train.detect(net, params, batch, detection))

@@ -228,11 +228,10 @@ class FoldTrainer:
 
     def _init(self):
         """Global stacked train states; fold f's parameters come from key f."""
-        example = self.datasets[0][0]
-        audio, text = example["audio"][:1], example["text"][:1]
+        inputs = train.model_inputs(self.datasets[0][0], rows=1)
 
         def one(key):
-            return TrainState.create(self.net.init(key, audio, text), self.optimizer)
+            return TrainState.create(self.net.init(key, inputs), self.optimizer)
 
         keys = jax.random.split(jax.random.key(self.config.seed), self.num_folds)
         local = jax.jit(jax.vmap(one))(keys[np.array([self._fold(s) for s in self.mine])])

@@ -11,18 +11,18 @@ default). Fusion: `concat` (default), `sum`, `gated` (a learnt sigmoid mix) or `
 (outer product of the projected encodings, each with a constant 1 appended). g is a
 per-frame dense stack, h the output layer over the classes (background included), so
 the whole model is causal: output frame t sees audio and text up to time t * hop (the
-first frame of its block; `StreamingSpec`).
+first frame of its block; `speechkit.streaming.InputSpec`).
 
 The same code gives audio-only and text-only models (`modalities`). Training may drop one
 modality per example (`modality_dropout`); at inference a modality can be marked missing
 per example (`present`), which zeroes its encoding exactly as in modality dropout.
 
-Streaming (the contract of docs/architecture.md): `initial_state(batch_size)` and
-`step(audio_block, text_block, state, present=None)`, where a block holds
-`n * audio_block` audio frames and `n * text_block` text frames for n output frames;
-`streaming_spec(config)` declares block sizes, latency and receptive fields, and
-`multiqt_jax.streaming.StreamRunner` runs it with `lax.scan`. Step-by-step outputs equal
-`__call__`'s on any block partition (tests/multiqt_jax/test_model.py).
+Streaming: the protocol of `speechkit.streaming` with inputs "audio" and "text":
+`MultiQT.step` takes blocks of `n * block` frames of each input (4 audio and 2 text frames
+per output frame by default) and returns n output frames; `MultiQT.streaming_spec`
+derives block sizes and receptive fields from the encoders' own layers (latency 0:
+causal), and `speechkit.streaming.BlockRunner` runs it block by block. Step-by-step
+outputs equal the whole call's on any block partition (tests/multiqt_jax/test_model.py).
 
 Precision (`precision`, see `speechkit.accelerator`): "highest" (the default) runs every
 convolution and dense layer, in `__call__` and in `step`, as exact float32 matmuls, so
@@ -35,9 +35,10 @@ faster settings for training.
     >>> config = model.MultiQTConfig(num_classes=4)
     >>> net = model.MultiQT(config)
     >>> audio, text = jnp.zeros((1, 400, 40)), jnp.zeros((1, 200, 29))
-    >>> params = net.init(jax.random.key(0), audio, text)
-    >>> logits, mask = net.apply(params, audio, text)
-    >>> logits.shape, model.streaming_spec(config).output_hop_s
+    >>> inputs = {"audio": audio, "text": text}
+    >>> params = net.init(jax.random.key(0), inputs)
+    >>> outputs, mask = net.apply(params, inputs)
+    >>> outputs["logits"].shape, model.streaming_spec(config).output_hop_s
     ((1, 100, 4), 0.04)
 """
 
@@ -53,13 +54,13 @@ import jax.numpy as jnp
 import numpy as np
 import sequence_layers.jax as sl
 
-from speechkit import accelerator, asr
+from speechkit import accelerator, asr, streaming
 from speechkit.optim import parameter_count
 
 MODALITIES = ("audio", "text")
 FUSIONS = ("concat", "sum", "gated", "tensor")
 AUDIO_HOP_S = 0.01
-TEXT_HOP_S = 0.02
+TEXT_HOP_S = asr.TEXT_FRAME_S
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +112,7 @@ class MultiQTConfig:
                 )
             if min(min(s) for s in sizes) < 1:
                 raise ValueError(f"{prefix} encoder: sizes must be >= 1")
-        if _seconds(self.audio_stride * AUDIO_HOP_S) != _seconds(self.text_stride * TEXT_HOP_S):
+        if round(self.audio_stride * AUDIO_HOP_S, 6) != round(self.text_stride * TEXT_HOP_S, 6):
             raise ValueError(
                 f"audio_strides {self.audio_strides} (x 10 ms) and text_strides "
                 f"{self.text_strides} (x 20 ms) must reach one output hop"
@@ -133,46 +134,9 @@ class MultiQTConfig:
         return accelerator.lax_precision(self.precision)
 
 
-def _seconds(value: float) -> float:
-    """A time rounded to the microsecond, so that 2 * 0.02 == 4 * 0.01."""
-    return round(value, 6)
-
-
-@dataclasses.dataclass(frozen=True)
-class StreamingSpec:
-    """The streaming contract's declarations for a config."""
-
-    audio_block: int  # audio frames (10 ms) per output frame
-    text_block: int  # text frames (20 ms) per output frame
-    output_hop_s: float  # seconds per output frame
-    output_latency: int  # output frames between an input block and its outputs (0: causal)
-    # Output frame t sees audio frames t * audio_block - audio_receptive_field + 1 ..
-    # t * audio_block (the first frame of its block), likewise for text.
-    audio_receptive_field: int
-    text_receptive_field: int
-
-
-def _receptive_field(kernels, strides, dilations) -> int:
-    field, step = 1, 1
-    for kernel, stride, dilation in zip(kernels, strides, dilations, strict=True):
-        field += (kernel - 1) * dilation * step
-        step *= stride
-    return field
-
-
-def streaming_spec(config: MultiQTConfig) -> StreamingSpec:
-    return StreamingSpec(
-        audio_block=config.audio_stride,
-        text_block=config.text_stride,
-        output_hop_s=_seconds(config.audio_stride * AUDIO_HOP_S),
-        output_latency=0,
-        audio_receptive_field=_receptive_field(
-            config.audio_kernels, config.audio_strides, config.audio_dilations
-        ),
-        text_receptive_field=_receptive_field(
-            config.text_kernels, config.text_strides, config.text_dilations
-        ),
-    )
+def streaming_spec(config: MultiQTConfig) -> streaming.StreamingSpec:
+    """The streaming spec of a config's model (`MultiQT.streaming_spec`)."""
+    return streaming.spec_of(MultiQT(config))
 
 
 def _encoder(config: MultiQTConfig, modality: str) -> sl.Serial.Config:
@@ -202,8 +166,8 @@ def _encoder(config: MultiQTConfig, modality: str) -> sl.Serial.Config:
 
 
 class MultiQT(nn.Module):
-    """See the module docstring. Inputs are arrays plus optional bool masks (all valid by
-    default); outputs are logits [B, To, num_classes] and their mask [B, To]."""
+    """See the module docstring: a `speechkit.streaming` protocol module whose outputs
+    are {"logits" [B, To, num_classes]} and their mask [B, To]."""
 
     config: MultiQTConfig
 
@@ -223,73 +187,71 @@ class MultiQT(nn.Module):
         self.classifier = dense(config.num_classes, name="h")
         self.dropout = nn.Dropout(config.dropout)
 
-    # -- whole sequence -------------------------------------------------------------------
+    # -- the streaming protocol (speechkit.streaming) ----------------------------------
+
+    def streaming_spec(self) -> streaming.StreamingSpec:
+        """Block sizes and receptive fields from the encoders' own layers; causal."""
+        hops = {"audio": AUDIO_HOP_S, "text": TEXT_HOP_S}
+        encoders = {name: getattr(self, f"{name}_encoder") for name in self.config.modalities}
+        return streaming.StreamingSpec(
+            {name: streaming.input_spec(layer, hops[name]) for name, layer in encoders.items()}
+        )
 
     @accelerator.at_config_precision
-    def __call__(
-        self,
-        audio,
-        text,
-        audio_mask=None,
-        text_mask=None,
-        present=None,
-        *,
-        training: bool = False,
-    ):
-        """audio float [B, Ta, 40] (10 ms), text float [B, Ts, V] (20 ms), masks bool;
-        present bool [B, 2] (audio, text available; default all). Returns logits float32
-        [B, To, num_classes] and mask bool [B, To], To = min(Ta / audio stride, Ts / text
-        stride) (rounded up); the two may differ by at most one output frame."""
-        check_shapes(self.config, audio, text)
-        encodings = {}
-        if "audio" in self.config.modalities:
-            encodings["audio"] = self.audio_encoder.layer(
-                _sequence(audio, audio_mask), training=training
+    def __call__(self, inputs, mask=None, present=None, *, training: bool = False):
+        """inputs: "audio" float [B, Ta, 40] (10 ms) and / or "text" float [B, Ts, V]
+        (20 ms), as `config.modalities`; mask: the same names -> bool [B, T] (default
+        all real); present bool [B, 2] (audio, text available; default all). Returns
+        ({"logits": float32 [B, To, num_classes]}, mask bool [B, To]), To = min(Ta / audio
+        stride, Ts / text stride) (rounded up); the two may differ by one output frame."""
+        check_shapes(self.config, inputs)
+        mask = mask or {}
+        encodings = {
+            name: self._encoder(name).layer(
+                _sequence(inputs[name], mask.get(name)), training=training
             )
-        if "text" in self.config.modalities:
-            encodings["text"] = self.text_encoder.layer(
-                _sequence(text, text_mask), training=training
-            )
+            for name in self.config.modalities
+        }
         frames = min(e.values.shape[1] for e in encodings.values())
         values = {name: e.values[:, :frames] for name, e in encodings.items()}
-        mask = jnp.stack([e.mask[:, :frames] for e in encodings.values()]).all(axis=0)
-        present = self._present(present, audio.shape[0], training)
+        out_mask = jnp.stack([e.mask[:, :frames] for e in encodings.values()]).all(axis=0)
+        present = self._present(present, _batch(inputs), training)
         logits = self._head(self._fuse(values, present), training)
-        return jnp.where(mask[..., None], logits, 0.0), mask
-
-    # -- streaming ------------------------------------------------------------------------
+        return {"logits": jnp.where(out_mask[..., None], logits, 0.0)}, out_mask
 
     def initial_state(self, batch_size: int):
         """The state before the first block: zeros in every causal convolution buffer."""
-        state = {}
-        if "audio" in self.config.modalities:
-            spec = sl.ChannelSpec((self.config.audio_features,), jnp.float32)
-            state["audio"] = self.audio_encoder.get_initial_state(batch_size, spec, training=False)
-        if "text" in self.config.modalities:
-            spec = sl.ChannelSpec((self.config.text_symbols,), jnp.float32)
-            state["text"] = self.text_encoder.get_initial_state(batch_size, spec, training=False)
-        return state
+        widths = {"audio": self.config.audio_features, "text": self.config.text_symbols}
+        return {
+            name: self._encoder(name).get_initial_state(
+                batch_size, sl.ChannelSpec((widths[name],), jnp.float32), training=False
+            )
+            for name in self.config.modalities
+        }
 
     @accelerator.at_config_precision
-    def step(self, audio_block, text_block, state, present=None):
-        """One block: audio [B, n * audio_block, 40], text [B, n * text_block, V] ->
-        (logits [B, n, num_classes], new state). Inference only (no dropout)."""
-        check_shapes(self.config, audio_block, text_block)
-        values, new_state = {}, {}
-        if "audio" in self.config.modalities:
-            out, new_state["audio"] = self.audio_encoder.step(
-                _sequence(audio_block, None), state["audio"], training=False
+    def step(self, inputs, mask, state, present=None):
+        """One block: "audio" [B, n * audio_block, 40] and / or "text" [B, n * text_block,
+        V] (mask: the same names -> bool, None: all real) -> ({"logits" [B, n,
+        num_classes]}, mask bool [B, n], new state). Inference only (no dropout)."""
+        check_shapes(self.config, inputs)
+        mask = mask or {}
+        values, masks, new_state = {}, [], {}
+        for name in self.config.modalities:
+            out, new_state[name] = self._encoder(name).step(
+                _sequence(inputs[name], mask.get(name)), state[name], training=False
             )
-            values["audio"] = out.values
-        if "text" in self.config.modalities:
-            out, new_state["text"] = self.text_encoder.step(
-                _sequence(text_block, None), state["text"], training=False
-            )
-            values["text"] = out.values
-        present = self._present(present, audio_block.shape[0], training=False)
-        return self._head(self._fuse(values, present), training=False), new_state
+            values[name] = out.values
+            masks.append(out.mask)
+        out_mask = jnp.stack(masks).all(axis=0)
+        present = self._present(present, _batch(inputs), training=False)
+        logits = self._head(self._fuse(values, present), training=False)
+        return {"logits": jnp.where(out_mask[..., None], logits, 0.0)}, out_mask, new_state
 
     # -- pieces ---------------------------------------------------------------------------
+
+    def _encoder(self, name: str):
+        return getattr(self, f"{name}_encoder")
 
     def _present(self, present, batch: int, training: bool):
         """bool [B, 2]: which modalities each example has (after modality dropout)."""
@@ -345,45 +307,42 @@ def _sequence(values, mask) -> sl.Sequence:
     return sl.Sequence(values, mask)
 
 
-def check_shapes(config: MultiQTConfig, audio, text) -> None:
-    """Trace-time checks (shapes are static): widths and agreeing lengths."""
+def _batch(inputs) -> int:
+    return np.shape(next(iter(inputs.values())))[0]
+
+
+def check_shapes(config: MultiQTConfig, inputs) -> None:
+    """Trace-time checks (shapes are static): the config's modalities, widths and
+    agreeing lengths."""
+    if not isinstance(inputs, dict) or set(config.modalities) - set(inputs):
+        given = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+        raise ValueError(f"inputs: expected a dict with {list(config.modalities)}, got {given}")
     expected = {"audio": config.audio_features, "text": config.text_symbols}
-    arrays = {"audio": audio, "text": text}
     for name in config.modalities:
-        shape = np.shape(arrays[name])
+        shape = np.shape(inputs[name])
         if len(shape) != 3 or shape[2] != expected[name]:
-            raise ValueError(f"{name}: shape {shape}, expected [batch, frames, {expected[name]}]")
-    if len(config.modalities) == 2:
-        audio_out = -(-np.shape(audio)[1] // config.audio_stride)
-        text_out = -(-np.shape(text)[1] // config.text_stride)
-        if abs(audio_out - text_out) > 1 or np.shape(audio)[0] != np.shape(text)[0]:
             raise ValueError(
-                f"audio {np.shape(audio)} and text {np.shape(text)} disagree: "
-                f"{audio_out} and {text_out} output frames (audio / {config.audio_stride}, "
-                f"text / {config.text_stride}); expected the same batch and at most one apart"
+                f"inputs[{name!r}]: shape {shape}, expected [batch, frames, {expected[name]}]"
             )
-
-
-def check_inputs(config: MultiQTConfig, audio, text) -> None:
-    """Host-side checks before a jitted call: shapes (see `check_shapes`) and finiteness."""
-    check_shapes(config, audio, text)
-    for name, array in (("audio", audio), ("text", text)):
-        if name in config.modalities and not np.all(np.isfinite(np.asarray(array))):
-            bad = np.argwhere(~np.isfinite(np.asarray(array)))[0].tolist()
+    if len(config.modalities) == 2:
+        audio, text = np.shape(inputs["audio"]), np.shape(inputs["text"])
+        audio_out = -(-audio[1] // config.audio_stride)
+        text_out = -(-text[1] // config.text_stride)
+        if abs(audio_out - text_out) > 1 or audio[0] != text[0]:
             raise ValueError(
-                f"{name}: shape {np.shape(array)} holds non-finite values (first at {bad}); "
-                "expected finite features"
+                f"audio {audio} and text {text} disagree: {audio_out} and {text_out} output "
+                f"frames (audio / {config.audio_stride}, text / {config.text_stride}); "
+                "expected the same batch and at most one apart"
             )
 
 
 def describe(config: MultiQTConfig, params) -> str:
     """One line for the start of a run: size, output rate, receptive fields."""
     spec = streaming_spec(config)
+    fields = " / ".join(f"{spec.receptive_field_s(name):.2f} s {name}" for name in spec.inputs)
     return (
         f"MultiQT {'+'.join(config.modalities)} ({config.fusion} fusion): "
         f"{parameter_count(params):,} parameters, one output every "
         f"{spec.output_hop_s * 1000:.0f} ms ({1 / spec.output_hop_s:.0f} Hz), receptive field "
-        f"{spec.audio_receptive_field * AUDIO_HOP_S:.2f} s audio / "
-        f"{spec.text_receptive_field * TEXT_HOP_S:.2f} s text, latency {spec.output_latency}, "
-        f"{config.precision} precision"
+        f"{fields}, latency {spec.output_latency}, {config.precision} precision"
     )

@@ -20,16 +20,23 @@ import jax.numpy as jnp
 import optax
 
 import metrics
-from speechkit.optim import OptimizerConfig, TrainState, make_optimizer
+from speechkit.losses import cross_entropy
+from speechkit.optim import OptimizerConfig, TrainState
 
 
 def create_train_state(net, config: OptimizerConfig, rng, batch) -> TrainState:
     """Initial parameters (shapes from `batch`) and optimiser state."""
-    params = net.init(rng, batch["audio"][:1], batch["text"][:1])
-    tx = make_optimizer(config)
-    return TrainState(
-        step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params), tx=tx
-    )
+    return TrainState.create(net.init(rng, model_inputs(batch, rows=1)), config)
+
+
+def model_inputs(batch, rows: int | None = None) -> dict:
+    """The model's inputs {"audio", "text"} of a pipeline batch (the first `rows` rows)."""
+    return {name: batch[name][:rows] for name in ("audio", "text")}
+
+
+def model_masks(batch) -> dict:
+    """The inputs' frame masks {"audio", "text"} of a pipeline batch."""
+    return {name: batch[f"{name}_mask"] for name in ("audio", "text")}
 
 
 def output_labels(labels, mask, audio_stride: int, frames: int):
@@ -44,17 +51,6 @@ def output_labels(labels, mask, audio_stride: int, frames: int):
     return picked.astype(jnp.int32), picked_mask
 
 
-def cross_entropy(logits, labels, mask, class_weights=None) -> jax.Array:
-    """Masked per-timestep cross-entropy, weighted by class: logits [B, T, C], labels int
-    [B, T], mask bool [B, T], class_weights float [C] (default 1). The weighted mean over
-    valid timesteps (0 when there are none)."""
-    per_step = optax.softmax_cross_entropy_with_integer_labels(logits, labels)
-    weights = mask.astype(jnp.float32)
-    if class_weights is not None:
-        weights = weights * jnp.asarray(class_weights, jnp.float32)[labels]
-    return jnp.sum(per_step * weights) / jnp.maximum(jnp.sum(weights), 1e-9)
-
-
 def _targets(net, batch, logits_mask):
     labels, mask = output_labels(
         batch["labels"], batch["audio_mask"], net.config.audio_stride, logits_mask.shape[1]
@@ -65,17 +61,15 @@ def _targets(net, batch, logits_mask):
 def loss(net, params, batch, rng, class_weights=None) -> jax.Array:
     """The training loss of a batch: masked, class-weighted cross-entropy at the output
     clock, with dropout from `rng` (a PRNG key)."""
-    logits, logits_mask = net.apply(
+    outputs, logits_mask = net.apply(
         params,
-        batch["audio"],
-        batch["text"],
-        batch["audio_mask"],
-        batch["text_mask"],
+        model_inputs(batch),
+        model_masks(batch),
         training=True,
         rngs={"dropout": rng},
     )
     labels, mask = _targets(net, batch, logits_mask)
-    return cross_entropy(logits, labels, mask, class_weights)
+    return cross_entropy(outputs["logits"], labels, mask, class_weights)
 
 
 def train_step(net, state: TrainState, batch, rng, class_weights=None):
@@ -86,11 +80,9 @@ def train_step(net, state: TrainState, batch, rng, class_weights=None):
 
 def predict(net, params, batch, present=None):
     """(predicted labels int32 [B, To], gold labels int32 [B, To], mask bool [B, To])."""
-    logits, logits_mask = net.apply(
-        params, batch["audio"], batch["text"], batch["audio_mask"], batch["text_mask"], present
-    )
+    outputs, logits_mask = net.apply(params, model_inputs(batch), model_masks(batch), present)
     labels, mask = _targets(net, batch, logits_mask)
-    return jnp.argmax(logits, axis=-1).astype(jnp.int32), labels, mask
+    return jnp.argmax(outputs["logits"], axis=-1).astype(jnp.int32), labels, mask
 
 
 def eval_step(net, params, batch, present=None, min_run: int = 5):

@@ -1,10 +1,12 @@
-"""The README's Python examples run as written (except those that say they need the
-user's own data on their first line: `# needs: ...`)."""
+"""The Python examples of the README and docs/architecture.md run as written (except
+those that say they need the user's own data on their first line: `# needs: ...`)."""
 
 import pathlib
 import re
 
-README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 
 def test_readme_python_examples_run(capsys):
@@ -17,3 +19,13 @@ def test_readme_python_examples_run(capsys):
         exec(compile(block, str(README), "exec"), {})
     printed = capsys.readouterr().out
     assert "PRF(precision=" in printed and "'mAP'" in printed
+
+
+def test_architecture_streaming_examples_run(capsys):
+    """Both models streamed block by block equal their whole-sequence call."""
+    blocks = re.findall(r"```python\n(.*?)```", ARCHITECTURE.read_text(), flags=re.DOTALL)
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block, str(ARCHITECTURE), "exec"), {})
+    printed = capsys.readouterr().out.split()
+    assert printed == ["0.0", "True", "0.4"]

@@ -12,7 +12,7 @@ import pytest
 
 from cskws_jax import model
 from cskws_jax.streaming import StreamDetector
-from speechkit import accelerator
+from speechkit import accelerator, streaming
 
 SMALL = model.AfKwsConfig(
     num_keywords=3,
@@ -27,7 +27,7 @@ SMALL = model.AfKwsConfig(
 def small():
     net = model.AfKws(SMALL)
     features = np.random.default_rng(0).normal(size=(2, 157, 64)).astype(np.float32)
-    return net, net.init(jax.random.key(0), features), features
+    return net, net.init(jax.random.key(0), {"audio": features}), features
 
 
 @pytest.mark.parametrize("unknown_class", [True, False])
@@ -35,67 +35,59 @@ def test_heads_have_the_documented_shapes(unknown_class):
     config = model.AfKwsConfig(num_keywords=5, unknown_class=unknown_class)
     net = model.AfKws(config)
     features = jnp.zeros((2, 403, 64))
-    outputs = net.apply(net.init(jax.random.key(0), features), features)
+    inputs = {"audio": features}
+    outputs, mask = net.apply(net.init(jax.random.key(0), inputs), inputs)
     assert outputs["heatmap"].shape == (2, 101, 5 + unknown_class)
-    assert outputs["length"].shape == outputs["offset"].shape == outputs["mask"].shape == (2, 101)
+    assert outputs["length"].shape == outputs["offset"].shape == mask.shape == (2, 101)
     assert np.all((outputs["offset"] >= 0) & (outputs["offset"] <= 1))
     assert np.all(outputs["length"] >= 0)
 
 
 def test_streaming_over_random_partitions_equals_the_whole_call(small):
+    """The shared contract check, with the end of one example masked."""
     net, params, features = small
     mask = np.ones(features.shape[:2], bool)
     mask[1, 120:] = False
-    whole = net.apply(params, features, mask)
-    stride, delay = SMALL.output_stride, SMALL.delay
-    frames = whole["mask"].shape[1]
-    total = (frames + delay) * stride
-    padded = np.pad(features, ((0, 0), (0, total - features.shape[1]), (0, 0)))
-    padded_mask = np.pad(mask, ((0, 0), (0, total - features.shape[1])))
-    step = jax.jit(lambda block, state, m: net.apply(params, block, state, m, method=net.step))
-    for trial in range(3):
-        rng = np.random.default_rng(trial)
-        state = net.apply(params, 2, method=net.initial_state)
-        heads, start = [], 0
-        while start < total:
-            size = min(int(rng.integers(1, 6)) * stride, total - start)
-            out, state = step(
-                padded[:, start : start + size], state, padded_mask[:, start : start + size]
-            )
-            heads.append(out)
-            start += size
-        streamed = {k: np.concatenate([h[k] for h in heads], axis=1)[:, delay:] for k in heads[0]}
-        valid = whole["mask"]
-        for key in ("heatmap", "length", "offset"):
-            np.testing.assert_allclose(streamed[key][valid], whole[key][valid], atol=1e-5)
+    assert streaming.check_contract(net, params, {"audio": features}) <= 1e-5
+    assert streaming.check_contract(net, params, {"audio": features}, {"audio": mask}) <= 1e-5
+    _, out_mask = net.apply(params, {"audio": features}, {"audio": mask})
+    assert out_mask[0].all() and out_mask[1, :30].all() and not out_mask[1, 30:].any()
 
 
 def test_look_ahead_and_receptive_field_are_as_declared(small):
     net, params, features = small
     spec = model.streaming_spec(SMALL)
+    audio = spec.inputs["audio"]
+    assert spec.output_latency == SMALL.delay and spec.output_hop_s == 0.04
     position = 30
 
     def heat(features):
-        return net.apply(params, features)["heatmap"][0, position].sum()
+        return net.apply(params, {"audio": features})[0]["heatmap"][0, position].sum()
 
     grad = jax.grad(heat)(jnp.asarray(features))
     seen = np.flatnonzero(np.abs(grad[0]).sum(axis=1) > 0)
-    assert seen.max() == (position + SMALL.delay) * spec.block
-    assert seen.min() == (position + SMALL.delay) * spec.block - spec.receptive_field + 1
+    assert seen.max() == (position + SMALL.delay) * audio.block
+    assert seen.min() == (position + SMALL.delay) * audio.block - audio.receptive_field + 1
 
 
 def _precisions(net, params, features) -> dict[str, set]:
     """Precisions asked for by the whole call, one step, the streamed detector's scan
     and the gradient of the heads."""
+    inputs = {"audio": features}
     state = net.apply(params, 2, method=net.initial_state)
     detector = StreamDetector(net, params, block_outputs=2)
-    blocks = np.zeros((3, 2, detector.block_frames, 64), np.float32)
+    blocks = {"audio": np.zeros((3, 2, detector.block_frames["audio"], 64), np.float32)}
+    block_masks = {"audio": np.ones(blocks["audio"].shape[:3], bool)}
     step = functools.partial(net.apply, method=net.step)
+
+    def heat(params):
+        return net.apply(params, inputs)[0]["heatmap"].sum()
+
     programs = {
-        "call": jax.make_jaxpr(net.apply)(params, features),
-        "step": jax.make_jaxpr(step)(params, features[:, :8], state),
-        "scan": jax.make_jaxpr(detector._scan)(blocks, np.ones(blocks.shape[:3], bool)),
-        "grad": jax.make_jaxpr(jax.grad(lambda p: net.apply(p, features)["heatmap"].sum()))(params),
+        "call": jax.make_jaxpr(net.apply)(params, inputs),
+        "step": jax.make_jaxpr(step)(params, {"audio": features[:, :8]}, None, state),
+        "scan": jax.make_jaxpr(detector._scan)(blocks, block_masks, ()),
+        "grad": jax.make_jaxpr(jax.grad(heat))(params),
     }
     found = {name: accelerator.matmul_precisions(jaxpr) for name, jaxpr in programs.items()}
     assert all(found.values())
@@ -111,7 +103,7 @@ def test_every_matmul_and_convolution_is_float32_under_the_default_policy(small)
         found = _precisions(net, params, features)
     highest = (jax.lax.Precision.HIGHEST,) * 2
     assert found == dict.fromkeys(found, {highest})
-    hlo = jax.jit(net.apply).lower(params, features).as_text().splitlines()
+    hlo = jax.jit(net.apply).lower(params, {"audio": features}).as_text().splitlines()
     ops = [line for line in hlo if "stablehlo.convolution" in line or "stablehlo.dot_gen" in line]
     assert ops and all("HIGHEST" in line for line in ops)
 
@@ -130,7 +122,9 @@ def test_bad_input_is_named(small):
     with pytest.raises(
         ValueError, match=r"features: shape \(1, 40, 63\), expected \[batch, frames, 64\]"
     ):
-        net.apply(params, np.zeros((1, 40, 63), np.float32))
+        net.apply(params, {"audio": np.zeros((1, 40, 63), np.float32)})
+    with pytest.raises(ValueError, match=r"inputs: expected a dict with 'audio', got ndarray"):
+        net.apply(params, np.zeros((1, 40, 64), np.float32))
     with pytest.raises(ValueError, match="num_keywords"):
         model.AfKwsConfig(num_keywords=0)
     assert "look-ahead 0.12 s, highest precision" in model.describe(SMALL, params)

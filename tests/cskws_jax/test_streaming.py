@@ -23,10 +23,10 @@ def test_streamed_detections_equal_offline_detections(block_outputs):
     features = rng.normal(size=(2, 203, 64)).astype(np.float32)
     mask = np.ones((2, 203), bool)
     mask[1, 150:] = False
-    params = net.init(jax.random.key(1), features)
+    params = net.init(jax.random.key(1), {"audio": features})
     params = jax.tree_util.tree_map(lambda a: 1.5 * a, params)  # livelier heatmaps
     offline = decode.decode(
-        net.apply(params, features, mask),
+        *net.apply(params, {"audio": features}, {"audio": mask}),
         num_keywords=3,
         hop_s=0.04,
         max_detections=200,

@@ -72,12 +72,11 @@ def test_detection_loss_is_small_for_a_perfect_prediction():
         "heatmap": jnp.where(target["heatmap"] >= 1, 20.0, -20.0),
         "length": target["length"],
         "offset": target["offset"],
-        "mask": mask,
     }
     wrong = {**perfect, "heatmap": -perfect["heatmap"], "length": perfect["length"] + 2.0}
-    total, parts = losses.detection_loss(perfect, target)
+    total, parts = losses.detection_loss(perfect, mask, target)
     assert float(total) < 1e-6
-    bad_total, bad_parts = losses.detection_loss(wrong, target)
+    bad_total, bad_parts = losses.detection_loss(wrong, mask, target)
     assert float(bad_parts["length"]) == pytest.approx(2.0, rel=1e-5)
     assert float(bad_total) > 10
 
@@ -92,10 +91,9 @@ def test_decode_by_hand():
         "heatmap": logits,
         "length": np.full((1, 10), 5.0, np.float32),
         "offset": np.full((1, 10), 0.5, np.float32),
-        "mask": np.ones((1, 10), bool),
     }
-    found = jax.jit(lambda o: decode.decode(o, num_keywords=2, hop_s=HOP, max_detections=4))(
-        outputs
+    found = jax.jit(lambda o, m: decode.decode(o, m, num_keywords=2, hop_s=HOP, max_detections=4))(
+        outputs, np.ones((1, 10), bool)
     )
     assert found["valid"].tolist() == [[True, True, False, False]]
     assert found["label"][0, :2].tolist() == [0, 1]
@@ -106,8 +104,8 @@ def test_decode_by_hand():
     )
     assert not found["start"][0, 2:].any()  # padding slots hold zeros
     # Masked frames are neither peaks nor suppressors.
-    masked = {**outputs, "mask": np.arange(10)[None] != 3}
-    again = decode.decode(masked, num_keywords=2, hop_s=HOP, max_detections=4)
+    masked = np.arange(10)[None] != 3
+    again = decode.decode(outputs, masked, num_keywords=2, hop_s=HOP, max_detections=4)
     assert again["label"][0, :2].tolist() == [0, 1]
     assert again["start"][0, 0] == pytest.approx(4.5 * HOP - 0.1, abs=1e-6)
 
@@ -120,9 +118,10 @@ def test_equal_scores_keep_position_then_class_order():
         "heatmap": logits,
         "length": np.ones((1, 9), np.float32),
         "offset": np.zeros((1, 9), np.float32),
-        "mask": np.ones((1, 9), bool),
     }
-    found = decode.decode(outputs, num_keywords=2, hop_s=HOP, max_detections=3)
+    found = decode.decode(
+        outputs, np.ones((1, 9), bool), num_keywords=2, hop_s=HOP, max_detections=3
+    )
     assert found["label"][0].tolist() == [0, 1, 1]
     np.testing.assert_allclose(
         found["start"][0], [2 * HOP - HOP / 2, 2 * HOP - HOP / 2, 6 * HOP - HOP / 2], atol=1e-6

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from multiqt_jax import model
-from multiqt_jax.streaming import StreamRunner
-from speechkit import accelerator
+from speechkit import accelerator, streaming
 
 HIGHEST = (jax.lax.Precision.HIGHEST, jax.lax.Precision.HIGHEST)
 
@@ -41,63 +40,62 @@ def _setup(seed=0, outputs=23, batch=2, **overrides):
     audio = rng.normal(size=(batch, outputs * 4 - 1, 40)).astype(np.float32)
     text = rng.random((batch, outputs * 2, 29)).astype(np.float32)
     net = model.MultiQT(config)
-    params = net.init(jax.random.key(seed), audio, text)
+    params = net.init(jax.random.key(seed), {"audio": audio, "text": text})
     return config, net, params, audio, text
-
-
-def _partition(rng, total):
-    sizes = []
-    while sum(sizes) < total:
-        sizes.append(int(rng.integers(1, 6)))
-    sizes[-1] -= sum(sizes) - total
-    return sizes
 
 
 @pytest.mark.parametrize(
     "setting", SETTINGS, ids=lambda s: "+".join(s["modalities"]) + "-" + s.get("fusion", "")
 )
 def test_streaming_over_random_block_partitions_equals_the_whole_call(setting):
+    """The shared contract check, with a missing modality in one example and frames
+    masked at the end of one example."""
     config, net, params, audio, text = _setup(**setting)
     present = np.array([[True, True], [True, False]]) if len(config.modalities) == 2 else None
-    whole, mask = net.apply(params, audio, text, present=present)
-    assert whole.shape == (2, 23, 4) and mask.all()
-    spec = model.streaming_spec(config)
-    padded_audio = np.pad(audio, ((0, 0), (0, 23 * 4 - audio.shape[1]), (0, 0)))
-    step = jax.jit(lambda a, t, s: net.apply(params, a, t, s, present, method=net.step))
-    for trial in range(3):
-        rng = np.random.default_rng(trial)
-        state = net.apply(params, 2, method=net.initial_state)
-        outputs, start = [], 0
-        for size in _partition(rng, 23):
-            a = padded_audio[:, start * spec.audio_block : (start + size) * spec.audio_block]
-            t = text[:, start * spec.text_block : (start + size) * spec.text_block]
-            logits, state = step(a, t, state)
-            outputs.append(logits)
-            start += size
-        np.testing.assert_allclose(np.concatenate(outputs, axis=1), whole, atol=1e-5)
-    runner = StreamRunner(net, params, block_outputs=4)
-    np.testing.assert_allclose(runner.logits(audio, text, present), whole, atol=1e-5)
-    labels = runner.labels(audio, text, present)
-    np.testing.assert_array_equal(labels, np.argmax(whole, axis=-1))
+    inputs = {"audio": audio, "text": text}
+    outputs, out_mask = net.apply(params, inputs, None, present)
+    assert outputs["logits"].shape == (2, 23, 4) and out_mask.all()
+    assert streaming.check_contract(net, params, inputs, None, present) <= 1e-5
+    mask = {"audio": np.arange(91) < [[91], [60]], "text": np.arange(46) < [[46], [30]]}
+    assert streaming.check_contract(net, params, inputs, mask, present, seed=1) <= 1e-5
+    _, masked = net.apply(params, inputs, mask, present)
+    assert masked[0].all() and not masked[1, 15:].any()
+
+
+def test_the_contract_check_catches_a_step_that_breaks_it():
+    config, net, params, audio, text = _setup()
+
+    class Leaky(model.MultiQT):  # forgets the convolution buffers between blocks
+        def step(self, inputs, mask, state, present=None):
+            fresh = self.initial_state(np.shape(inputs["audio"])[0])
+            return super().step(inputs, mask, fresh, present)
+
+    with pytest.raises(AssertionError, match="logits differs by"):
+        streaming.check_contract(Leaky(config), params, {"audio": audio, "text": text})
 
 
 def _programs(net, params, audio, text):
     """The model's jaxprs: whole call, one step, streamed scan and training gradient."""
+    inputs = {"audio": audio, "text": text}
     state = net.apply(params, 2, method=net.initial_state)
-    runner = StreamRunner(net, params, block_outputs=2)
-    blocks = (np.zeros((3, 2, runner.audio_frames, 40)), np.zeros((3, 2, runner.text_frames, 29)))
+    runner = streaming.BlockRunner.for_model(net, params, block_outputs=2)
+    widths = {"audio": 40, "text": 29}
+    blocks = {
+        name: np.zeros((3, 2, frames, widths[name]), np.float32)
+        for name, frames in runner.block_frames.items()
+    }
+    block_masks = {name: np.ones(value.shape[:3], bool) for name, value in blocks.items()}
 
     def loss(params):
-        logits, _ = net.apply(
-            params, audio, text, training=True, rngs={"dropout": jax.random.key(0)}
-        )
-        return logits.sum()
+        outputs, _ = net.apply(params, inputs, training=True, rngs={"dropout": jax.random.key(0)})
+        return outputs["logits"].sum()
 
     step = functools.partial(net.apply, method=net.step)
+    first = {"audio": audio[:, :8], "text": text[:, :4]}
     return {
-        "call": jax.make_jaxpr(net.apply)(params, audio, text),
-        "step": jax.make_jaxpr(step)(params, audio[:, :8], text[:, :4], state),
-        "scan": jax.make_jaxpr(runner._scan)(*blocks, np.ones((2, 2), bool)),
+        "call": jax.make_jaxpr(net.apply)(params, inputs),
+        "step": jax.make_jaxpr(step)(params, first, None, state),
+        "scan": jax.make_jaxpr(runner._scan)(blocks, block_masks, ()),
         "grad": jax.make_jaxpr(jax.grad(loss))(params),
     }
 
@@ -117,7 +115,7 @@ def test_every_matmul_and_convolution_is_float32_under_the_default_policy(settin
         assert found, name
         assert all(precision == HIGHEST for _, precision in found), (name, found)
     for program in (net.apply, jax.jit(net.apply)):
-        hlo = jax.jit(program).lower(params, audio, text).as_text()
+        hlo = jax.jit(program).lower(params, {"audio": audio, "text": text}).as_text()
         ops = [line for line in hlo.splitlines() if "stablehlo.convolution" in line]
         ops += [line for line in hlo.splitlines() if "stablehlo.dot_general" in line]
         assert ops and all("HIGHEST" in line for line in ops)
@@ -129,7 +127,8 @@ def test_faster_precisions_are_passed_on_and_bad_ones_named():
     for name, jaxpr in _programs(net, params, audio, text).items():
         assert {precision for _, precision in accelerator.matmul_precisions(jaxpr)} == {None}, name
     net = model.MultiQT(dataclasses.replace(config, precision="high"))
-    found = accelerator.matmul_precisions(jax.make_jaxpr(net.apply)(params, audio, text))
+    inputs = {"audio": audio, "text": text}
+    found = accelerator.matmul_precisions(jax.make_jaxpr(net.apply)(params, inputs))
     assert {precision for _, precision in found} == {(jax.lax.Precision.HIGH,) * 2}
     with pytest.raises(ValueError, match=r"precision: expected one of \('highest', 'high'"):
         model.MultiQTConfig(num_classes=3, precision="tf32")
@@ -141,27 +140,32 @@ def test_outputs_are_causal_with_the_declared_receptive_field():
     frame = 12
 
     def output(audio, text):
-        return net.apply(params, audio, text)[0][0, frame].sum()
+        return net.apply(params, {"audio": audio, "text": text})[0]["logits"][0, frame].sum()
 
     audio_grad, text_grad = jax.grad(output, argnums=(0, 1))(jnp.asarray(audio), jnp.asarray(text))
     seen_audio = np.flatnonzero(np.abs(audio_grad[0]).sum(axis=1) > 0)
     seen_text = np.flatnonzero(np.abs(text_grad[0]).sum(axis=1) > 0)
-    last = frame * spec.audio_block
+    audio_spec, text_spec = spec.inputs["audio"], spec.inputs["text"]
+    last = frame * audio_spec.block
     assert seen_audio.max() == last
-    assert seen_audio.min() == last - spec.audio_receptive_field + 1
-    assert seen_text.max() == frame * spec.text_block
-    assert seen_text.min() == frame * spec.text_block - spec.text_receptive_field + 1
+    assert seen_audio.min() == last - audio_spec.receptive_field + 1
+    assert seen_text.max() == frame * text_spec.block
+    assert seen_text.min() == frame * text_spec.block - text_spec.receptive_field + 1
 
 
 def test_a_missing_modality_is_ignored_and_modality_dropout_drops_one():
     config, net, params, audio, text = _setup(dropout=0.0, modality_dropout=1.0)
-    other_text = text[::-1].copy()
+
+    def logits(text, present=None, **kwargs):
+        return net.apply(params, {"audio": audio, "text": text}, None, present, **kwargs)[0][
+            "logits"
+        ]
+
     without_text = np.array([[True, False]] * 2)
-    first, _ = net.apply(params, audio, text, present=without_text)
-    second, _ = net.apply(params, audio, other_text, present=without_text)
-    np.testing.assert_allclose(first, second, atol=1e-6)
-    without_audio, _ = net.apply(params, audio, text, present=np.array([[False, True]] * 2))
-    dropped, _ = net.apply(params, audio, text, training=True, rngs={"dropout": jax.random.key(3)})
+    first = logits(text, without_text)
+    np.testing.assert_allclose(first, logits(text[::-1].copy(), without_text), atol=1e-6)
+    without_audio = logits(text, np.array([[False, True]] * 2))
+    dropped = logits(text, training=True, rngs={"dropout": jax.random.key(3)})
     for row in range(2):
         assert np.allclose(dropped[row], first[row], atol=1e-6) or np.allclose(
             dropped[row], without_audio[row], atol=1e-6
@@ -171,18 +175,21 @@ def test_a_missing_modality_is_ignored_and_modality_dropout_drops_one():
 def test_bad_input_is_named():
     config, net, params, audio, text = _setup()
     with pytest.raises(ValueError, match=r"audio \(2, 91, 40\) and text \(2, 40, 29\) disagree"):
-        net.apply(params, audio, text[:, :40])
+        net.apply(params, {"audio": audio, "text": text[:, :40]})
     with pytest.raises(
-        ValueError, match=r"text: shape \(2, 46, 30\), expected \[batch, frames, 29\]"
+        ValueError, match=r"inputs\['text'\]: shape \(2, 46, 30\), expected \[batch, frames, 29\]"
     ):
-        net.apply(params, audio, np.zeros((2, 46, 30), np.float32))
+        net.apply(params, {"audio": audio, "text": np.zeros((2, 46, 30), np.float32)})
+    with pytest.raises(ValueError, match=r"inputs: expected a dict with \['audio', 'text'\]"):
+        net.apply(params, {"audio": audio})
     broken = audio.copy()
     broken[1, 5, 7] = np.nan
     with pytest.raises(
         ValueError,
-        match=r"audio: shape \(2, 91, 40\) holds non-finite values \(first at \[1, 5, 7\]\)",
+        match=r"inputs\['audio'\]: shape \(2, 91, 40\) holds non-finite values "
+        r"\(first at \[1, 5, 7\]\)",
     ):
-        StreamRunner(net, params).logits(broken, text)
+        streaming.BlockRunner.for_model(net, params).run({"audio": broken, "text": text})
     with pytest.raises(ValueError, match="fusion: expected one of"):
         model.MultiQTConfig(num_classes=3, fusion="product")
     with pytest.raises(ValueError, match="must reach one output hop"):
@@ -193,8 +200,8 @@ def test_bad_input_is_named():
 
 def test_describe_names_size_and_rate():
     config = model.MultiQTConfig(num_classes=9)
-    audio, text = np.zeros((1, 40, 40), np.float32), np.zeros((1, 20, 29), np.float32)
-    params = model.MultiQT(config).init(jax.random.key(0), audio, text)
+    inputs = {"audio": np.zeros((1, 40, 40), np.float32), "text": np.zeros((1, 20, 29), np.float32)}
+    params = model.MultiQT(config).init(jax.random.key(0), inputs)
     line = model.describe(config, params)
     assert f"{model.parameter_count(params):,} parameters" in line
     assert "every 40 ms (25 Hz)" in line and "1.13 s audio / 1.14 s text" in line

@@ -12,20 +12,6 @@ import metrics
 from multiqt_jax import input_pipeline, labels, model, train
 
 
-def test_cross_entropy_is_masked_and_class_weighted():
-    logits = jnp.array([[[2.0, 0.0], [0.0, 2.0], [5.0, -5.0]]])
-    gold = jnp.array([[0, 0, 1]])
-    mask = jnp.array([[True, True, False]])
-    per_step = -jax.nn.log_softmax(logits)[0, jnp.arange(3), gold[0]]
-    assert float(train.cross_entropy(logits, gold, mask)) == pytest.approx(
-        float(per_step[:2].mean()), rel=1e-6
-    )
-    weighted = train.cross_entropy(logits, gold, jnp.ones((1, 3), bool), jnp.array([1.0, 3.0]))
-    expected = (per_step[0] + per_step[1] + 3 * per_step[2]) / 5
-    assert float(weighted) == pytest.approx(float(expected), rel=1e-6)
-    assert float(train.cross_entropy(logits, gold, jnp.zeros((1, 3), bool))) == 0.0
-
-
 def test_output_labels_take_the_frame_each_output_sees_last():
     frame_labels = jnp.arange(10)[None]
     picked, mask = train.output_labels(frame_labels, frame_labels < 7, 4, 4)
