@@ -3,12 +3,13 @@
 Definitions (normative, with worked examples): `docs/metrics.md`.
 
 Sequence labelling (MultiQT): `timestep_prf`, `instance_prf`, their count-level
-functions and `prf_from_counts`. Detection (CS-KWS): `iou_1d`, `detection_scores`.
+functions and `prf_from_counts`. Detection (CS-KWS): `iou_1d`, `detection_scores`,
+`pooled_matches` (the per-detection outcomes behind FRR and the curves).
 NumPy loop references live in `metrics.reference`.
 """
 
 from metrics.checked import checked
-from metrics.detection import DEFAULT_IOU_THRESHOLDS, detection_scores, iou_1d
+from metrics.detection import DEFAULT_IOU_THRESHOLDS, detection_scores, iou_1d, pooled_matches
 from metrics.sequence import (
     PRF,
     InstanceCounts,
@@ -34,6 +35,7 @@ __all__ = [
     "instance_prf",
     "iou_1d",
     "per_class_prf",
+    "pooled_matches",
     "prf_from_counts",
     "timestep_counts",
     "timestep_prf",

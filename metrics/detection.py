@@ -325,6 +325,25 @@ def _threshold_index(thresholds: tuple[float, ...], value: float) -> int:
     return int(np.argmin(np.abs(np.asarray(thresholds) - value)))
 
 
+def _prepared(detections, ground_truth, num_classes, ignore_classes):
+    """Checked fields as arrays, and which entries are evaluated (bool [B, D], [B, G])."""
+    num_dets = _check_fields("detections", detections, DETECTION_FIELDS)
+    num_gts = _check_fields("ground_truth", ground_truth, GROUND_TRUTH_FIELDS)
+    if num_dets[0] != num_gts[0]:
+        raise ValueError(
+            f"detections have batch size {num_dets[0]} but ground_truth has {num_gts[0]}"
+        )
+    num_classes = _validate.require_int_at_least("num_classes", num_classes, 1)
+    ignore_classes = tuple(
+        _validate.require_class_index("ignore_classes", c, num_classes) for c in ignore_classes
+    )
+    detections = {k: jnp.asarray(detections[k]) for k in DETECTION_FIELDS}
+    ground_truth = {k: jnp.asarray(ground_truth[k]) for k in GROUND_TRUTH_FIELDS}
+    det_eval = _evaluated(detections["label"], detections["valid"], num_classes, ignore_classes)
+    gt_eval = _evaluated(ground_truth["label"], ground_truth["valid"], num_classes, ignore_classes)
+    return detections, ground_truth, det_eval, gt_eval
+
+
 def detection_scores(
     detections: Mapping[str, jax.Array],
     ground_truth: Mapping[str, jax.Array],
@@ -355,16 +374,10 @@ def detection_scores(
       thresholds), `AP@0.05`, `AP@0.75`, and `FRR@5`, `FRR@25` (one per budget). Means
       over no class and FRR without ground truth are NaN.
     """
-    num_dets = _check_fields("detections", detections, DETECTION_FIELDS)
-    num_gts = _check_fields("ground_truth", ground_truth, GROUND_TRUTH_FIELDS)
-    if num_dets[0] != num_gts[0]:
-        raise ValueError(
-            f"detections have batch size {num_dets[0]} but ground_truth has {num_gts[0]}"
-        )
-    num_classes = _validate.require_int_at_least("num_classes", num_classes, 1)
-    ignore_classes = tuple(
-        _validate.require_class_index("ignore_classes", c, num_classes) for c in ignore_classes
+    detections, ground_truth, det_eval, gt_eval = _prepared(
+        detections, ground_truth, num_classes, ignore_classes
     )
+    num_classes = int(num_classes)
     ap_thresholds = _validate.require_thresholds(
         "iou_thresholds", DEFAULT_IOU_THRESHOLDS if iou_thresholds is None else iou_thresholds
     )
@@ -375,11 +388,6 @@ def detection_scores(
     concrete_hours = not isinstance(total_hours, jax.core.Tracer)
     if concrete_hours and (np.ndim(total_hours) != 0 or not float(total_hours) > 0):
         raise ValueError(f"total_hours: expected a scalar > 0, got {total_hours!r}")
-
-    detections = {k: jnp.asarray(detections[k]) for k in DETECTION_FIELDS}
-    ground_truth = {k: jnp.asarray(ground_truth[k]) for k in GROUND_TRUTH_FIELDS}
-    det_eval = _evaluated(detections["label"], detections["valid"], num_classes, ignore_classes)
-    gt_eval = _evaluated(ground_truth["label"], ground_truth["valid"], num_classes, ignore_classes)
 
     flat = {k: detections[k].reshape(-1) for k in ("score", "label")}
     flat_eval = det_eval.reshape(-1)
@@ -413,3 +421,39 @@ def detection_scores(
     }
     scores.update({f"FRR@{b:g}": frr[i] for i, b in enumerate(budgets)})
     return scores
+
+
+def pooled_matches(
+    detections: Mapping[str, jax.Array],
+    ground_truth: Mapping[str, jax.Array],
+    *,
+    num_classes: int,
+    iou: float = 0.05,
+    ignore_classes: Sequence[int] = (),
+) -> dict[str, jax.Array]:
+    """Every detection's outcome at one IoU threshold, pooled over examples and classes in
+    score order: the list behind FRR, and behind precision-recall and DET curves.
+
+    Args: as `detection_scores` (same fields and checks); `iou`: the matching threshold.
+
+    Returns:
+      dict with `score` float32 [B * D] (descending; ties in flat index order, detections
+      that are not evaluated last), `hit` bool [B * D] (a true positive of the matching
+      of docs/metrics.md at `iou`), `evaluated` bool [B * D], and `num_ground_truth`
+      int32 (evaluated ground truths of all classes).
+    """
+    detections, ground_truth, det_eval, gt_eval = _prepared(
+        detections, ground_truth, num_classes, ignore_classes
+    )
+    (iou,) = _validate.require_thresholds("iou", (iou,))
+    flat_eval = det_eval.reshape(-1)
+    score = detections["score"].reshape(-1).astype(jnp.float32)
+    by_score = _score_order(score, flat_eval)
+    hits = _match(detections, ground_truth, det_eval, gt_eval, (iou,), by_score).reshape(-1)
+    order = by_score.order
+    return {
+        "score": score[order],
+        "hit": hits[order] & flat_eval[order],
+        "evaluated": flat_eval[order],
+        "num_ground_truth": jnp.sum(gt_eval, dtype=jnp.int32),
+    }

@@ -216,14 +216,7 @@ def detection_scores(
         "AP@0.05": class_mean(ap_at(0.05)),
         "AP@0.75": class_mean(ap_at(0.75)),
     }
-    pooled = []
-    for c in range(num_classes):
-        pooled += match(detections, ground_truth, dets, gts, c, frr_iou)
-    order = sorted(
-        range(len(pooled)),
-        key=lambda k: (-pooled[k][0][3], pooled[k][0][0] * 10**9 + pooled[k][0][1]),
-    )
-    pooled = [pooled[k] for k in order]
+    pooled = _pooled(detections, ground_truth, dets, gts, num_classes, frr_iou)
     total_gt = len(gts)
     for budget in fa_per_hour:
         best = float("nan")
@@ -238,3 +231,23 @@ def detection_scores(
                     best = min(best, 1.0 - tp / total_gt)
         scores[f"FRR@{budget:g}"] = best
     return scores
+
+
+def _pooled(detections, ground_truth, dets, gts, num_classes, iou):
+    """Every class's (item, is_tp) at `iou`, pooled by score (ties: flat index)."""
+    pooled = []
+    for c in range(num_classes):
+        pooled += match(detections, ground_truth, dets, gts, c, iou)
+    width = np.shape(detections["label"])[1]
+    return sorted(pooled, key=lambda entry: (-entry[0][3], entry[0][0] * width + entry[0][1]))
+
+
+def pooled_matches(detections, ground_truth, *, num_classes, iou=0.05, ignore_classes=()):
+    """`metrics.pooled_matches` for the evaluated detections only: (score float64 [n],
+    hit bool [n], number of evaluated ground truths)."""
+    ignore = set(int(c) for c in ignore_classes)
+    dets = _evaluated_items(detections, num_classes, ignore, with_score=True)
+    gts = _evaluated_items(ground_truth, num_classes, ignore, with_score=False)
+    pooled = _pooled(detections, ground_truth, dets, gts, num_classes, iou)
+    score = np.array([item[3] for item, _ in pooled], np.float64)
+    return score, np.array([hit for _, hit in pooled], bool), len(gts)

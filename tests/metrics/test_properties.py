@@ -24,6 +24,7 @@ _detection = jax.jit(
     metrics.detection_scores,
     static_argnames=("num_classes", "ignore_classes", "iou_thresholds", "fa_per_hour"),
 )
+_pooled = jax.jit(metrics.pooled_matches, static_argnames=("num_classes", "iou", "ignore_classes"))
 
 
 @st.composite
@@ -158,6 +159,22 @@ def test_detection_matches_reference(data, total_hours, ignore, thresholds):
     assert set(result) == set(expected)
     for key in expected:
         np.testing.assert_allclose(result[key], expected[key], atol=1e-6, err_msg=key)
+
+
+@PROPERTY_SETTINGS
+@given(detection_batches(), st.sampled_from([0.05, 0.5, 1.0]), st.sampled_from([(), (0,)]))
+def test_pooled_matches_match_reference(data, iou, ignore):
+    """Evaluated detections first, in the reference's order (score, then flat index),
+    with the same outcomes; the others after them, never hits."""
+    detections, ground_truth, num_classes = data
+    kwargs = dict(num_classes=num_classes, iou=iou, ignore_classes=ignore)
+    result = jax.tree_util.tree_map(np.asarray, _pooled(detections, ground_truth, **kwargs))
+    score, hit, num_gt = reference.pooled_matches(detections, ground_truth, **kwargs)
+    n = len(score)
+    assert result["evaluated"][:n].all() and not result["evaluated"][n:].any()
+    np.testing.assert_array_equal(result["score"][:n], score)
+    np.testing.assert_array_equal(result["hit"][:n], hit)
+    assert not result["hit"][n:].any() and int(result["num_ground_truth"]) == num_gt
 
 
 @pytest.mark.parametrize("seed", [0, 1])
