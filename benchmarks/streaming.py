@@ -44,7 +44,6 @@ from cskws_jax.streaming import StreamDetector
 from multiqt_jax import model as mq_model
 from speechkit import accelerator, streaming
 
-FRAME_S = 0.01  # both models' input frames (10 ms log-mel; MultiQT text at 20 ms)
 BLOCK_OUTPUTS = (1, 3, 12)  # x 40 ms
 
 
@@ -98,8 +97,8 @@ def multiqt_case(seconds: float, rng) -> dict:
     config = mq_model.MultiQTConfig(num_classes=7)
     net = mq_model.MultiQT(config)
     spec = mq_model.streaming_spec(config)
-    block = spec.inputs["audio"].block
-    frames = int(seconds / FRAME_S) // block * block
+    audio = spec.inputs["audio"]
+    frames = int(seconds / audio.hop_s) // audio.block * audio.block
     audio = rng.normal(size=(1, frames, 40)).astype(np.float32)
     text = rng.random((1, frames // 2, 29)).astype(np.float32)
     params = net.init(jax.random.key(0), {"audio": audio[:, :40], "text": text[:, :20]})
@@ -174,7 +173,8 @@ def afkws_case(seconds: float, rng) -> dict:
     detections."""
     config = kws_model.AfKwsConfig()
     net = kws_model.AfKws(config)
-    frames = int(seconds / FRAME_S) // config.output_stride * config.output_stride
+    audio = kws_model.streaming_spec(config).inputs["audio"]
+    frames = int(seconds / audio.hop_s) // audio.block * audio.block
     features = rng.normal(size=(1, frames, 64)).astype(np.float32)
     params = net.init(jax.random.key(0), {"audio": features[:, :400]})
     hop = kws_model.streaming_spec(config).output_hop_s

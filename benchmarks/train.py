@@ -38,6 +38,7 @@ from cskws_jax import train as kws_train
 from experiments import folds
 from multiqt_jax import model as mq_model
 from multiqt_jax import train as mq_train
+from multiqt_jax.datasets.features import FEATURES  # 10 ms frames (so are the KWS ones)
 from speechkit import accelerator
 from speechkit.optim import OptimizerConfig, TrainState
 
@@ -186,7 +187,7 @@ def bench_multiqt(
     config = mq_model.MultiQTConfig(num_classes=7)
     net = mq_model.MultiQT(config)
     batch = multiqt_batch(rng, *QUICK_MULTIQT) if quick else multiqt_batch(rng)
-    audio_seconds = batch["audio"].shape[0] * batch["audio"].shape[1] / 100
+    audio_seconds = batch["audio"].shape[0] * batch["audio"].shape[1] * FEATURES.hop_s
     optimizer = OptimizerConfig()
 
     def init(key):
@@ -253,7 +254,7 @@ def bench_afkws(rng, repeats: int, quick: bool = False) -> dict:
     config = kws_model.AfKwsConfig()
     net = kws_model.AfKws(config)
     batch = kws_batch(rng, *QUICK_AFKWS) if quick else kws_batch(rng)
-    audio_seconds = batch["audio"].shape[0] * batch["audio"].shape[1] / 100
+    audio_seconds = batch["audio"].shape[0] * batch["audio"].shape[1] * FEATURES.hop_s
     state = kws_train.create_train_state(net, OptimizerConfig(), jax.random.key(0), batch)
     step = jax.jit(functools.partial(kws_train.train_step, net, kws_train.AugmentConfig()))
     seconds = _median_seconds(lambda: step(state, batch, jax.random.key(1)), repeats)

@@ -48,7 +48,7 @@ silence never become detections. Output: the detection dict of
 `metrics.detection_scores`.
 
     import functools, jax
-    from cskws_jax import baselines, input_pipeline, train
+    from cskws_jax import baselines, input_pipeline
     config = baselines.WindowConfig(window_s=0.8, hop_s=0.1)
     state = baselines.create_train_state(config, num_keywords=20, rng=jax.random.key(0))
     step = jax.jit(functools.partial(baselines.train_step, config=config, num_keywords=20))
@@ -59,7 +59,6 @@ silence never become detections. Output: the detection dict of
     test = input_pipeline.evaluation_batches(  # whole utterances, keyword events only
         source, input_pipeline.PipelineConfig(unknown_class=False), num_keywords=20)
     found = detect(state.params, test[0])    # {start, end, score, label, valid} [B, 64]
-    scores = train.evaluate(lambda batch: detect(state.params, batch), test, num_keywords=20)
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ import numpy as np
 from cskws_jax.datasets.features import FEATURES
 from speechkit import batching
 
-HOP_S = FEATURES.hop_ms / 1000  # seconds per audio frame
+HOP_S = FEATURES.hop_s  # seconds per audio frame
 INTERVAL_TOLERANCE_S = 0.05  # a word may end this much after the audio
 
 

@@ -48,11 +48,11 @@ import jax.numpy as jnp
 import numpy as np
 import sequence_layers.jax as sl
 
+from cskws_jax.datasets.features import FEATURES
 from speechkit import accelerator, streaming
 from speechkit.optim import parameter_count
 
 HEATMAP_PRIOR = 0.1  # initial centre probability (CenterNet's bias init)
-FRAME_S = 0.01  # seconds per log-mel frame
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +69,7 @@ class AfKwsConfig:
 
     num_keywords: int = 20
     unknown_class: bool = True
-    features: int = 64
+    features: int = FEATURES.num_mels  # log-mel bands of the input
     stem_channels: int = 64
     kernel: int = 5
     stages: tuple[Stage, ...] = (
@@ -176,7 +176,7 @@ class AfKws(nn.Module):
 
     def streaming_spec(self) -> streaming.StreamingSpec:
         """Block size and receptive field from the backbone's layers; latency `delay`."""
-        audio = streaming.input_spec(self.backbone, FRAME_S)
+        audio = streaming.input_spec(self.backbone, FEATURES.hop_s)
         return streaming.StreamingSpec({"audio": audio}, output_latency=self.config.delay)
 
     @accelerator.at_config_precision

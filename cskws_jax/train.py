@@ -1,15 +1,17 @@
-"""AF-KWS training and evaluation pieces, as pure functions.
+"""AF-KWS training and detection pieces, as pure functions.
 
     net = model.AfKws(model.AfKwsConfig(num_keywords=20))
     state = create_train_state(net, OptimizerConfig(), jax.random.key(0), batch)
     step = jax.jit(functools.partial(train_step, net, AugmentConfig()))
     state, stats = step(state, batch, jax.random.key(1))     # stats: loss and its parts
     detect_batch = jax.jit(functools.partial(detect, net, state.params))
-    scores = evaluate(detect_batch, test_batches, num_keywords=20)  # metrics.detection_scores
+    found = detect_batch(test_batch)         # the detection format of metrics.detection_scores
+    truth = ground_truth(test_batch)
 
 Training batches are `cskws_jax.input_pipeline` crops (events: keywords 0..K-1 and the
-unknown class K); evaluation batches (`test_batches` above) are whole utterances
-without the unknown class (`input_pipeline.PipelineConfig(unknown_class=False)`).
+unknown class K); evaluation batches (`test_batch` above) are whole utterances without
+the unknown class (`input_pipeline.PipelineConfig(unknown_class=False)`);
+`experiments.evaluators.detection` scores a whole test set.
 Augmentation works on the log-mel features (the crops already shift the audio in
 time): a random gain (a constant in the log domain) and additive noise mixed in the
 energy domain at a random SNR per example.
@@ -23,7 +25,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import metrics
 from cskws_jax import decode, losses, model, targets
 from speechkit.optim import OptimizerConfig, TrainState
 
@@ -135,42 +136,4 @@ def ground_truth(batch) -> dict[str, np.ndarray]:
         "end": np.asarray(batch["end"]),
         "label": np.asarray(batch["label"]),
         "valid": np.asarray(batch["valid"]) & np.asarray(batch["example_mask"])[:, None],
-    }
-
-
-def evaluate(detect_batch, batches, num_keywords: int, **score_options) -> dict[str, float]:
-    """metrics.detection_scores over every batch: `detect_batch(batch)` gives a batch's
-    detections; ground truth from the batches (keywords only, labels < num_keywords);
-    total hours from their durations. Returns plain floats (AP as a nested list)."""
-    found, truth, seconds = [], [], 0.0
-    for batch in batches:
-        found.append(jax.tree_util.tree_map(np.asarray, detect_batch(batch)))
-        truth.append(ground_truth(batch))
-        seconds += float(np.sum(np.asarray(batch["duration"]) * np.asarray(batch["example_mask"])))
-    if not found:
-        raise ValueError("evaluate: no batches")
-    if any(np.any(t["label"][t["valid"]] >= num_keywords) for t in truth):
-        raise ValueError(
-            "evaluate: ground truth holds labels >= num_keywords (the unknown class?); "
-            "build evaluation batches with PipelineConfig(unknown_class=False)"
-        )
-    scores = metrics.detection_scores(
-        _stack(found),
-        _stack(truth),
-        num_classes=num_keywords,
-        total_hours=seconds / 3600,
-        **score_options,
-    )
-    return {
-        key: np.asarray(value).tolist() if np.ndim(value) else float(value)
-        for key, value in scores.items()
-    } | {"hours": seconds / 3600}
-
-
-def _stack(dicts):
-    """Batches of [B_i, D_i] fields -> one [sum B_i, max D_i] batch, padded invalid."""
-    width = max(d["valid"].shape[1] for d in dicts)
-    return {
-        key: np.concatenate([np.pad(d[key], ((0, 0), (0, width - d[key].shape[1]))) for d in dicts])
-        for key in dicts[0]
     }

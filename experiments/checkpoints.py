@@ -1,11 +1,12 @@
 """Checkpoints of a training run: orbax `CheckpointManager`, last N plus the best.
 
-A checkpoint, at its step, holds the train state (in experiments.multiqt the fold
-states stacked, every leaf [folds, ...]; in experiments.cskws one model's) and an
-`extra` JSON dict the runner fills with the data iterator state and the run's config
-(JSON), so rerunning the same command on the same workdir continues where it stopped.
-"Best" is the lowest training loss passed to `save` (the runners pass the last step's,
-for MultiQT its mean over folds): the held-out fold must not choose checkpoints.
+A checkpoint, at its step, holds the train state (for MultiQT the fold states stacked,
+every leaf [folds, ...]; for CS-KWS one model's) and an `extra` JSON dict
+{"iterators": [the state of each data iterator, in order], "config": the run's config
+as JSON}, written by `experiments.training.run_loop`, so rerunning the same command on
+the same workdir continues where it stopped with the same batches. "Best" is the lowest
+training loss passed to `save` (the loop passes the last step's, its mean over folds for
+MultiQT): the held-out fold must not choose checkpoints.
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
-"""Small pieces the experiment runners share: logging, atomic JSON, training curves."""
+"""Small pieces the experiment runners share: logging, atomic JSON, training curves, and
+configs mapped field for field onto the dataclasses they build (`build`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
 import time
+import typing
 
 import jax
 from absl import app, flags
@@ -78,6 +81,34 @@ def cli_main(run, config, workdir: str | None, distributed=None) -> None:
     if config is None or not workdir:
         raise app.UsageError("--config and --workdir are required")
     run(config, workdir)
+
+
+def build(cls, section, where: str, **overrides):
+    """`cls(**section, **overrides)`: a config section mapped field for field onto the
+    dataclass `cls` (lists become tuples; a field typed as a dataclass, or a tuple of
+    them, is built from a mapping or a sequence of its fields in order). A name in
+    `section` that is not a field of `cls` raises ValueError naming `where`."""
+    values = section.to_dict() if hasattr(section, "to_dict") else dict(section or {})
+    names = [field.name for field in dataclasses.fields(cls)]
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise ValueError(
+            f"{where}: {unknown} are not fields of {cls.__name__} (fields: {', '.join(names)})"
+        )
+    hints = typing.get_type_hints(cls)
+    built = {name: _as_field(hints[name], value) for name, value in values.items()}
+    return cls(**{**built, **overrides})
+
+
+def _as_field(hint, value):
+    """A config value as the dataclass field typed `hint` expects it."""
+    if dataclasses.is_dataclass(hint) and not isinstance(value, hint):
+        return hint(**value) if isinstance(value, dict) else hint(*value)
+    if isinstance(value, list | tuple):
+        args = typing.get_args(hint)
+        item = args[0] if args else None
+        return tuple(_as_field(item, v) if item is not None else v for v in value)
+    return value
 
 
 def read_json(path: str):

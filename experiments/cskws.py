@@ -24,9 +24,10 @@ import tensorflow_datasets as tfds
 from absl import app, flags
 from ml_collections import config_flags
 
-from cskws_jax import baselines, input_pipeline, model, train
+from cskws_jax import baselines, input_pipeline, losses, model, train
 from cskws_jax.datasets import synthetic_kws
-from experiments import checkpoints, common
+from experiments import common, training
+from experiments.evaluators import detection
 from speechkit.optim import OptimizerConfig, TrainState
 
 MODELS = ("afkws", "afkws_no_unknown", "sliding_window")
@@ -53,52 +54,18 @@ def load_corpus(config):
     return sources, keywords
 
 
-def detector_config(config, num_keywords: int, unknown_class: bool) -> model.AfKwsConfig:
-    fields = config.model
-    stages = tuple(
-        model.Stage(channels, stride, blocks, dilation)
-        for channels, stride, blocks, dilation in zip(
-            fields.stage_channels,
-            fields.stage_strides,
-            fields.stage_blocks,
-            fields.stage_dilations,
-            strict=True,
-        )
-    )
-    return model.AfKwsConfig(
-        num_keywords=num_keywords,
-        unknown_class=unknown_class,
-        stem_channels=fields.stem_channels,
-        stages=stages,
-        head_channels=fields.head_channels,
-        delay=fields.delay,
-        precision=fields.precision,
-    )
-
-
 class Candidate:
     """One model of the comparison: how to start, step and detect."""
 
     def __init__(self, name: str, config, num_keywords: int):
         self.name, self.num_keywords = name, num_keywords
         self.unknown_class = name != "afkws_no_unknown"
-        optimizer = OptimizerConfig(
-            learning_rate=config.train.learning_rate,
-            warmup_steps=config.train.warmup_steps,
-            total_steps=config.train.steps,
-        )
-        detection = train.DecodeConfig(
-            max_detections=config.eval.max_detections, min_score=config.eval.min_score
-        )
         if name == "sliding_window":
-            window = baselines.WindowConfig(
-                window_s=config.window.window_s,
-                hop_s=config.window.hop_s,
-                learning_rate=config.train.learning_rate,
-                min_score=config.eval.min_score,
+            window = common.build(baselines.WindowConfig, config.window, "config.window")
+            self.describe = lambda state: (
+                f"sliding-window CNN ({window.window_s} s every {window.hop_s} s)"
             )
-            self.describe = f"sliding-window CNN ({window.window_s} s every {window.hop_s} s)"
-            self.init = lambda key: baselines.create_train_state(window, num_keywords, key)
+            self.init = lambda key, batch: baselines.create_train_state(window, num_keywords, key)
             self.step = jax.jit(
                 lambda state, batch, rng: baselines.train_step(state, batch, window, num_keywords)
             )
@@ -107,18 +74,33 @@ class Candidate:
                     baselines.detections,
                     config=window,
                     num_keywords=num_keywords,
-                    max_detections=detection.max_detections,
+                    max_detections=config.decode.max_detections,
                 )
             )
-        else:
-            net = model.AfKws(detector_config(config, num_keywords, self.unknown_class))
-            self.init = lambda key, batch: TrainState.create(
-                net.init(key, {"audio": batch["audio"][:1]}), optimizer
+            return
+        net = model.AfKws(
+            common.build(
+                model.AfKwsConfig,
+                config.model,
+                "config.model",
+                num_keywords=num_keywords,
+                unknown_class=self.unknown_class,
             )
-            self.step = jax.jit(functools.partial(train.train_step, net, train.AugmentConfig()))
-            self.detect = jax.jit(lambda params, batch: train.detect(net, params, batch, detection))
-            self.net = net
-            self.describe = None
+        )
+        optimizer = common.build(
+            OptimizerConfig, config.optimizer, "config.optimizer", total_steps=config.train.steps
+        )
+        augment = common.build(train.AugmentConfig, config.augment, "config.augment")
+        loss = common.build(losses.LossConfig, config.loss, "config.loss")
+        decoding = common.build(train.DecodeConfig, config.decode, "config.decode")
+        self.init = lambda key, batch: TrainState.create(
+            net.init(key, {"audio": batch["audio"][:1]}), optimizer
+        )
+        self.step = jax.jit(
+            lambda state, batch, rng: train.train_step(net, augment, state, batch, rng, loss)
+        )
+        self.detect = jax.jit(lambda params, batch: train.detect(net, params, batch, decoding))
+        self.describe = lambda state: model.describe(net.config, state.params)
 
 
 def train_candidate(candidate: Candidate, config, source, workdir: str):
@@ -131,69 +113,48 @@ def train_candidate(candidate: Candidate, config, source, workdir: str):
     dataset = input_pipeline.training_batches(
         source, pipeline, num_keywords=candidate.num_keywords, seed=config.seed
     )
-    key = jax.random.key(config.seed)
-    if candidate.name == "sliding_window":
-        state = candidate.init(key)
-        log(f"{candidate.name}: {candidate.describe}")
-    else:
-        state = candidate.init(key, dataset[0])
-        log(f"{candidate.name}: {model.describe(candidate.net.config, state.params)}")
-    mgr = checkpoints.manager(os.path.join(workdir, "checkpoints"), config.train.keep_checkpoints)
-    iterator, start = iter(dataset), 0
-    restored = checkpoints.restore_latest(mgr, state)
-    if restored is not None:
-        start, state, extra = restored
-        iterator.set_state(extra["iterators"][0])
-        log(f"{candidate.name}: resumed at step {start}")
     base_key = jax.random.key(config.seed + 1)
-    recent, started = [], time.perf_counter()
-    with common.Curves(workdir) as curves:
-        for step in range(start, config.train.steps):
-            state, stats = candidate.step(state, next(iterator), jax.random.fold_in(base_key, step))
-            recent.append(float(stats["loss"]))
-            done = step + 1
-            if done % config.train.log_every == 0 or done == config.train.steps:
-                mean = float(np.mean(recent))
-                curves.add(done, loss=mean)
-                log(
-                    f"{candidate.name}: step {done}/{config.train.steps} loss {mean:.3f} "
-                    f"({time.perf_counter() - started:.0f} s)"
-                )
-                recent = []
-            if done % config.train.checkpoint_every == 0 or done == config.train.steps:
-                extra = {"iterators": [iterator.get_state()], "config": config.to_json()}
-                checkpoints.save(mgr, done, state, extra, float(stats["loss"]))
-    return state
+
+    def step(state, batches, index):
+        state, stats = candidate.step(state, batches[0], jax.random.fold_in(base_key, index))
+        return state, float(stats["loss"])
+
+    return training.run_loop(
+        name=candidate.name,
+        workdir=workdir,
+        loop=config.train,
+        config=config,
+        state=candidate.init(jax.random.key(config.seed), dataset[0]),
+        iterators=[iter(dataset)],
+        step=step,
+        log=log,
+        describe=candidate.describe,
+    )
 
 
 def evaluate_candidate(candidate: Candidate, params, config, source, workdir: str) -> dict:
     pipeline = input_pipeline.PipelineConfig(batch_size=config.eval.batch_size, unknown_class=False)
-    batches = list(
-        input_pipeline.evaluation_batches(source, pipeline, num_keywords=candidate.num_keywords)
+    batches = input_pipeline.evaluation_batches(
+        source, pipeline, num_keywords=candidate.num_keywords
     )
-    for batch in batches:  # compile every shape once, outside the timing
-        jax.block_until_ready(candidate.detect(params, batch))
-    found, started = [], time.perf_counter()
-    for batch in batches:
-        found.append(jax.block_until_ready(candidate.detect(params, batch)))
-    seconds = time.perf_counter() - started
-    replay = iter(found)
-    scores = train.evaluate(lambda batch: next(replay), batches, candidate.num_keywords)
-    audio_seconds = scores["hours"] * 3600
+    result = detection.evaluate(
+        lambda batch: candidate.detect(params, batch),
+        batches,
+        num_keywords=candidate.num_keywords,
+    )
     np.savez(
         os.path.join(workdir, "detections.npz"),
-        **{f"detection_{k}": np.concatenate([np.asarray(f[k]) for f in found]) for k in found[0]},
-        **{
-            f"truth_{k}": np.concatenate([train.ground_truth(b)[k] for b in batches])
-            for k in ("start", "end", "label", "valid")
-        },
-        hours=scores["hours"],
+        **{f"detection_{k}": v for k, v in result["detections"].items()},
+        **{f"truth_{k}": v for k, v in result["truth"].items()},
+        hours=result["hours"],
     )
+    common.write_json(os.path.join(workdir, "detection_curves.json"), result["curves"])
+    scores = result["scores"]
     return {
         **{key: scores[key] for key in REPORTED},
-        "RTF": seconds / audio_seconds,
+        "RTF": result["seconds"] / (result["hours"] * 3600),
         "AP_per_keyword@0.05": scores["AP"][0],
-        "test_hours": scores["hours"],
+        "test_hours": result["hours"],
     }
 
 
@@ -205,7 +166,7 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     os.makedirs(workdir, exist_ok=True)
     names = [name.strip() for name in config.models.split(",") if name.strip()]
     unknown = set(names) - set(MODELS)
@@ -240,7 +201,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
 def main(argv) -> None:
     del argv
-    common.cli_main(run, _CONFIG.value, _WORKDIR.value)
+    common.cli_main(train_and_evaluate, _CONFIG.value, _WORKDIR.value)
 
 
 if __name__ == "__main__":  # flags only here: the runners import each other

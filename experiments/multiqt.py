@@ -15,7 +15,6 @@ scores are kept in `WORKDIR/<model>/scores.json` and not recomputed).
 from __future__ import annotations
 
 import functools
-import operator
 import os
 import time
 
@@ -28,8 +27,8 @@ from absl import app, flags
 from jax.experimental import multihost_utils
 from ml_collections import config_flags
 
-import metrics
-from experiments import checkpoints, common, folds
+from experiments import common, folds, training
+from experiments.evaluators import tracking
 from multiqt_jax import baselines, input_pipeline, labels, model, train
 from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import recognised_words
@@ -37,7 +36,7 @@ from speechkit.optim import OptimizerConfig, TrainState
 
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
 BASELINES = ("rf", "fnn")
-SCORES = ("timestep", "instance")
+SCORES = tracking.SCORES
 
 
 log = common.logger("multiqt")
@@ -58,24 +57,15 @@ def load_corpus(config):
 
 
 def model_config(config, name: str, num_classes: int) -> model.MultiQTConfig:
-    fields = config.model
-    defaults = model.MultiQTConfig(num_classes=num_classes)
-    return model.MultiQTConfig(
+    """config.model, field for field, for model `name` (its modalities; modality dropout
+    only for the multimodal model)."""
+    return common.build(
+        model.MultiQTConfig,
+        config.model,
+        "config.model",
         num_classes=num_classes,
         modalities=NEURAL[name],
-        fusion=fields.fusion,
-        audio_channels=tuple(fields.audio_channels),
-        text_channels=tuple(fields.text_channels),
-        audio_kernels=defaults.audio_kernels[: len(fields.audio_channels)],
-        audio_strides=defaults.audio_strides[: len(fields.audio_channels)],
-        audio_dilations=defaults.audio_dilations[: len(fields.audio_channels)],
-        text_kernels=defaults.text_kernels[: len(fields.text_channels)],
-        text_strides=defaults.text_strides[: len(fields.text_channels)],
-        text_dilations=defaults.text_dilations[: len(fields.text_channels)],
-        dense=tuple(fields.dense),
-        dropout=fields.dropout,
-        modality_dropout=fields.modality_dropout if name == "multimodal" else 0.0,
-        precision=fields.precision,
+        modality_dropout=config.model.modality_dropout if name == "multimodal" else 0.0,
     )
 
 
@@ -104,38 +94,6 @@ def record_frame_counts(source, num_classes: int) -> np.ndarray:
             for i in range(len(source))
         ]
     ).astype(np.int64)
-
-
-def prf_dict(counts) -> dict[str, float]:
-    prf = metrics.prf_from_counts(counts)
-    return {"precision": float(prf.precision), "recall": float(prf.recall), "f1": float(prf.f1)}
-
-
-def fold_scores(total) -> dict:
-    """A fold's TIMESTEP and INSTANCE P/R/F1 and per-class TIMESTEP F1 (None: class
-    absent from the fold)."""
-    per_class = np.asarray(metrics.per_class_prf(total["timestep"]).f1, np.float64)
-    return {
-        **{name: prf_dict(total[name]) for name in SCORES},
-        "timestep_f1_per_class": [None if np.isnan(v) else float(v) for v in per_class],
-    }
-
-
-def _scores(pred, gold, mask, num_classes: int):
-    return {
-        "timestep": metrics.timestep_counts(pred, gold, mask, num_classes=num_classes),
-        "instance": metrics.instance_counts(pred, gold, mask, num_classes=num_classes),
-    }
-
-
-_jitted_scores = jax.jit(_scores, static_argnums=3)
-
-
-def _summed(count_list):
-    """Merges per-batch {"timestep", "instance"} counts with the counts' own `+`."""
-    return {
-        score: functools.reduce(operator.add, (c[score] for c in count_list)) for score in SCORES
-    }
 
 
 TEXT_STREAMS = ("causal", "offline")
@@ -202,10 +160,8 @@ class FoldTrainer:
             )
             for slot in self.mine
         ]
-        self.optimizer = OptimizerConfig(
-            learning_rate=config.train.learning_rate,
-            warmup_steps=config.train.warmup_steps,
-            total_steps=steps,
+        self.optimizer = common.build(
+            OptimizerConfig, config.optimizer, "config.optimizer", total_steps=steps
         )
         power = config.train.class_weight_power
         self.weights = folds.stack(
@@ -249,58 +205,37 @@ class FoldTrainer:
         keys = [jax.random.key_data(jax.random.fold_in(base, self._fold(s))) for s in self.mine]
         return folds.to_global(np.stack([np.asarray(k) for k in keys]), self.mesh)
 
-    def _batch(self, iterators):
-        """This process's slots' next batches, padded to one length across processes."""
-        local = [next(it) for it in iterators]
+    def _batch(self, local: list[dict]):
+        """This process's slots' batches, padded to one length across processes."""
         frames = max(b["audio"].shape[1] for b in local)
         if jax.process_count() > 1:
             frames = int(np.max(multihost_utils.process_allgather(np.array([frames]))))
         return folds.to_global(folds.stack([_pad_time(b, frames) for b in local]), self.mesh)
 
     def train(self):
-        config = self.config
-        mgr = checkpoints.manager(
-            os.path.join(self.workdir, "checkpoints"), config.train.keep_checkpoints
-        )
-        states = self._init()
-        iterators = [iter(d) for d in self.datasets]
-        start = 0
-        restored = checkpoints.restore_latest(mgr, states)
-        if restored is not None:
-            # Every fold's iterator yields one batch per step, so one state restores all.
-            start, states, extra = restored
-            for iterator in iterators:
-                iterator.set_state(extra["data_iterator"])
-            log(f"{self.name}: resumed at step {start}")
-        else:
-            first = jax.tree_util.tree_map(lambda x: x[0], folds.to_local(states.params, self.mesh))
-            log(f"{self.name}: {model.describe(self.net.config, first)}")
         weights = folds.to_global(self.weights, self.mesh)
-        with common.Curves(self.workdir, enabled=jax.process_index() == 0) as curves:
-            return self._loop(start, states, weights, iterators, mgr, curves)
-
-    def _loop(self, start, states, weights, iterators, mgr, curves):
-        config = self.config
         step_fn = self._step_fn()
-        recent, started = [], time.perf_counter()
-        for step in range(start, config.train.steps):
-            states, stats = step_fn(states, self._batch(iterators), self._rngs(step), weights)
-            losses = folds.gather(stats["loss"])[: self.num_folds]
-            recent.append(losses)
-            done = step + 1
-            if done % config.train.log_every == 0 or done == config.train.steps:
-                mean = np.mean(recent, axis=0)
-                curves.add(done, loss=mean.tolist())
-                log(
-                    f"{self.name}: step {done}/{config.train.steps} loss per fold "
-                    + " ".join(f"{v:.3f}" for v in mean)
-                    + f" ({time.perf_counter() - started:.0f} s)"
-                )
-                recent = []
-            if done % config.train.checkpoint_every == 0 or done == config.train.steps:
-                extra = {"data_iterator": iterators[0].get_state(), "config": config.to_json()}
-                checkpoints.save(mgr, done, states, extra, float(losses.mean()))
-        return states
+
+        def step(states, batches, index):
+            states, stats = step_fn(states, self._batch(batches), self._rngs(index), weights)
+            return states, folds.gather(stats["loss"])[: self.num_folds]
+
+        def describe(states):
+            first = jax.tree_util.tree_map(lambda x: x[0], folds.to_local(states.params, self.mesh))
+            return model.describe(self.net.config, first)
+
+        return training.run_loop(
+            name=self.name,
+            workdir=self.workdir,
+            loop=self.config.train,
+            config=self.config,
+            state=self._init(),
+            iterators=[iter(d) for d in self.datasets],
+            step=step,
+            log=log,
+            describe=describe,
+            writer=jax.process_index() == 0,
+        )
 
     def evaluate(self, states) -> list[dict]:
         """Scores of every fold (each process scores its own folds; then all gathered)."""
@@ -311,12 +246,12 @@ class FoldTrainer:
             if slot >= self.num_folds:
                 continue  # a padding slot
             params = jax.tree_util.tree_map(lambda x, p=position: x[p], local_params)
-            counts = []
             test_set = np.flatnonzero(self.fold_ids == slot)
-            for batch in _eval_batches(self.source, test_set, self.config, self.index):
-                pred, gold, mask = predict(params, batch)
-                counts.append(_jitted_scores(pred, gold, mask, len(self.classes)))
-            mine[slot] = fold_scores(_summed(counts))
+            mine[slot] = tracking.evaluate(
+                lambda batch, params=params: predict(params, batch),
+                _eval_batches(self.source, test_set, self.config, self.index),
+                num_classes=len(self.classes),
+            )
             if slot == 0:
                 self._save_timeline(params, test_set[0])
         return gather_fold_scores(mine, self.num_folds, len(self.classes))
@@ -344,7 +279,7 @@ class FoldTrainer:
 
 
 def _encode(scores: dict) -> list[float]:
-    values = [scores[s][p] for s in SCORES for p in ("precision", "recall", "f1")]
+    values = [scores[s][p] for s in SCORES for p in tracking.PARTS]
     return values + [np.nan if v is None else v for v in scores["timestep_f1_per_class"]]
 
 
@@ -380,13 +315,19 @@ def owned_folds(mesh, num_folds: int) -> list[int]:
 def run_baseline(name, config, source, index, fold_ids, mesh) -> list[dict]:
     classes = labels.classes(config.task)
     stride = model.MultiQTConfig(num_classes=len(classes)).audio_stride
-    settings = baselines.BaselineConfig(
-        window_s=config.baselines.window_s,
-        hop_s=config.baselines.hop_s,
-        n_estimators=config.baselines.n_estimators,
-        epochs=config.baselines.epochs,
-        seed=config.seed,
+    settings = common.build(
+        baselines.BaselineConfig, config.baselines, "config.baselines", seed=config.seed
     )
+
+    def predict(classifier, batch):
+        """Sliding-window labels on the model's 40 ms clock, as `train.predict`."""
+        predicted = baselines.sliding_labels_batch(classifier, batch, settings)
+        frames = -(-batch["audio"].shape[1] // stride)
+        mask = batch["audio_mask"] & batch["example_mask"][:, None]
+        pred, _ = train.output_labels(jnp.asarray(predicted), mask, stride, frames)
+        gold, gold_mask = train.output_labels(batch["labels"], mask, stride, frames)
+        return pred, gold, gold_mask
+
     mine = {}
     for fold in owned_folds(mesh, config.num_folds):
         train_set = np.flatnonzero(fold_ids != fold)
@@ -397,15 +338,11 @@ def run_baseline(name, config, source, index, fold_ids, mesh) -> list[dict]:
             classifier = baselines.fit_random_forest(features, targets, settings)
         else:
             classifier = baselines.fit_fnn(features, targets, settings, num_classes=len(classes))
-        counts = []
-        for batch in _eval_batches(source, test_set, config, index):
-            predicted = baselines.sliding_labels_batch(classifier, batch, settings)
-            frames = -(-batch["audio"].shape[1] // stride)
-            mask = batch["audio_mask"] & batch["example_mask"][:, None]
-            pred, _ = train.output_labels(jnp.asarray(predicted), mask, stride, frames)
-            gold, gold_mask = train.output_labels(batch["labels"], mask, stride, frames)
-            counts.append(_jitted_scores(pred, gold, gold_mask, len(classes)))
-        mine[fold] = fold_scores(_summed(counts))
+        mine[fold] = tracking.evaluate(
+            functools.partial(predict, classifier),
+            _eval_batches(source, test_set, config, index),
+            num_classes=len(classes),
+        )
         log(f"{name}: fold {fold} TIMESTEP F1 {mine[fold]['timestep']['f1']:.3f}")
     return gather_fold_scores(mine, config.num_folds, len(classes))
 
@@ -447,7 +384,7 @@ def table(results: dict) -> str:
     return "\n".join(rows)
 
 
-def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     os.makedirs(workdir, exist_ok=True)
     models = [name.strip() for name in config.models.split(",") if name.strip()]
     unknown = set(models) - set(NEURAL) - set(BASELINES)
@@ -505,7 +442,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
 def main(argv) -> None:
     del argv
     distributed = (_COORDINATOR, _NUM_PROCESSES, _PROCESS_ID)
-    common.cli_main(run, _CONFIG.value, _WORKDIR.value, distributed)
+    common.cli_main(train_and_evaluate, _CONFIG.value, _WORKDIR.value, distributed)
 
 
 if __name__ == "__main__":  # flags only here: the runners import each other

@@ -26,7 +26,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from experiments import build_data, common, cskws, multiqt  # noqa: E402
-from metrics import reference  # noqa: E402
 from multiqt_jax import labels  # noqa: E402
 
 log = common.logger("reproduce")
@@ -64,17 +63,18 @@ def run(config, workdir: str) -> str:
     seconds = {}
 
     started = time.perf_counter()
-    log(f"stage 1/4: corpora ({config.preset}) in {data_dir}")
-    build = build_data.build(config.multiqt.size, data_dir)
+    log(f"stage 1/4: corpora ({config.size}) in {data_dir}")
+    build = build_data.build(config.size, data_dir)
     seconds["corpora"] = time.perf_counter() - started
 
+    config.multiqt.size, config.cskws.dataset = config.size, f"synthetic_kws/{config.size}"
     for stage, (name, module, sub) in enumerate(
         (("multiqt", multiqt, config.multiqt), ("cskws", cskws, config.cskws)), start=2
     ):
         started = time.perf_counter()
         log(f"stage {stage}/4: {name}")
         sub.data_dir, sub.build_missing = data_dir, False
-        module.run(sub, os.path.join(workdir, name))
+        module.train_and_evaluate(sub, os.path.join(workdir, name))
         seconds[name] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -134,36 +134,18 @@ def timeline_figure(timeline: dict, path: str) -> None:
     plt.close(figure)
 
 
-def _pooled_outcomes(saved, num_classes: int, iou: float):
-    """All classes' detections in descending score order as is_tp flags, and the GT
-    count (greedy matching per class, as metrics.detection_scores)."""
-    detections = {k[len("detection_") :]: saved[k] for k in saved if k.startswith("detection_")}
-    truth = {k[len("truth_") :]: saved[k] for k in saved if k.startswith("truth_")}
-    dets = reference._evaluated_items(detections, num_classes, (), True)
-    gts = reference._evaluated_items(truth, num_classes, (), False)
-    outcomes = []
-    for cls in range(num_classes):
-        outcomes += reference.match(detections, truth, dets, gts, cls, iou)
-    outcomes.sort(key=lambda item: -item[0][3])
-    return np.array([tp for _, tp in outcomes], bool), len(gts)
-
-
-def kws_figures(workdir: str, models: list[str], num_classes: int, paths: dict) -> None:
+def kws_figures(workdir: str, models: list[str], paths: dict) -> None:
+    """Each model's pooled precision-recall and DET curves (`detection_curves.json` of
+    `experiments.evaluators.detection`)."""
     pr, pr_axes = plt.subplots(figsize=(5, 4))
     frr, frr_axes = plt.subplots(figsize=(5, 4))
     for name in models:
-        saved = dict(np.load(os.path.join(workdir, "cskws", name, "detections.npz")))
-        hours = float(saved.pop("hours"))
+        curves = common.read_json(os.path.join(workdir, "cskws", name, "detection_curves.json"))
+        if curves is None:
+            continue
         label = KWS_NAMES.get(name, name)
-        hits, total = _pooled_outcomes(saved, num_classes, iou=0.5)
-        if hits.size and total:
-            true_positives = np.cumsum(hits)
-            pr_axes.plot(
-                true_positives / total, true_positives / np.arange(1, hits.size + 1), label=label
-            )
-        hits, total = _pooled_outcomes(saved, num_classes, iou=0.05)
-        if hits.size and total:
-            frr_axes.plot(np.cumsum(~hits) / hours, 1 - np.cumsum(hits) / total, label=label)
+        pr_axes.plot(curves["pr"]["recall"], curves["pr"]["precision"], label=label)
+        frr_axes.plot(curves["det"]["fa_per_hour"], curves["det"]["miss_rate"], label=label)
     pr_axes.set(xlabel="recall", ylabel="precision", title="KWS precision-recall (IoU 0.5)")
     pr_axes.set_xlim(0, 1)
     pr_axes.set_ylim(0, 1.02)
@@ -232,8 +214,8 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
     timeline = _first_timeline(workdir, mq)
     if timeline is not None:
         timeline_figure(timeline, figures["timeline"])
-    kws_figures(workdir, list(kws["models"]), len(kws["keywords"]), figures)
-    calls = build["configs"].get(f"synthetic_calls/{config.multiqt.task}-{config.multiqt.size}", {})
+    kws_figures(workdir, list(kws["models"]), figures)
+    calls = build["configs"].get(f"synthetic_calls/{config.multiqt.task}-{config.size}", {})
     kws_build = build["configs"].get(config.cskws.dataset, {})
     lines = [
         f"# Reproduction report ({config.preset})",
@@ -244,7 +226,7 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         "",
         "## Data",
         "",
-        f"- Calls `synthetic_calls/{config.multiqt.task}-{config.multiqt.size}`: "
+        f"- Calls `synthetic_calls/{config.multiqt.task}-{config.size}`: "
         f"{calls.get('examples', '?')} calls, {calls.get('hours', float('nan')):.2f} h, "
         f"recogniser WER {calls.get('word_error_rate', float('nan')):.1%}; "
         + _text_stream_line(calls.get("text_stream"), config.multiqt.text_stream),

@@ -77,7 +77,7 @@ from speechkit import asr, checks
 from speechkit.losses import cross_entropy
 from speechkit.optim import OptimizerConfig, TrainState, make_optimizer
 
-FRAME_S = 0.01  # seconds per audio frame (labels share this rate)
+FRAME_S = FEATURES.hop_s  # seconds per audio frame (labels share this rate)
 NUM_MELS = FEATURES.num_mels  # 40
 NUM_SYMBOLS = asr.NUM_SYMBOLS  # 29
 FEATURE_DIM = 2 * NUM_MELS + NUM_SYMBOLS  # 109: mel mean, mel std, posterior mean

@@ -54,12 +54,13 @@ import jax.numpy as jnp
 import numpy as np
 import sequence_layers.jax as sl
 
+from multiqt_jax.datasets.features import FEATURES
 from speechkit import accelerator, asr, streaming
 from speechkit.optim import parameter_count
 
 MODALITIES = ("audio", "text")
 FUSIONS = ("concat", "sum", "gated", "tensor")
-AUDIO_HOP_S = 0.01
+AUDIO_HOP_S = FEATURES.hop_s  # the log-mel frame period
 TEXT_HOP_S = asr.TEXT_FRAME_S
 
 
@@ -69,7 +70,7 @@ class MultiQTConfig:
 
     num_classes: int
     modalities: tuple[str, ...] = MODALITIES
-    audio_features: int = 40
+    audio_features: int = FEATURES.num_mels
     text_symbols: int = asr.NUM_SYMBOLS
     # f_a: receptive field 1.13 s; f_s: 1.14 s (see `streaming_spec`)
     audio_channels: tuple[int, ...] = (64, 64, 128, 128, 128)

@@ -1,16 +1,17 @@
-"""MultiQT training pieces, as pure functions: loss, optimiser, train and eval steps.
+"""MultiQT training pieces, as pure functions: inputs, targets, loss, train step, predict.
 
     net = model.MultiQT(model_config)
     state = create_train_state(net, OptimizerConfig(), jax.random.key(0), batch)
     step = jax.jit(functools.partial(train_step, net))
     state, stats = step(state, batch, jax.random.key(1))           # stats["loss"]
-    counts = jax.jit(functools.partial(eval_step, net))(state.params, batch)
+    pred, gold, mask = jax.jit(functools.partial(predict, net))(state.params, batch)
 
 Batches are `multiqt_jax.input_pipeline` batches (labels at 10 ms). The model emits one
 frame per `audio_stride` 10 ms frames; output frame t sees audio up to frame
 t * audio_stride, so its target is the label of that frame (`output_labels`).
-`train_step` and `eval_step` have no Python side effects, so they can be `vmap`-ed over
-stacked fold states and sharded (experiments).
+`train_step` and `predict` have no Python side effects, so they can be `vmap`-ed over
+stacked fold states and sharded (experiments); `experiments.evaluators.tracking` scores
+`predict`'s labels.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-import metrics
 from speechkit.losses import cross_entropy
 from speechkit.optim import OptimizerConfig, TrainState
 
@@ -83,16 +83,6 @@ def predict(net, params, batch, present=None):
     outputs, logits_mask = net.apply(params, model_inputs(batch), model_masks(batch), present)
     labels, mask = _targets(net, batch, logits_mask)
     return jnp.argmax(outputs["logits"], axis=-1).astype(jnp.int32), labels, mask
-
-
-def eval_step(net, params, batch, present=None, min_run: int = 5):
-    """Counts for TIMESTEP and INSTANCE scores of a batch (merge batches with `+`)."""
-    pred, gold, mask = predict(net, params, batch, present)
-    classes = net.config.num_classes
-    return {
-        "timestep": metrics.timestep_counts(pred, gold, mask, num_classes=classes),
-        "instance": metrics.instance_counts(pred, gold, mask, num_classes=classes, min_run=min_run),
-    }
 
 
 def class_weights_from_counts(frame_counts, power: float = 0.5):

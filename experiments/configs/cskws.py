@@ -7,9 +7,18 @@ Run (any field can be overridden, e.g. --config.train.steps=500):
     python -m experiments.cskws --config=experiments/configs/cskws.py:quick \
         --workdir=/tmp/libritop20 --config.dataset=libritop20/top20 \
         --config.data_dir=/data/tfds
+    python -m experiments.cskws --config=experiments/configs/cskws.py:quick \
+        --workdir=/tmp/kws-wide --config.model.stages="((64,2,1,1),(96,2,2,1))" \
+        --config.decode.radius=2 --config.loss.length_weight=0.2
 
 Presets: smoke (the whole pipeline in under a minute, for tests), quick (the main job),
-full (accelerator scale).
+full (accelerator scale). Each section maps field for field onto the dataclass it
+builds (`experiments.common.build`): `model` -> `cskws_jax.model.AfKwsConfig` (the
+runner sets num_keywords from the corpus and unknown_class per model; `stages` are
+(channels, stride, blocks, dilation) tuples), `augment` -> `cskws_jax.train.AugmentConfig`,
+`loss` -> `cskws_jax.losses.LossConfig`, `decode` -> `cskws_jax.train.DecodeConfig`,
+`optimizer` -> `speechkit.optim.OptimizerConfig` (total_steps = train.steps), `window`
+-> `cskws_jax.baselines.WindowConfig`.
 """
 
 import ml_collections
@@ -29,38 +38,65 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
 
     config.model = ml_collections.ConfigDict()
     config.model.stem_channels = 64
-    config.model.stage_channels = (64, 96, 128, 128)
-    config.model.stage_strides = (2, 2, 1, 1)
-    config.model.stage_blocks = (1, 2, 2, 1)
-    config.model.stage_dilations = (1, 1, 2, 4)
+    config.model.kernel = 5
+    config.model.stages = ((64, 2, 1, 1), (96, 2, 2, 1), (128, 1, 2, 2), (128, 1, 1, 4))
     config.model.head_channels = 64
     config.model.delay = 8  # output frames of look-ahead (40 ms each)
     # "highest" (exact float32: streamed == offline on GPU/TPU) or "high" / "default"
     # (TF32 / bfloat16 matmuls: faster accelerator training; see AfKwsConfig.precision).
     config.model.precision = "highest"
 
+    config.augment = ml_collections.ConfigDict()
+    config.augment.gain_db = (-6.0, 6.0)
+    config.augment.noise_probability = 0.5
+    config.augment.snr_db = (5.0, 30.0)
+
+    config.loss = ml_collections.ConfigDict()
+    config.loss.alpha = 2.0
+    config.loss.beta = 4.0
+    config.loss.length_weight = 0.1
+    config.loss.offset_weight = 1.0
+
+    config.decode = ml_collections.ConfigDict()
+    config.decode.max_detections = 64
+    config.decode.radius = 1
+    config.decode.min_score = 0.05
+
+    config.optimizer = ml_collections.ConfigDict()
+    config.optimizer.learning_rate = 3e-3
+    config.optimizer.warmup_steps = {"smoke": 5, "quick": 100, "full": 1000}[preset]
+    config.optimizer.final_fraction = 0.05
+    config.optimizer.weight_decay = 1e-4
+    config.optimizer.clip_norm = 1.0
+
     config.window = ml_collections.ConfigDict()
     config.window.window_s = 0.8
     config.window.hop_s = 0.1
+    config.window.min_overlap = 0.8
+    config.window.word_overlap = 0.5
+    config.window.channels = (32, 64, 64)
+    config.window.kernel = 5
+    config.window.pool = 2
+    config.window.hidden = 64
+    config.window.learning_rate = 3e-3
+    config.window.weight_decay = 1e-4
+    config.window.clip_norm = 1.0
+    config.window.radius = 1
+    config.window.min_score = 0.05
 
     config.train = ml_collections.ConfigDict()
     config.train.steps = {"smoke": 40, "quick": 1500, "full": 50_000}[preset]
     config.train.batch_size = {"smoke": 4, "quick": 16, "full": 64}[preset]
     config.train.crop_s = 4.0
-    config.train.learning_rate = 3e-3
-    config.train.warmup_steps = {"smoke": 5, "quick": 100, "full": 1000}[preset]
     config.train.log_every = {"smoke": 10, "quick": 100, "full": 500}[preset]
     config.train.checkpoint_every = {"smoke": 20, "quick": 500, "full": 5000}[preset]
     config.train.keep_checkpoints = 2
 
     config.eval = ml_collections.ConfigDict()
     config.eval.batch_size = 16
-    config.eval.max_detections = 64
-    config.eval.min_score = 0.05
     if preset in ("smoke", "quick"):  # CPU-sized detector
         config.model.stem_channels = 32
-        config.model.stage_channels = (32, 48, 64, 64)
-        config.model.stage_blocks = (1, 1, 1, 1)
+        config.model.stages = ((32, 2, 1, 1), (48, 2, 1, 1), (64, 1, 1, 2), (64, 1, 1, 4))
         config.model.head_channels = 32
         config.model.delay = 6
     return config

@@ -12,10 +12,13 @@ Run (any field can be overridden, e.g. --config.num_folds=3 --config.train.steps
         --config.models=multimodal,text        # reference: text at its recognised times
 
 Presets: smoke (the whole pipeline in under a minute, for tests), quick (the main job),
-full (accelerator scale).
+full (accelerator scale). Sections map field for field onto the dataclasses they build
+(`experiments.common.build`): `model` -> `multiqt_jax.model.MultiQTConfig`, `optimizer`
+-> `speechkit.optim.OptimizerConfig`, `baselines` -> `multiqt_jax.baselines.BaselineConfig`.
 """
 
 import ml_collections
+from ml_collections import config_dict
 
 from experiments.common import check_preset
 
@@ -37,10 +40,18 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.num_devices = 0  # 0: all
     config.fold_loop = "auto"  # a device's folds: "vmap", "unroll", auto = unroll on CPU
 
-    config.model = ml_collections.ConfigDict()
+    config.model = ml_collections.ConfigDict()  # -> MultiQTConfig (num_classes, modalities:
+    # set by the runner from the task and the model name)
     config.model.fusion = "concat"
+    config.model.fusion_size = 32  # projection width for sum / gated / tensor fusion
     config.model.audio_channels = (64, 64, 128, 128, 128)
+    config.model.audio_kernels = (5, 5, 5, 5, 5)
+    config.model.audio_strides = (1, 2, 2, 1, 1)
+    config.model.audio_dilations = (1, 1, 1, 2, 4)
     config.model.text_channels = (64, 128, 128, 128)
+    config.model.text_kernels = (5, 5, 5, 5)
+    config.model.text_strides = (1, 2, 1, 1)
+    config.model.text_dilations = (1, 1, 2, 4)
     config.model.dense = (128,)
     config.model.dropout = 0.1
     config.model.modality_dropout = 0.2  # multimodal model only
@@ -48,22 +59,35 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # (TF32 / bfloat16 matmuls: faster accelerator training; see MultiQTConfig.precision).
     config.model.precision = "highest"
 
+    config.optimizer = ml_collections.ConfigDict()  # -> OptimizerConfig (total_steps = train.steps)
+    config.optimizer.learning_rate = 2e-3
+    config.optimizer.warmup_steps = {"smoke": 5, "quick": 30, "full": 500}[preset]
+    config.optimizer.final_fraction = 0.05
+    config.optimizer.weight_decay = 1e-4
+    config.optimizer.clip_norm = 1.0
+
     config.train = ml_collections.ConfigDict()
     config.train.steps = {"smoke": 30, "quick": 300, "full": 20_000}[preset]
     config.train.batch_size = {"smoke": 2, "quick": 4, "full": 32}[preset]
-    config.train.learning_rate = 2e-3
-    config.train.warmup_steps = {"smoke": 5, "quick": 30, "full": 500}[preset]
     config.train.class_weight_power = 0.5  # 0: unweighted cross-entropy
     config.train.pad_multiple = 500  # frames; bounds the number of compiled shapes
     config.train.log_every = {"smoke": 10, "quick": 50, "full": 200}[preset]
     config.train.checkpoint_every = {"smoke": 10, "quick": 100, "full": 2000}[preset]
     config.train.keep_checkpoints = 2
 
-    config.baselines = ml_collections.ConfigDict()
+    config.baselines = ml_collections.ConfigDict()  # -> BaselineConfig (seed = config.seed)
     config.baselines.window_s = 2.0
     config.baselines.hop_s = 0.2
+    config.baselines.min_window_s = config_dict.placeholder(float)  # None: window_s
+    config.baselines.background_per_segment = 1.0
     config.baselines.n_estimators = {"smoke": 10, "quick": 100, "full": 300}[preset]
+    config.baselines.max_depth = config_dict.placeholder(int)  # None: grow until pure
+    config.baselines.n_jobs = 1
+    config.baselines.hidden = (128, 128)
     config.baselines.epochs = {"smoke": 20, "quick": 100, "full": 200}[preset]
+    config.baselines.batch_size = 64
+    config.baselines.learning_rate = 1e-3
+    config.baselines.weight_decay = 1e-4
     if preset == "quick":  # CPU-sized: ~0.4 s per 5-fold step on 2 cores
         config.model.audio_channels = (32, 32, 64, 64, 64)
         config.model.text_channels = (32, 64, 64, 64)

@@ -56,5 +56,3 @@ def test_training_on_smoke_data_learns(smoke_build):
     learnt = metrics.timestep_prf(pred, gold, mask, num_classes=num_classes).f1
     majority = metrics.timestep_prf(jnp.zeros_like(gold), gold, mask, num_classes=num_classes).f1
     assert learnt > majority + 0.2, (learnt, majority)
-    counts = jax.jit(functools.partial(train.eval_step, net))(state.params, batch)
-    assert float(metrics.prf_from_counts(counts["timestep"]).f1) == pytest.approx(float(learnt))

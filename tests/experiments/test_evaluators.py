@@ -1,0 +1,91 @@
+"""The evaluators: scores equal the metrics on the whole set however it is batched; the
+detection curves are the pooled prefixes of the matching; bad input is named."""
+
+import numpy as np
+import pytest
+
+import metrics
+from experiments.evaluators import detection, tracking
+
+
+def _label_batches(rng, count=3, classes=4):
+    batches = []
+    for _ in range(count):
+        gold = np.repeat(rng.integers(0, classes, size=(2, 8)), 5, axis=1)
+        pred = np.where(rng.random(gold.shape) < 0.8, gold, rng.integers(0, classes, gold.shape))
+        mask = np.arange(40) < rng.integers(20, 41, size=(2, 1))
+        batches.append((pred.astype(np.int32), gold.astype(np.int32), mask))
+    return batches
+
+
+def test_tracking_scores_the_whole_set_not_a_mean_of_batches():
+    batches = _label_batches(np.random.default_rng(0))
+    scores = tracking.evaluate(lambda batch: batch, batches, num_classes=4)
+    pred, gold, mask = (np.concatenate(parts) for parts in zip(*batches, strict=True))
+    whole = metrics.timestep_prf(pred, gold, mask, num_classes=4)
+    instance = metrics.instance_prf(pred, gold, mask, num_classes=4)
+    assert scores["timestep"]["f1"] == pytest.approx(float(whole.f1), abs=1e-6)
+    assert scores["instance"]["recall"] == pytest.approx(float(instance.recall), abs=1e-6)
+    assert len(scores["timestep_f1_per_class"]) == 4
+    with pytest.raises(ValueError, match="no batches"):
+        tracking.evaluate(lambda batch: batch, [], num_classes=4)
+
+
+def _kws_batch(rng, rows=2, keywords=3):
+    start = np.sort(rng.integers(0, 40, size=(rows, 4)) / 8, axis=1).astype(np.float32)
+    return {
+        "start": start,
+        "end": start + 0.5,
+        "label": rng.integers(0, keywords, size=(rows, 4)).astype(np.int32),
+        "valid": rng.random((rows, 4)) < 0.8,
+        "duration": np.full(rows, 6.0, np.float32),
+        "example_mask": np.ones(rows, bool),
+    }
+
+
+def _noisy_detector(rng):
+    def detect(batch):
+        jitter = rng.integers(-2, 3, size=batch["start"].shape) / 8
+        return {
+            "start": (batch["start"] + jitter).astype(np.float32),
+            "end": (batch["end"] + jitter).astype(np.float32),
+            "score": rng.random(batch["start"].shape).astype(np.float32),
+            "label": batch["label"],
+            "valid": batch["valid"] | (rng.random(batch["valid"].shape) < 0.3),
+        }
+
+    return detect
+
+
+def test_detection_scores_and_curves_match_the_metrics():
+    rng = np.random.default_rng(1)
+    batches = [_kws_batch(rng) for _ in range(3)]
+    result = detection.evaluate(_noisy_detector(rng), batches, num_keywords=3)
+    hours = 6 * 6.0 / 3600
+    assert result["hours"] == pytest.approx(hours) and result["seconds"] >= 0
+    expected = metrics.detection_scores(
+        result["detections"], result["truth"], num_classes=3, total_hours=hours
+    )
+    for key in ("mAP", "AP@0.05", "FRR@5"):
+        assert result["scores"][key] == pytest.approx(float(expected[key]), abs=1e-6)
+    pooled = metrics.pooled_matches(
+        result["detections"], result["truth"], num_classes=3, iou=detection.DET_IOU
+    )
+    hits = np.asarray(pooled["hit"])[np.asarray(pooled["evaluated"])]
+    det = result["curves"]["det"]
+    assert det["fa_per_hour"][-1] == pytest.approx((~hits).sum() / hours)
+    assert det["miss_rate"][-1] == pytest.approx(1 - hits.sum() / int(pooled["num_ground_truth"]))
+    assert np.all(np.diff(det["fa_per_hour"]) >= 0) and np.all(np.diff(det["miss_rate"]) <= 0)
+    pr = result["curves"]["pr"]
+    assert len(pr["recall"]) == len(pr["precision"]) == hits.size
+    assert min(pr["precision"]) >= 0 and max(pr["recall"]) <= 1
+
+
+def test_detection_refuses_the_unknown_class_in_ground_truth():
+    rng = np.random.default_rng(2)
+    batch = _kws_batch(rng)
+    batch["label"][0, 0], batch["valid"][0, 0] = 3, True  # the unknown class of 3 keywords
+    with pytest.raises(ValueError, match="unknown_class=False"):
+        detection.evaluate(_noisy_detector(rng), [batch], num_keywords=3, timed=False)
+    with pytest.raises(ValueError, match="no batches"):
+        detection.evaluate(_noisy_detector(rng), [], num_keywords=3)
