@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
-import tempfile
 
 import jax
 
@@ -45,21 +43,3 @@ _DEVICE_KEYS = (
     "xla_flags",
     "jax_default_matmul_precision",
 )
-
-
-def read_json(path: str):
-    """The JSON in `path`, or None when there is no such file."""
-    if not os.path.exists(path):
-        return None
-    with open(path) as source:
-        return json.load(source)
-
-
-def write_json(path: str, payload: dict) -> None:
-    """Writes atomically: a killed run leaves the old file or none, never half of one."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as out:
-        json.dump(payload, out, indent=2)
-        out.write("\n")
-    os.replace(out.name, path)

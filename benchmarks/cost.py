@@ -25,6 +25,7 @@ import numpy as np
 from benchmarks import common
 from cskws_jax import model as kws_model
 from multiqt_jax import model as mq_model
+from speechkit import files
 
 SECONDS = 10.0
 
@@ -158,7 +159,7 @@ def main(argv=None) -> int:
     payload = {"machine": common.machine(), "cpu_peak": peak, "multiqt": multiqt, "afkws": afkws}
     for name in ("multiqt", "afkws"):
         _log(f"{name}: {payload[name]}")
-    common.write_json(args.json, payload)
+    files.write_json(args.json, payload)
     _log(f"wrote {args.json}")
     return 0
 

@@ -20,6 +20,7 @@ from benchmarks import common
 from cskws_jax import keywords as keyword_list
 from cskws_jax.datasets import synthetic_kws
 from multiqt_jax.datasets import dialogue, render
+from speechkit import files
 
 _log = common.logger("data")
 
@@ -87,7 +88,7 @@ def main(argv=None) -> int:
     payload["seconds"] = time.perf_counter() - started
     for name in ("synthetic_calls", "synthetic_kws"):
         _log(f"{name}: {payload[name]['audio_seconds_per_second']}")
-    common.write_json(args.json, payload)
+    files.write_json(args.json, payload)
     _log(f"wrote {args.json}")
     return 0
 

@@ -47,7 +47,7 @@ import xml.etree.ElementTree as ElementTree
 import zipfile
 
 from benchmarks import common
-from speechkit import accelerator  # light: imports jax, starts no backend
+from speechkit import accelerator, files  # light: imports jax, starts no backend
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WHEEL_DIR = os.path.join(ROOT, ".whl")
@@ -573,7 +573,7 @@ def phase_worker(name: str, env: dict, timeout_s: float, scratch: str, *extra: s
     """Runs a worker; (its JSON or None, the run's record)."""
     out = os.path.join(scratch, f"{name}{tag}.json")
     outcome = run(worker(name, out, *extra), env, timeout_s)
-    return common.read_json(out), outcome
+    return files.read_json(out), outcome
 
 
 def phase_determinism(report: dict, target, clock: Clock, quick: bool, scratch: str) -> None:
@@ -610,7 +610,7 @@ def phase_benchmarks(report: dict, target, clock: Clock, quick: bool, scratch: s
     report["train"] = {
         "rc": outcome["rc"],
         "seconds": outcome["seconds"],
-        **(common.read_json(train_json) or {}),
+        **(files.read_json(train_json) or {}),
     }
     if outcome["rc"] != 0:
         report["train"]["tail"] = outcome["tail"][-2500:]
@@ -630,7 +630,7 @@ def phase_benchmarks(report: dict, target, clock: Clock, quick: bool, scratch: s
     if quick:
         command += ["--seconds", "1", "--max_streams", "16", "--block_outputs", "1"]
     outcome = run(command, child_env(target, deterministic=False), budget + 40)
-    payload = common.read_json(streaming_json)
+    payload = files.read_json(streaming_json)
     report["streaming"] = {
         "rc": outcome["rc"],
         "seconds": outcome["seconds"],
@@ -679,7 +679,7 @@ def check(args) -> int:
     report["ok"] = verdict(report)
     slug = accelerator.device_slug(report.get("machine") or {})
     path = args.json or os.path.join(ROOT, "benchmarks", "results", f"gpu-{slug}.json")
-    common.write_json(path, report)
+    files.write_json(path, report)
     log(f"{'OK' if report['ok'] else 'NOT OK'} in {report['elapsed_s']} s; wrote {path}")
     return 0 if report["ok"] else 1
 
@@ -721,7 +721,7 @@ def main(argv=None) -> int:
         return 0
     if args.worker:
         with contextlib.redirect_stdout(sys.stderr):
-            common.write_json(args.out, WORKERS[args.worker](args))
+            files.write_json(args.out, WORKERS[args.worker](args))
         return 0
     return check(args)
 

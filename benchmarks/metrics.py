@@ -27,6 +27,7 @@ from sklearn.metrics import precision_recall_fscore_support
 import metrics
 from benchmarks import activitynet_peer, common
 from metrics import reference, synthetic
+from speechkit import files
 
 TOLERANCE = 1e-6
 
@@ -236,7 +237,7 @@ def main(argv=None) -> int:
         "values_agree_within_1e-6": max(differences) <= TOLERANCE
         and detection["nan_pattern_agrees_with_peer"],
     }
-    common.write_json(args.json, payload)
+    files.write_json(args.json, payload)
     for name, ratio in ratios.items():
         best = ratios_of_minimums.get(name)
         _log(f"ratio {name}: {ratio:.1f}x" + (f" (of minimums {best:.1f}x)" if best else ""))

@@ -42,7 +42,7 @@ from cskws_jax import decode
 from cskws_jax import model as kws_model
 from cskws_jax.streaming import StreamDetector
 from multiqt_jax import model as mq_model
-from speechkit import accelerator, streaming
+from speechkit import accelerator, files, streaming
 
 BLOCK_OUTPUTS = (1, 3, 12)  # x 40 ms
 
@@ -445,7 +445,7 @@ def main(argv=None) -> int:
     accelerator.configure(deterministic=args.deterministic)
     rng = np.random.default_rng(0)
     payload = run_accelerator(args, rng) if accelerated else run_cpu(args, rng)
-    common.write_json(args.json, payload)
+    files.write_json(args.json, payload)
     _log(f"wrote {args.json}")
     return 0
 

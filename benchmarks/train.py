@@ -39,7 +39,7 @@ from experiments import folds
 from multiqt_jax import model as mq_model
 from multiqt_jax import train as mq_train
 from multiqt_jax.datasets.features import FEATURES  # 10 ms frames (so are the KWS ones)
-from speechkit import accelerator
+from speechkit import accelerator, files
 from speechkit.optim import OptimizerConfig, TrainState
 
 FOLDS = 5
@@ -283,7 +283,7 @@ def main(argv=None) -> int:
     }
     for name in ("multiqt", "afkws"):
         _log(f"{name}: {payload[name]}")
-    common.write_json(args.json, payload)
+    files.write_json(args.json, payload)
     _log(f"wrote {args.json}")
     return 0
 

@@ -18,6 +18,8 @@ import os
 import sys
 from pathlib import Path
 
+from speechkit import files
+
 VOWELS = frozenset(
     {"AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW", "OY", "UH", "UW"}
 )
@@ -94,9 +96,7 @@ def main(argv=None) -> int:
             "command": "python -m cskws_jax.keywords --write",
             "keywords": keywords,
         }
-        temporary = KEYWORDS_FILE.with_suffix(".tmp")
-        temporary.write_text(json.dumps(payload, indent=2) + "\n")
-        os.replace(temporary, KEYWORDS_FILE)
+        files.write_json(KEYWORDS_FILE, payload)
         print(f"wrote {KEYWORDS_FILE}", file=sys.stderr)
     return 0
 

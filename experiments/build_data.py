@@ -27,7 +27,7 @@ from cskws_jax.datasets import synthetic_kws
 from multiqt_jax import labels
 from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import NUM_FOLDS, recognised_words
-from speechkit import asr, lm
+from speechkit import asr, files, lm
 
 
 def _log(message: str) -> None:
@@ -159,9 +159,7 @@ def build(size: str, data_dir: str, corpora=tuple(BUILDERS)) -> dict:
             report["configs"].update(json.load(previous).get("configs", {}))
     for corpus in corpora:
         report["configs"].update(BUILDERS[corpus](size, data_dir))
-    with open(path + ".tmp", "w") as out:
-        json.dump(report, out, indent=2)
-    os.replace(path + ".tmp", path)
+    files.write_json(path, report)
     _log(f"wrote {path}")
     return report
 

@@ -1,4 +1,4 @@
-"""Small pieces the experiment runners share: logging, atomic JSON, training curves, and
+"""Small pieces the experiment runners share: logging, training curves, and
 configs mapped field for field onto the dataclasses they build (`build`)."""
 
 from __future__ import annotations
@@ -109,21 +109,6 @@ def _as_field(hint, value):
         item = args[0] if args else None
         return tuple(_as_field(item, v) if item is not None else v for v in value)
     return value
-
-
-def read_json(path: str):
-    """The JSON in `path`, or None when there is no such file."""
-    if not os.path.exists(path):
-        return None
-    with open(path) as source:
-        return json.load(source)
-
-
-def write_json(path: str, payload) -> None:
-    """Writes JSON atomically (a temporary file, then a rename)."""
-    with open(path + ".tmp", "w") as out:
-        json.dump(payload, out, indent=2)
-    os.replace(path + ".tmp", path)
 
 
 class Curves:

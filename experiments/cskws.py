@@ -28,6 +28,7 @@ from cskws_jax import baselines, input_pipeline, losses, model, train
 from cskws_jax.datasets import synthetic_kws
 from experiments import common, training
 from experiments.evaluators import detection
+from speechkit import files
 from speechkit.optim import OptimizerConfig, TrainState
 
 MODELS = ("afkws", "afkws_no_unknown", "sliding_window")
@@ -148,7 +149,7 @@ def evaluate_candidate(candidate: Candidate, params, config, source, workdir: st
         **{f"truth_{k}": v for k, v in result["truth"].items()},
         hours=result["hours"],
     )
-    common.write_json(os.path.join(workdir, "detection_curves.json"), result["curves"])
+    files.write_json(os.path.join(workdir, "detection_curves.json"), result["curves"])
     scores = result["scores"]
     return {
         **{key: scores[key] for key in REPORTED},
@@ -182,7 +183,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         folder = os.path.join(workdir, name)
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, "scores.json")
-        if (saved := common.read_json(path)) is not None:
+        if (saved := files.read_json(path)) is not None:
             results[name] = saved
             log(f"{name}: scores found, skipped")
             continue
@@ -191,10 +192,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         state = train_candidate(candidate, config, sources["train"], folder)
         results[name] = evaluate_candidate(candidate, state.params, config, sources["test"], folder)
         results[name]["seconds"] = time.perf_counter() - started  # training + evaluation
-        common.write_json(path, results[name])
+        files.write_json(path, results[name])
         log(f"{name}: mAP {results[name]['mAP']:.3f}, RTF {results[name]['RTF']:.4f}")
     payload = {"dataset": config.dataset, "keywords": keywords, "models": results}
-    common.write_json(os.path.join(workdir, "results.json"), payload)
+    files.write_json(os.path.join(workdir, "results.json"), payload)
     print(table(results))
     return payload
 

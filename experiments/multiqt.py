@@ -32,6 +32,7 @@ from experiments.evaluators import tracking
 from multiqt_jax import baselines, input_pipeline, labels, model, train
 from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import recognised_words
+from speechkit import files
 from speechkit.optim import OptimizerConfig, TrainState
 
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
@@ -266,7 +267,7 @@ class FoldTrainer:
         batch = input_pipeline.collate([example], pipeline)
         pred, gold, mask = train.predict(self.net, params, batch)
         length = int(np.asarray(mask[0]).sum())
-        common.write_json(
+        files.write_json(
             os.path.join(self.workdir, "timeline.json"),
             {
                 "hop_s": model.streaming_spec(self.net.config).output_hop_s,
@@ -406,7 +407,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     for name in models:
         key = row_name(name, config)
         path = os.path.join(workdir, key, "scores.json")
-        if (saved := common.read_json(path)) is not None:
+        if (saved := files.read_json(path)) is not None:
             results[key] = saved
             log(f"{key}: scores found, skipped")
             continue
@@ -424,7 +425,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         seconds[key] = time.perf_counter() - started
         if writer:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            common.write_json(path, results[key])
+            files.write_json(path, results[key])
         f1 = results[key]["mean"]["timestep"]["f1"]
         log(f"{key}: TIMESTEP F1 {f1:.3f} ({seconds[key]:.0f} s)")
     payload = {
@@ -434,7 +435,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         "models": results,
     }
     if writer:
-        common.write_json(os.path.join(workdir, "results.json"), payload)
+        files.write_json(os.path.join(workdir, "results.json"), payload)
         print(table(results))
     return payload
 

@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from experiments import build_data, common, cskws, multiqt  # noqa: E402
 from multiqt_jax import labels  # noqa: E402
+from speechkit import files  # noqa: E402
 
 log = common.logger("reproduce")
 
@@ -140,7 +141,7 @@ def kws_figures(workdir: str, models: list[str], paths: dict) -> None:
     pr, pr_axes = plt.subplots(figsize=(5, 4))
     frr, frr_axes = plt.subplots(figsize=(5, 4))
     for name in models:
-        curves = common.read_json(os.path.join(workdir, "cskws", name, "detection_curves.json"))
+        curves = files.read_json(os.path.join(workdir, "cskws", name, "detection_curves.json"))
         if curves is None:
             continue
         label = KWS_NAMES.get(name, name)
@@ -258,9 +259,8 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         "",
     ]
     path = os.path.join(workdir, "report.md")
-    with open(path + ".tmp", "w") as out:
+    with files.atomic_open(path) as out:
         out.write("\n".join(lines))
-    os.replace(path + ".tmp", path)
     return path
 
 

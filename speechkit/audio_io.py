@@ -9,12 +9,12 @@ never leaves half a file behind.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import soundfile
 
+from speechkit import files
 from speechkit.channel import resample
 
 
@@ -80,14 +80,7 @@ def write_audio(path: str | os.PathLike, samples, rate: int, subtype: str = "PCM
         raise ValueError(f"{path}: expected samples [n] or [n, channels], got {samples.shape}")
     if not np.all(np.isfinite(samples)):
         raise ValueError(f"{path}: refusing to write non-finite samples")
-    path.parent.mkdir(parents=True, exist_ok=True)
     file_format = path.suffix.lstrip(".").upper() or "WAV"
-    handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp" + path.suffix)
-    os.close(handle)
-    try:
+    with files.atomic_path(path) as temporary:
         soundfile.write(temporary, samples, rate, subtype=subtype, format=file_format)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
     return path

@@ -20,6 +20,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from speechkit import files
+
 
 class ArrayRecordByDefault:
     """Mixin for the project's TFDS builders: ArrayRecord output unless a caller asks for
@@ -56,10 +58,8 @@ def _item_path(cache_dir: str, index: int) -> str:
 
 
 def _write_atomically(path: str, item) -> None:
-    temporary = path + ".tmp"
-    with open(temporary, "wb") as out:
+    with files.atomic_open(path, "wb") as out:
         pickle.dump(item, out)
-    os.replace(temporary, path)
 
 
 def render_cached(

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+
+from speechkit import files
 
 BOS, EOS = "<s>", "</s>"
 
@@ -77,9 +78,7 @@ def _write_arpa(path, prob, backoff, order) -> None:
     by_order = defaultdict(list)
     for gram in prob:
         by_order[len(gram)].append(gram)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as out:
+    with files.atomic_open(path) as out:
         out.write("\\data\\\n")
         for n in range(1, order + 1):
             out.write(f"ngram {n}={len(by_order[n])}\n")
@@ -95,7 +94,6 @@ def _write_arpa(path, prob, backoff, order) -> None:
                     line += "\t0.000000"
                 out.write(line + "\n")
         out.write("\n\\end\\\n")
-    os.replace(out.name, path)
 
 
 def edit_distance(reference: Sequence, hypothesis: Sequence) -> int:

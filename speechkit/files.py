@@ -1,0 +1,64 @@
+"""Files written atomically, so that a killed run leaves the old file or none, never a
+part of one.
+
+    with files.atomic_path("out/report.wav") as temporary:   # any writer taking a path
+        soundfile.write(temporary, samples, 16000)
+    with files.atomic_open("out/table.txt") as out:          # a file object
+        out.write(text)
+    files.write_json("out/results.json", payload)
+    payload = files.read_json("out/results.json")            # None if there is none
+
+The temporary file sits beside the target (same file system, so the final rename is
+atomic), keeps its suffix (writers that infer the format from the name still can), and
+is removed if writing fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+    """Yields a temporary path beside `path` (parent folders created); on a clean exit
+    it replaces `path`, on an error it is removed."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    suffix = ".tmp" + os.path.splitext(path)[1]
+    handle, temporary = tempfile.mkstemp(dir=directory, suffix=suffix)
+    os.close(handle)
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w"):
+    """`open(temporary, mode)` for writing, renamed to `path` when the block ends."""
+    if not mode.startswith("w"):
+        raise ValueError(f"atomic_open: mode {mode!r}, expected a writing mode ('w', 'wb')")
+    with atomic_path(path) as temporary, open(temporary, mode) as out:
+        yield out
+
+
+def write_json(path: str | os.PathLike, payload) -> None:
+    """`payload` as indented JSON with a final newline, written atomically."""
+    with atomic_open(path) as out:
+        json.dump(payload, out, indent=2)
+        out.write("\n")
+
+
+def read_json(path: str | os.PathLike):
+    """The JSON in `path`, or None when there is no such file."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as source:
+        return json.load(source)

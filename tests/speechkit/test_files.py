@@ -1,0 +1,39 @@
+"""speechkit.files: a failed write leaves the old file (or none) and no temporary file."""
+
+import json
+
+import pytest
+
+from speechkit import files
+
+
+def test_json_round_trip_and_missing_file(tmp_path):
+    path = tmp_path / "sub" / "results.json"
+    assert files.read_json(path) is None
+    files.write_json(path, {"mAP": 0.5, "curve": [1, 2]})
+    assert files.read_json(path) == {"mAP": 0.5, "curve": [1, 2]}
+    assert path.read_text().endswith("}\n") and json.loads(path.read_text())["mAP"] == 0.5
+    assert [p.name for p in path.parent.iterdir()] == ["results.json"]
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_nothing_else(tmp_path):
+    path = tmp_path / "report.md"
+    path.write_text("old")
+    with pytest.raises(RuntimeError, match="killed"), files.atomic_open(path) as out:
+        out.write("half of a new report")
+        raise RuntimeError("killed")
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
+
+
+def test_atomic_path_keeps_the_suffix_and_refuses_reading_modes(tmp_path):
+    with files.atomic_path(tmp_path / "audio.flac") as temporary:
+        assert temporary.endswith(".tmp.flac")
+        with open(temporary, "wb") as out:
+            out.write(b"fLaC")
+    assert (tmp_path / "audio.flac").read_bytes() == b"fLaC"
+    with (
+        pytest.raises(ValueError, match="expected a writing mode"),
+        files.atomic_open(tmp_path / "x", "r"),
+    ):
+        pass
