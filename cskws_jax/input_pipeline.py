@@ -40,7 +40,7 @@ import grain.python as grain
 import numpy as np
 
 from cskws_jax.datasets.features import FEATURES
-from speechkit import batching
+from speechkit import batching, checks
 
 HOP_S = FEATURES.hop_s  # seconds per audio frame
 INTERVAL_TOLERANCE_S = 0.05  # a word may end this much after the audio
@@ -61,14 +61,9 @@ class PipelineConfig:
 
     def __post_init__(self):
         for name in ("batch_size", "num_epochs", "max_events", "pad_multiple"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"PipelineConfig.{name}: expected >= 1, got {getattr(self, name)}")
-        if self.crop_frames < 1:
-            raise ValueError(f"PipelineConfig.crop_s: expected >= {HOP_S} s, got {self.crop_s}")
-        if not 0 < self.min_visible <= 1:
-            raise ValueError(
-                f"PipelineConfig.min_visible: expected in (0, 1], got {self.min_visible}"
-            )
+            checks.require_int(f"PipelineConfig.{name}", getattr(self, name), at_least=1)
+        checks.require_frames("PipelineConfig.crop_s", self.crop_s, HOP_S)
+        checks.require_number("PipelineConfig.min_visible", self.min_visible, above=0, at_most=1)
 
     @property
     def crop_frames(self) -> int:

@@ -49,7 +49,7 @@ import numpy as np
 import sequence_layers.jax as sl
 
 from cskws_jax.datasets.features import FEATURES
-from speechkit import accelerator, streaming
+from speechkit import accelerator, checks, streaming
 from speechkit.optim import parameter_count
 
 HEATMAP_PRIOR = 0.1  # initial centre probability (CenterNet's bias init)
@@ -85,15 +85,16 @@ class AfKwsConfig:
     precision: str = "highest"
 
     def __post_init__(self):
-        accelerator.check_precision(self.precision)
-        if self.num_keywords < 1:
-            raise ValueError(f"num_keywords: expected >= 1, got {self.num_keywords}")
-        if not self.stages or any(s.blocks < 1 or s.stride < 1 for s in self.stages):
-            raise ValueError("stages: expected at least one, each with blocks >= 1, stride >= 1")
-        if self.delay < 0 or self.kernel < 1:
-            raise ValueError(
-                f"delay >= 0 and kernel >= 1 expected, got {self.delay}, {self.kernel}"
-            )
+        field = "AfKwsConfig.{}".format
+        accelerator.check_precision(self.precision, field("precision"))
+        checks.require_int(field("num_keywords"), self.num_keywords, at_least=1)
+        if not self.stages:
+            raise ValueError(f"{field('stages')}: expected at least one stage, got {self.stages!r}")
+        for i, stage in enumerate(self.stages):
+            checks.require_int(field(f"stages[{i}].blocks"), stage.blocks, at_least=1)
+            checks.require_int(field(f"stages[{i}].stride"), stage.stride, at_least=1)
+        checks.require_int(field("delay"), self.delay, at_least=0)
+        checks.require_int(field("kernel"), self.kernel, at_least=1)
 
     @property
     def num_classes(self) -> int:

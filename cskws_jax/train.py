@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cskws_jax import decode, losses, model, targets
+from speechkit import checks
 from speechkit.optim import OptimizerConfig, TrainState
 
 
@@ -36,10 +37,11 @@ class AugmentConfig:
     snr_db: tuple[float, float] = (5.0, 30.0)
 
     def __post_init__(self):
-        if self.gain_db[0] > self.gain_db[1] or self.snr_db[0] > self.snr_db[1]:
-            raise ValueError("AugmentConfig: gain_db / snr_db expected (low, high), low <= high")
-        if not 0 <= self.noise_probability <= 1:
-            raise ValueError(f"noise_probability: expected in [0, 1], got {self.noise_probability}")
+        checks.require_interval("AugmentConfig.gain_db", self.gain_db)
+        checks.require_interval("AugmentConfig.snr_db", self.snr_db)
+        checks.require_number(
+            "AugmentConfig.noise_probability", self.noise_probability, at_least=0, at_most=1
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +49,11 @@ class DecodeConfig:
     max_detections: int = 64
     radius: int = 1
     min_score: float = 0.05
+
+    def __post_init__(self):
+        checks.require_int("DecodeConfig.max_detections", self.max_detections, at_least=1)
+        checks.require_int("DecodeConfig.radius", self.radius, at_least=0)
+        checks.require_number("DecodeConfig.min_score", self.min_score, at_least=0, at_most=1)
 
 
 def augment(features, mask, rng, config: AugmentConfig):

@@ -30,7 +30,7 @@ import grain.python as grain
 import numpy as np
 
 from multiqt_jax.datasets.features import recognised_words
-from speechkit import asr, batching
+from speechkit import asr, batching, checks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +45,7 @@ class PipelineConfig:
 
     def __post_init__(self):
         for name in ("batch_size", "num_epochs", "bucket_window", "pad_multiple"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"PipelineConfig.{name}: expected >= 1, got {getattr(self, name)}")
+            checks.require_int(f"PipelineConfig.{name}", getattr(self, name), at_least=1)
         if self.pad_multiple % 2:
             raise ValueError("PipelineConfig.pad_multiple: must be even (text frames are 2 steps)")
 

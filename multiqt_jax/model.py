@@ -55,7 +55,7 @@ import numpy as np
 import sequence_layers.jax as sl
 
 from multiqt_jax.datasets.features import FEATURES
-from speechkit import accelerator, asr, streaming
+from speechkit import accelerator, asr, checks, streaming
 from speechkit.optim import parameter_count
 
 MODALITIES = ("audio", "text")
@@ -91,35 +91,31 @@ class MultiQTConfig:
     precision: str = "highest"
 
     def __post_init__(self):
-        accelerator.check_precision(self.precision)
-        if self.num_classes < 2:
-            raise ValueError(
-                f"num_classes: expected >= 2 (background + one), got {self.num_classes}"
-            )
-        if not self.modalities or set(self.modalities) - set(MODALITIES):
-            raise ValueError(
-                f"modalities: expected a non-empty subset of {MODALITIES}, got {self.modalities}"
-            )
-        if self.fusion not in FUSIONS:
-            raise ValueError(f"fusion: expected one of {FUSIONS}, got {self.fusion!r}")
-        for prefix in MODALITIES:
-            sizes = [
-                getattr(self, f"{prefix}_{part}") for part in ("channels", "kernels", "strides")
-            ]
-            if len({len(s) for s in sizes}) != 1 or not sizes[0]:
+        field = "MultiQTConfig.{}".format
+        accelerator.check_precision(self.precision, field("precision"))
+        checks.require_int(field("num_classes"), self.num_classes, at_least=2)  # background + 1
+        checks.require_subset(field("modalities"), self.modalities, MODALITIES)
+        checks.require_choice(field("fusion"), self.fusion, FUSIONS)
+        for prefix in MODALITIES:  # one entry per encoder layer in each
+            lengths = []
+            for part in ("channels", "kernels", "strides", "dilations"):
+                name = f"{prefix}_{part}"
+                sizes = checks.require_ints(field(name), getattr(self, name), at_least=1)
+                lengths.append(len(sizes))
+            if len(set(lengths)) != 1 or not lengths[0]:
                 raise ValueError(
-                    f"{prefix}_channels / _kernels / _strides: expected equal, non-zero lengths, "
-                    f"got {[len(s) for s in sizes]}"
+                    f"{field(prefix)}_channels / _kernels / _strides / _dilations: expected "
+                    f"equal, non-zero lengths, got {lengths}"
                 )
-            if min(min(s) for s in sizes) < 1:
-                raise ValueError(f"{prefix} encoder: sizes must be >= 1")
         if round(self.audio_stride * AUDIO_HOP_S, 6) != round(self.text_stride * TEXT_HOP_S, 6):
             raise ValueError(
-                f"audio_strides {self.audio_strides} (x 10 ms) and text_strides "
-                f"{self.text_strides} (x 20 ms) must reach one output hop"
+                f"{field('audio_strides')} {self.audio_strides} (x 10 ms) and "
+                f"{field('text_strides')} {self.text_strides} (x 20 ms) must reach one output hop"
             )
-        if not 0 <= self.dropout < 1 or not 0 <= self.modality_dropout <= 1:
-            raise ValueError("dropout in [0, 1) and modality_dropout in [0, 1] expected")
+        checks.require_number(field("dropout"), self.dropout, at_least=0, below=1)
+        checks.require_number(
+            field("modality_dropout"), self.modality_dropout, at_least=0, at_most=1
+        )
 
     @property
     def audio_stride(self) -> int:

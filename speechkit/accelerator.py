@@ -40,6 +40,8 @@ import sys
 
 import jax
 
+from speechkit import checks
+
 PRECISIONS = ("highest", "high", "default")
 DETERMINISTIC_FLAGS = ("--xla_gpu_deterministic_ops=true",)
 _LAX_PRECISION = {
@@ -52,14 +54,11 @@ _LAX_PRECISION = {
 # -- precision policy ---------------------------------------------------------------------
 
 
-def check_precision(name: str) -> str:
-    """`name` if it is one of `PRECISIONS`, else a ValueError naming the choices."""
-    if name not in PRECISIONS:
-        raise ValueError(
-            f"precision: expected one of {PRECISIONS} ('highest': float32 matmuls and "
-            f"convolutions, needed for stream == offline on GPU/TPU), got {name!r}"
-        )
-    return name
+def check_precision(name: str, field: str = "precision") -> str:
+    """`name` if it is one of `PRECISIONS` ("highest": float32 matmuls and convolutions,
+    needed for stream == offline on GPU/TPU), else a ValueError naming `field` and the
+    choices."""
+    return checks.require_choice(field, name, PRECISIONS)
 
 
 def lax_precision(name: str) -> jax.lax.Precision | None:

@@ -30,7 +30,7 @@ import re
 
 import numpy as np
 
-from speechkit import channel
+from speechkit import channel, checks
 
 _FILLER = re.compile(r"^(<s>|</s>|<sil>|\[.*\]|\+\+.*\+\+)$")
 _ALTERNATIVE = re.compile(r"\(\d+\)$")
@@ -68,17 +68,12 @@ class RecognizerConfig:
     vad_mode: int = 0  # voice-activity aggressiveness, 0 (loose) .. 3 (strict)
 
     def __post_init__(self):
-        if not 0.0 < self.endpoint_ratio <= 1.0:
-            raise ValueError(
-                f"RecognizerConfig.endpoint_ratio: expected (0, 1], got {self.endpoint_ratio}"
-            )
-        if not 0.0 < self.endpoint_window_s <= 5.0:
-            raise ValueError(
-                "RecognizerConfig.endpoint_window_s: expected (0, 5] seconds, "
-                f"got {self.endpoint_window_s}"
-            )
-        if self.vad_mode not in (0, 1, 2, 3):
-            raise ValueError(f"RecognizerConfig.vad_mode: expected 0..3, got {self.vad_mode}")
+        field = "RecognizerConfig.{}".format
+        checks.require_number(field("endpoint_ratio"), self.endpoint_ratio, above=0, at_most=1)
+        checks.require_number(
+            field("endpoint_window_s"), self.endpoint_window_s, above=0, at_most=5
+        )
+        checks.require_int(field("vad_mode"), self.vad_mode, at_least=0, at_most=3)
 
     def decoder_options(self) -> dict:
         options = {"samprate": self.sample_rate, "loglevel": "FATAL"}

@@ -34,13 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 import grain.python as grain
 import numpy as np
 
-
-def _check_positive(config, names) -> None:
-    """Raises ValueError naming `<class>.<field>` when a field of `config` is below 1."""
-    for name in names:
-        value = getattr(config, name)
-        if value is not None and value < 1:
-            raise ValueError(f"{type(config).__name__}.{name}: expected >= 1, got {value}")
+from speechkit import checks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +50,10 @@ class BatchingConfig:
     drop_remainder: bool = False
 
     def __post_init__(self):
-        _check_positive(self, ("batch_size", "num_epochs", "bucket_window"))
+        checks.require_int("BatchingConfig.batch_size", self.batch_size, at_least=1)
+        checks.require_int("BatchingConfig.num_epochs", self.num_epochs, at_least=1)
+        if self.bucket_window is not None:
+            checks.require_int("BatchingConfig.bucket_window", self.bucket_window, at_least=1)
 
 
 def _sort_windows(order: np.ndarray, lengths, config: BatchingConfig) -> np.ndarray:
@@ -160,7 +157,8 @@ class Field:
     fill: float = 0  # value of the padding and of the filler rows
 
     def __post_init__(self):
-        _check_positive(self, ("length",))
+        if self.length is not None:
+            checks.require_int("Field.length", self.length, at_least=1)
         if self.mask is not None and self.length is None:
             raise ValueError(f"Field: a mask ({self.mask!r}) needs a length to pad to")
 

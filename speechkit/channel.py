@@ -25,6 +25,8 @@ from fractions import Fraction
 import numpy as np
 from scipy import signal as scipy_signal
 
+from speechkit import checks
+
 TELEPHONE_RATE = 8_000  # Hz
 TELEPHONE_BAND = (300.0, 3400.0)  # Hz
 WIDEBAND_RATE = 16_000  # Hz: "HD voice" (G.722-like) calls
@@ -157,12 +159,6 @@ def wideband_telephone(waveform, sample_rate: int, output_rate: int | None = Non
     return resample(line.astype(np.float32), WIDEBAND_RATE, output_rate or sample_rate)
 
 
-def check_range(name: str, bounds) -> None:
-    """A ValueError naming `name` unless `bounds` is (low, high) with low <= high."""
-    if len(bounds) != 2 or bounds[0] > bounds[1]:
-        raise ValueError(f"{name}: expected (low, high) with low <= high, got {tuple(bounds)}")
-
-
 @dataclasses.dataclass(frozen=True)
 class ChannelConfig:
     """What `degrade` does to a clean waveform; every field is an experiment setting."""
@@ -176,20 +172,12 @@ class ChannelConfig:
     babble_talkers: int = 6  # voices summed into one babble noise
 
     def __post_init__(self):
-        unknown = set(self.noise_kinds) - set(NOISE_KINDS)
-        if unknown or not self.noise_kinds:
-            raise ValueError(
-                f"noise_kinds: expected some of {', '.join(NOISE_KINDS)}; got {self.noise_kinds}"
-            )
-        if self.telephone not in TELEPHONE_LINES:
-            raise ValueError(
-                f"telephone: expected one of {list(TELEPHONE_LINES)}, got {self.telephone!r}"
-            )
-        check_range("snr_db", self.snr_db)
+        checks.require_subset("ChannelConfig.noise_kinds", self.noise_kinds, NOISE_KINDS)
+        checks.require_choice("ChannelConfig.telephone", self.telephone, TELEPHONE_LINES)
+        checks.require_interval("ChannelConfig.snr_db", self.snr_db)
         if self.gain_db is not None:
-            check_range("gain_db", self.gain_db)
-        if self.babble_talkers < 1:
-            raise ValueError(f"babble_talkers: expected >= 1, got {self.babble_talkers}")
+            checks.require_interval("ChannelConfig.gain_db", self.gain_db)
+        checks.require_int("ChannelConfig.babble_talkers", self.babble_talkers, at_least=1)
 
 
 @dataclasses.dataclass(frozen=True)

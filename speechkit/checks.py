@@ -20,7 +20,6 @@ import math
 import numbers
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-import jax.numpy as jnp
 import numpy as np
 
 # ------------------------------------------------------------------------------ numbers
@@ -195,10 +194,10 @@ def require_shape(name: str, value, expected: Sequence[int | str], note: str = "
     return shape
 
 
-_DTYPE_KINDS = {  # kind -> (its name in errors, the dtype class); jnp knows bfloat16
-    "bool": ("dtype bool", jnp.bool_),
-    "int": ("an integer dtype", jnp.integer),
-    "float": ("a floating dtype", jnp.floating),
+_DTYPE_KINDS = {  # kind -> (its name in errors, the dtype class)
+    "bool": ("dtype bool", np.bool_),
+    "int": ("an integer dtype", np.integer),
+    "float": ("a floating dtype", np.floating),
 }
 
 
@@ -207,7 +206,9 @@ def require_dtype(name: str, value, kind: str) -> None:
     floating, bfloat16 included)."""
     dtype = value.dtype if hasattr(value, "dtype") else as_array(name, value).dtype
     wanted, dtype_class = _DTYPE_KINDS[kind]
-    if not jnp.issubdtype(dtype, dtype_class):
+    import jax.numpy as jnp  # here, not at the top: the config checks stay free of jax
+
+    if not jnp.issubdtype(dtype, dtype_class):  # jnp knows bfloat16 is a floating dtype
         raise TypeError(f"{name}: expected {wanted}, got {dtype}")
 
 

@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from speechkit import checks
+
 
 @dataclasses.dataclass(frozen=True)
 class FeatureConfig:
@@ -39,27 +41,25 @@ class FeatureConfig:
     log_floor: float = 1e-6  # added to the mel energies before the log
 
     def __post_init__(self):
-        if self.sample_rate <= 0:
-            raise ValueError(f"sample_rate: expected > 0, got {self.sample_rate}")
-        if not 0 < self.hop_ms <= self.window_ms:
-            raise ValueError(
-                f"hop_ms: expected 0 < hop_ms <= window_ms ({self.window_ms}), got {self.hop_ms}"
-            )
+        checks.require_int("FeatureConfig.sample_rate", self.sample_rate, at_least=1)
+        checks.require_number("FeatureConfig.window_ms", self.window_ms, above=0)
+        checks.require_number("FeatureConfig.hop_ms", self.hop_ms, above=0)
+        checks.require_at_most("FeatureConfig.hop_ms", self.hop_ms, "window_ms", self.window_ms)
         if self.window_samples < 2:
-            raise ValueError(f"window_ms: {self.window_ms} ms is under 2 samples")
-        if self.fft_size is not None and self.fft_size < self.window_samples:
             raise ValueError(
-                f"fft_size: expected >= the window ({self.window_samples} samples), "
-                f"got {self.fft_size}"
+                f"FeatureConfig.window_ms: expected at least 2 samples, got {self.window_ms} ms "
+                f"({self.window_samples} samples)"
             )
-        if not 0 <= self.lower_hz < self.upper:
-            raise ValueError(
-                f"lower_hz / upper_hz: expected 0 <= {self.lower_hz} < {self.upper} Hz"
+        if self.fft_size is not None:
+            checks.require_int(
+                "FeatureConfig.fft_size", self.fft_size, at_least=self.window_samples
             )
-        if self.upper > self.sample_rate / 2:
-            raise ValueError(f"upper_hz: {self.upper} Hz is above Nyquist")
-        if self.num_mels < 1:
-            raise ValueError(f"num_mels: expected >= 1, got {self.num_mels}")
+        if self.upper_hz is not None:  # at most Nyquist
+            checks.require_number(
+                "FeatureConfig.upper_hz", self.upper_hz, at_most=self.sample_rate / 2
+            )
+        checks.require_number("FeatureConfig.lower_hz", self.lower_hz, at_least=0, below=self.upper)
+        checks.require_int("FeatureConfig.num_mels", self.num_mels, at_least=1)
 
     @property
     def window_samples(self) -> int:

@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from speechkit import checks
+
 
 @dataclasses.dataclass(frozen=True)
 class OptimizerConfig:
@@ -31,11 +33,9 @@ class OptimizerConfig:
     clip_norm: float | None = 1.0  # global gradient norm; None: no clipping
 
     def __post_init__(self):
-        if self.learning_rate <= 0 or self.total_steps < 1 or self.warmup_steps < 0:
-            raise ValueError(
-                "OptimizerConfig: expected learning_rate > 0, total_steps >= 1, warmup_steps >= 0; "
-                f"got {self.learning_rate}, {self.total_steps}, {self.warmup_steps}"
-            )
+        checks.require_number("OptimizerConfig.learning_rate", self.learning_rate, above=0)
+        checks.require_int("OptimizerConfig.warmup_steps", self.warmup_steps, at_least=0)
+        checks.require_int("OptimizerConfig.total_steps", self.total_steps, at_least=1)
 
     @classmethod
     def constant_rate(

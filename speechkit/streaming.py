@@ -37,6 +37,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from speechkit import checks
+
 
 def _seconds(value: float) -> float:
     """A time rounded to the microsecond, so that 2 * 0.02 == 4 * 0.01."""
@@ -54,10 +56,9 @@ class InputSpec:
     receptive_field: int
 
     def __post_init__(self):
-        if self.hop_s <= 0 or self.block < 1 or self.receptive_field < 1:
-            raise ValueError(
-                f"InputSpec: expected hop_s > 0, block >= 1, receptive_field >= 1; got {self}"
-            )
+        checks.require_number("InputSpec.hop_s", self.hop_s, above=0)
+        checks.require_int("InputSpec.block", self.block, at_least=1)
+        checks.require_int("InputSpec.receptive_field", self.receptive_field, at_least=1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,10 +74,7 @@ class StreamingSpec:
         hops = {name: _seconds(s.hop_s * s.block) for name, s in self.inputs.items()}
         if len(set(hops.values())) != 1:
             raise ValueError(f"StreamingSpec.inputs: output hops differ across inputs: {hops} s")
-        if self.output_latency < 0:
-            raise ValueError(
-                f"StreamingSpec.output_latency: expected >= 0, got {self.output_latency}"
-            )
+        checks.require_int("StreamingSpec.output_latency", self.output_latency, at_least=0)
 
     @property
     def output_hop_s(self) -> float:
@@ -144,8 +142,7 @@ class BlockRunner:
         spec: StreamingSpec,
         block_outputs: int = 1,
     ):
-        if block_outputs < 1:
-            raise ValueError(f"block_outputs: expected >= 1, got {block_outputs}")
+        checks.require_int("block_outputs", block_outputs, at_least=1)
         self.spec, self.block_outputs = spec, block_outputs
         self._step, self._initial_state = step, initial_state
         self.step = jax.jit(step)

@@ -39,6 +39,7 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
+from speechkit import checks
 from speechkit.channel import resample
 
 ESPEAK_RATE = 22_050  # Hz, espeak-ng's native output rate
@@ -64,11 +65,9 @@ class Voice:
 
     def __post_init__(self):
         for name, low, high in (("rate", 80, 450), ("pitch", 0, 99), ("pitch_range", 0, 99)):
-            value = getattr(self, name)
-            if not low <= value <= high:
-                raise ValueError(f"Voice.{name}: expected {low}..{high}, got {value}")
-        if self.word_gap < 0:
-            raise ValueError(f"Voice.word_gap: expected >= 0, got {self.word_gap}")
+            checks.require_int(f"Voice.{name}", getattr(self, name), at_least=low, at_most=high)
+        checks.require_int("Voice.word_gap", self.word_gap, at_least=0)
+        # Not checks.require_choice: its error would list all ~110 shipped variants.
         if self.variant is not None and self.variant not in variants():
             raise ValueError(
                 f"Voice.variant: unknown variant {self.variant!r}; see speechkit.tts.variants()"

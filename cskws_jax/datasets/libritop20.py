@@ -62,7 +62,7 @@ import tensorflow_datasets as tfds
 
 from cskws_jax import keywords as shipped
 from cskws_jax.datasets.features import FEATURES, Word, interval_fields, kws_features
-from speechkit import audio_io, corpus, frontend
+from speechkit import audio_io, checks, corpus, frontend
 
 SPLIT_PREFIXES = {"train-": "train", "dev-": "validation", "test-": "test"}
 TIME_TOLERANCE_S = 0.05  # a word may end this much after the audio; it is clipped
@@ -105,9 +105,10 @@ class LibriTop20Config(tfds.core.BuilderConfig):
         if words is not None and (
             not words or len(set(words)) < len(words) or any(w != w.lower() or not w for w in words)
         ):
-            raise ValueError(f"keywords: expected distinct lower-case words, got {words!r}")
-        if self.num_keywords < 1:
-            raise ValueError(f"num_keywords: expected >= 1, got {self.num_keywords}")
+            raise ValueError(
+                f"LibriTop20Config.keywords: expected distinct lower-case words, got {words!r}"
+            )
+        checks.require_int("LibriTop20Config.num_keywords", self.num_keywords, at_least=1)
 
 
 # ---------------------------------------------------------------------------- keywords

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from speechkit import asr, channel, tts
+from speechkit import asr, channel, checks, tts
 
 SOURCES = ("alignment", "espeak", "espeak-estimate")
 # No telephone line by default; "wideband" (50-7000 Hz) or "narrowband" (300-3400 Hz,
@@ -53,7 +53,7 @@ class KwsRenderConfig:
                 f"babble voices); got {self.channel.noise_kinds}"
             )
         for name in ("rate_wpm", "pitch"):
-            channel.check_range(name, getattr(self, name))
+            checks.require_interval(f"KwsRenderConfig.{name}", getattr(self, name))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from cskws_jax import keywords as keyword_list
+from speechkit import checks
 
 END = "</s>"
 
@@ -32,13 +33,11 @@ class TextConfig:
     keyword_boost: float = 4.0  # keyword probability factor while keywords are missing
 
     def __post_init__(self):
-        if not 1 <= self.min_words <= self.max_words:
-            raise ValueError(
-                f"TextConfig: expected 1 <= min_words <= max_words, got "
-                f"{self.min_words}, {self.max_words}"
-            )
-        if self.max_keywords < 0 or self.keyword_boost <= 0:
-            raise ValueError("TextConfig: expected max_keywords >= 0 and keyword_boost > 0")
+        checks.require_int("TextConfig.min_words", self.min_words, at_least=1)
+        checks.require_int("TextConfig.max_words", self.max_words)
+        checks.require_at_most("TextConfig.min_words", self.min_words, "max_words", self.max_words)
+        checks.require_int("TextConfig.max_keywords", self.max_keywords, at_least=0)
+        checks.require_number("TextConfig.keyword_boost", self.keyword_boost, above=0)
 
 
 @functools.lru_cache(maxsize=2)

@@ -21,7 +21,7 @@ import numpy as np
 from multiqt_jax import labels
 from multiqt_jax.datasets.dialogue import Turn
 from multiqt_jax.datasets.features import FEATURES
-from speechkit import asr, channel, frontend, tts
+from speechkit import asr, channel, checks, frontend, tts
 
 LABEL_HOP_S = FEATURES.hop_s  # labels and audio features: one per 10 ms
 DISPATCHER_VARIANTS = ("f1", "f2", "f3", "f4", "m1", "m2", "m3", "m4")
@@ -53,7 +53,7 @@ class RenderConfig:
 
     def __post_init__(self):
         for name in ("pause_s", "rate_wpm", "pitch"):
-            channel.check_range(name, getattr(self, name))
+            checks.require_interval(f"RenderConfig.{name}", getattr(self, name))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,6 +39,20 @@ def test_augmentation_keeps_padding_and_shifts_gain():
         train.AugmentConfig(noise_probability=2.0)
 
 
+@pytest.mark.parametrize(
+    "kwargs, error, pattern",
+    [
+        (dict(max_detections=0), ValueError, r"DecodeConfig.max_detections: expected an int >= 1"),
+        (dict(max_detections=8.0), TypeError, "DecodeConfig.max_detections: expected an int"),
+        (dict(radius=-1), ValueError, r"DecodeConfig.radius: expected an int >= 0"),
+        (dict(min_score=1.5), ValueError, r"DecodeConfig.min_score: expected a value in \[0, 1\]"),
+    ],
+)
+def test_bad_decode_settings_are_named(kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        train.DecodeConfig(**kwargs)
+
+
 @pytest.mark.parametrize("unknown_class", [True, False])
 def test_the_unknown_class_ablation_trains_on_keywords_only(unknown_class):
     config = model.AfKwsConfig(

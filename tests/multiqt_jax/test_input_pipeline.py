@@ -98,7 +98,7 @@ def test_collate_pads_to_a_multiple_with_text_at_half_rate():
 
 
 def test_bad_config():
-    with pytest.raises(ValueError, match="batch_size: expected >= 1"):
+    with pytest.raises(ValueError, match="PipelineConfig.batch_size: expected an int >= 1"):
         pipeline.PipelineConfig(batch_size=0)
     with pytest.raises(ValueError, match="pad_multiple: must be even"):
         pipeline.PipelineConfig(pad_multiple=25)

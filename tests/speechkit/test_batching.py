@@ -117,9 +117,9 @@ def test_empty_and_bad_selections_are_refused():
 
 
 def test_bad_configs_name_the_field():
-    with pytest.raises(ValueError, match=r"BatchingConfig.batch_size: expected >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"BatchingConfig.batch_size: expected an int >= 1, got 0"):
         batching.BatchingConfig(batch_size=0)
-    with pytest.raises(ValueError, match=r"BatchingConfig.bucket_window: expected >= 1"):
+    with pytest.raises(ValueError, match=r"BatchingConfig.bucket_window: expected an int >= 1"):
         batching.BatchingConfig(batch_size=2, bucket_window=0)
     with pytest.raises(ValueError, match="needs a length"):
         batching.Field(np.float32, mask="m")

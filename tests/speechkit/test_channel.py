@@ -102,12 +102,15 @@ def test_wideband_telephone_keeps_speech_band():
 @pytest.mark.parametrize(
     "kwargs, pattern",
     [
-        (dict(noise_kinds=("thunder",)), "noise_kinds: expected some of pink, white, babble"),
+        (
+            dict(noise_kinds=("thunder",)),
+            r"ChannelConfig.noise_kinds: expected some of \('pink', 'white', 'babble'\)",
+        ),
         (dict(noise_kinds=()), "noise_kinds"),
-        (dict(telephone="tin-can"), "telephone: expected one of"),
+        (dict(telephone="tin-can"), "ChannelConfig.telephone: expected one of"),
         (dict(snr_db=(30.0, 5.0)), r"snr_db: expected \(low, high\) with low <= high"),
         (dict(gain_db=(3.0, -6.0)), "gain_db: expected"),
-        (dict(babble_talkers=0), "babble_talkers: expected >= 1"),
+        (dict(babble_talkers=0), "ChannelConfig.babble_talkers: expected an int >= 1"),
     ],
 )
 def test_channel_config_names_the_bad_field(kwargs, pattern):
