@@ -189,8 +189,11 @@ def _group_then_score(group: jax.Array, num_groups: int, by_score: _ScoreOrder) 
     return index
 
 
-def _match(detections, ground_truth, det_eval, gt_eval, thresholds, by_score) -> jax.Array:
+def _match(detections, ground_truth, det_eval, gt_eval, thresholds, by_score, *, with_choice=False):
     """Greedy per-class matching; returns true-positive flags bool [B, D, num_thresholds].
+
+    With `with_choice` (static) it returns `(hits, choice)` instead, choice int32 [B, D,
+    num_thresholds]: the index of the ground truth each true positive took, -1 for the rest.
 
     Within each example, detections are visited in score order (`by_score`); each takes the
     still-unmatched ground truth of its class with the highest IoU (lowest index on ties)
@@ -211,7 +214,8 @@ def _match(detections, ground_truth, det_eval, gt_eval, thresholds, by_score) ->
     iou = jnp.where(candidate, iou, -1.0)  # [B, D, G]; -1 never reaches a threshold
     num_thresholds, (batch, num_dets, num_gts) = len(thresholds), iou.shape
     if num_gts == 0 or num_dets == 0:  # nothing can match
-        return jnp.zeros((batch, num_dets, num_thresholds), bool)
+        hits = jnp.zeros((batch, num_dets, num_thresholds), bool)
+        return (hits, jnp.full(hits.shape, -1, jnp.int32)) if with_choice else hits
 
     live = jnp.max(iou, axis=-1) >= min(thresholds)  # [B, D]
     # Per example: live detections first, each group in score order.
@@ -223,7 +227,9 @@ def _match(detections, ground_truth, det_eval, gt_eval, thresholds, by_score) ->
     gt_index = jnp.arange(num_gts)
 
     def visit(step, state):
-        taken, hits = state  # bool [K, B, G], bool [D, K, B] (row `step` written here)
+        # taken bool [K, B, G]; hits bool [D, K, B] and (with_choice) choice int32
+        # [D, K, B], whose row `step` is written here
+        taken, hits, *choice = state
         iou_row = iou[examples, visit_order[:, step]]  # [B, G]: each example's next detection
         open_iou = jnp.where(taken, -2.0, iou_row[None])
         # max + first index of the max: lowest index on ties. Two plain reductions; a
@@ -232,17 +238,20 @@ def _match(detections, ground_truth, det_eval, gt_eval, thresholds, by_score) ->
         best = jnp.min(jnp.where(open_iou == best_iou, gt_index, num_gts), axis=-1)
         hit = best_iou[..., 0] >= thresholds  # [K, B]
         taken |= hit[..., None] & (gt_index == best[..., None])
-        return taken, hits.at[step].set(hit)
+        choice = [c.at[step].set(jnp.where(hit, best, -1)) for c in choice]
+        return taken, hits.at[step].set(hit), *choice
 
     state = (
         jnp.zeros((num_thresholds, batch, num_gts), bool),
         jnp.zeros((num_dets, num_thresholds, batch), bool),
+        *([jnp.full((num_dets, num_thresholds, batch), -1, jnp.int32)] if with_choice else []),
     )
-    _, hits_by_visit = jax.lax.fori_loop(0, jnp.max(jnp.sum(live, axis=1)), visit, state)
-    hits_by_visit = jnp.transpose(hits_by_visit, (2, 0, 1))  # [B, D, K] in visit order
+    _, *by_visit = jax.lax.fori_loop(0, jnp.max(jnp.sum(live, axis=1)), visit, state)
+    by_visit = [jnp.transpose(v, (2, 0, 1)) for v in by_visit]  # [B, D, K] in visit order
     rows, positions = jnp.arange(batch)[:, None], jnp.arange(num_dets)
     visit_position = jnp.zeros_like(visit_order).at[rows, visit_order].set(positions)
-    return jnp.take_along_axis(hits_by_visit, visit_position[:, :, None], axis=1)
+    outputs = [jnp.take_along_axis(v, visit_position[:, :, None], axis=1) for v in by_visit]
+    return tuple(outputs) if with_choice else outputs[0]
 
 
 def _segmented_scan(op, values, segment_start, reverse=False):

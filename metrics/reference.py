@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from metrics.detection import DEFAULT_IOU_THRESHOLDS
+from metrics.latency import DetectionLatencies, LatencySummary, TrackingLatencies
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -251,3 +252,81 @@ def pooled_matches(detections, ground_truth, *, num_classes, iou=0.05, ignore_cl
     pooled = _pooled(detections, ground_truth, dets, gts, num_classes, iou)
     score = np.array([item[3] for item, _ in pooled], np.float64)
     return score, np.array([hit for _, hit in pooled], bool), len(gts)
+
+
+def tracking_latency(pred, gold, mask, *, num_classes, background=0, min_run=5, max_instances=None):
+    """`metrics.tracking_latency` as a `TrackingLatencies` of NumPy arrays [B, M]."""
+    batch, length = np.shape(gold)
+    slots = length if max_instances is None else max_instances
+    latency = np.zeros((batch, slots), np.int64)
+    valid = np.zeros((batch, slots), bool)
+    instance = np.zeros((batch, slots), bool)
+    onset = np.full((batch, slots), -1, np.int64)
+    label = np.full((batch, slots), -1, np.int64)
+    for b in range(batch):
+        runs = [r for r in _instances(gold[b], mask[b], background) if 0 <= r[0] < num_classes]
+        for k, (cls, first, last) in enumerate(runs[:slots]):
+            instance[b, k], onset[b, k], label[b, k] = True, first, cls
+            if _has_consecutive(pred[b], cls, first, last, min_run):
+                valid[b, k] = True
+                first_correct = min(t for t in range(first, last + 1) if int(pred[b][t]) == cls)
+                latency[b, k] = first_correct - first
+    return TrackingLatencies(latency, valid, instance, onset, label)
+
+
+def _taken_ground_truths(detections, ground_truth, dets, gts, cls, threshold):
+    """The greedy matching of `match`, as {(example, ground truth index): detection index}."""
+    ordered = sorted((d for d in dets if d[2] == cls), key=lambda d: -d[3])  # stable
+    taken = {}
+    for b, i, _, _ in ordered:
+        best_iou, best_gt = -1.0, None
+        for gb, gi, label in gts:
+            if gb != b or label != cls or (gb, gi) in taken:
+                continue
+            iou = iou_1d(
+                float(detections["start"][b][i]),
+                float(detections["end"][b][i]),
+                float(ground_truth["start"][gb][gi]),
+                float(ground_truth["end"][gb][gi]),
+            )
+            if iou > best_iou:  # strict: equal IoU keeps the lowest index
+                best_iou, best_gt = iou, (gb, gi)
+        if best_gt is not None and best_iou >= threshold:
+            taken[best_gt] = i
+    return taken
+
+
+def detection_latency(
+    detections, emitted, ground_truth, *, num_classes, iou=0.05, ignore_classes=()
+):
+    """`metrics.detection_latency` as a `DetectionLatencies` of NumPy arrays [B, G]
+    (latency float64)."""
+    ignore = set(int(c) for c in ignore_classes)
+    dets = _evaluated_items(detections, num_classes, ignore, with_score=True)
+    gts = _evaluated_items(ground_truth, num_classes, ignore, with_score=False)
+    shape = np.shape(ground_truth["label"])
+    latency = np.zeros(shape, np.float64)
+    detection = np.full(shape, -1, np.int64)
+    for c in range(num_classes):
+        taken = _taken_ground_truths(detections, ground_truth, dets, gts, c, iou)
+        for (b, g), i in taken.items():
+            detection[b, g] = i
+            latency[b, g] = float(emitted[b][i]) - float(ground_truth["end"][b][g])
+    return DetectionLatencies(latency, detection >= 0, detection)
+
+
+def _quantile(ordered, q):
+    """Linear interpolation between the order statistics around position q (n - 1)."""
+    position = q * (len(ordered) - 1)
+    below = int(np.floor(position))
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+
+
+def latency_summary(latency, valid):
+    """`metrics.latency_summary` as a `LatencySummary` of Python numbers (NaN if none valid)."""
+    values = sorted(float(x) for x, v in zip(np.ravel(latency), np.ravel(valid), strict=True) if v)
+    if not values:
+        return LatencySummary(0, float("nan"), float("nan"), float("nan"))
+    mean = sum(values) / len(values)
+    return LatencySummary(len(values), mean, _quantile(values, 0.5), _quantile(values, 0.9))
