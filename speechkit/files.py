@@ -32,12 +32,20 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     suffix = ".tmp" + os.path.splitext(path)[1]
     handle, temporary = tempfile.mkstemp(dir=directory, suffix=suffix)
     os.close(handle)
+    os.chmod(temporary, _default_mode())  # mkstemp's 0o600 would follow the rename
     try:
         yield temporary
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
+
+
+def _default_mode() -> int:
+    """The mode a plain `open` gives a new file: 0o666 less the umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 @contextlib.contextmanager

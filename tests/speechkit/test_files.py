@@ -14,6 +14,9 @@ def test_json_round_trip_and_missing_file(tmp_path):
     assert files.read_json(path) == {"mAP": 0.5, "curve": [1, 2]}
     assert path.read_text().endswith("}\n") and json.loads(path.read_text())["mAP"] == 0.5
     assert [p.name for p in path.parent.iterdir()] == ["results.json"]
+    plain = tmp_path / "plain.json"
+    plain.write_text("{}")
+    assert path.stat().st_mode == plain.stat().st_mode  # not mkstemp's 0o600
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_nothing_else(tmp_path):
