@@ -8,7 +8,9 @@ detects keywords in every whole test utterance and scores them with
 (per model: mAP, AP@0.05, AP@0.75, FRR@5, FRR@25, RTF = detection seconds per second of
 audio on this machine after compilation, and AP per keyword), each model's test
 detections (`WORKDIR/<model>/detections.npz`, for curves), its training curve
-(`curves.jsonl`) and checkpoints; rerunning resumes, and finished models are not redone.
+(`curves.jsonl`) and checkpoints, and for the AF-KWS models the trained model as a
+bundle (`WORKDIR/<model>/bundle`, see `cskws_jax.bundle`; run it with `python -m
+cskws_jax.detect`); rerunning resumes, and finished models are not redone.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import tensorflow_datasets as tfds
 from absl import app, flags
 from ml_collections import config_flags
 
-from cskws_jax import baselines, input_pipeline, losses, model, train
+from cskws_jax import baselines, bundle, input_pipeline, losses, model, train
 from cskws_jax.datasets import synthetic_kws
 from experiments import common, training
 from experiments.evaluators import detection
@@ -61,6 +63,7 @@ class Candidate:
     def __init__(self, name: str, config, num_keywords: int):
         self.name, self.num_keywords = name, num_keywords
         self.unknown_class = name != "afkws_no_unknown"
+        self.net = self.decoding = None  # an AF-KWS model's, for its bundle
         if name == "sliding_window":
             window = common.build(baselines.WindowConfig, config.window, "config.window")
             self.describe = lambda state: (
@@ -102,6 +105,7 @@ class Candidate:
         )
         self.detect = jax.jit(lambda params, batch: train.detect(net, params, batch, decoding))
         self.describe = lambda state: model.describe(net.config, state.params)
+        self.net, self.decoding = net, decoding
 
 
 def train_candidate(candidate: Candidate, config, source, workdir: str):
@@ -192,6 +196,15 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         state = train_candidate(candidate, config, sources["train"], folder)
         results[name] = evaluate_candidate(candidate, state.params, config, sources["test"], folder)
         results[name]["seconds"] = time.perf_counter() - started  # training + evaluation
+        if candidate.net is not None:  # the sliding-window baseline is no AF-KWS model
+            bundle.save(
+                os.path.join(folder, "bundle"),
+                candidate.net,
+                state.params,
+                keywords,
+                candidate.decoding,
+                corpus=config.dataset,
+            )
         files.write_json(path, results[name])
         log(f"{name}: mAP {results[name]['mAP']:.3f}, RTF {results[name]['RTF']:.4f}")
     payload = {"dataset": config.dataset, "keywords": keywords, "models": results}

@@ -9,7 +9,8 @@ fold with TIMESTEP and INSTANCE precision, recall and F1 at the model's 40 ms ou
 clock. Writes `WORKDIR/results.json` (per model: per-fold scores, mean and std over
 folds), prints the table, and keeps `WORKDIR/<model>/curves.jsonl` and checkpoints
 (`WORKDIR/<model>/checkpoints`; rerunning the same command resumes; a finished model's
-scores are kept in `WORKDIR/<model>/scores.json` and not recomputed).
+scores are kept in `WORKDIR/<model>/scores.json` and not recomputed), and each neural
+model's fold k as a bundle, `WORKDIR/<model>/bundle-fold<k>` (`multiqt_jax.bundle`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ml_collections import config_flags
 
 from experiments import common, folds, training
 from experiments.evaluators import tracking
-from multiqt_jax import baselines, input_pipeline, labels, model, train
+from multiqt_jax import baselines, bundle, input_pipeline, labels, model, train
 from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import recognised_words
 from speechkit import files
@@ -255,7 +256,19 @@ class FoldTrainer:
             )
             if slot == 0:
                 self._save_timeline(params, test_set[0])
+            self._save_bundle(params, slot)
         return gather_fold_scores(mine, self.num_folds, len(self.classes))
+
+    def _save_bundle(self, params, fold: int) -> None:
+        """Fold `fold`'s trained model as a bundle (`multiqt_jax.bundle`)."""
+        bundle.save(
+            os.path.join(self.workdir, f"bundle-fold{fold}"),
+            self.net,
+            params,
+            self.classes,
+            bundle.DecodeConfig(causal_text=causal_text(self.config)),
+            corpus=f"synthetic_calls/{self.config.task}-{self.config.size}",
+        )
 
     def _save_timeline(self, params, record_index: int) -> None:
         """Gold and predicted labels of one held-out call, with its recognised words."""
@@ -285,7 +298,7 @@ def _encode(scores: dict) -> list[float]:
 
 
 def _decode(values: np.ndarray) -> dict:
-    parts = ("precision", "recall", "f1")
+    parts = tracking.PARTS
     scores = {
         s: {p: float(values[3 * i + j]) for j, p in enumerate(parts)} for i, s in enumerate(SCORES)
     }
@@ -363,7 +376,7 @@ def summarise(per_fold: list[dict]) -> dict:
         "timestep_f1_per_class": [None if np.isnan(v) else float(v) for v in class_means],
     }
     for score in SCORES:
-        for part in ("precision", "recall", "f1"):
+        for part in tracking.PARTS:
             values = np.array([fold[score][part] for fold in per_fold], np.float64)
             summary["mean"].setdefault(score, {})[part] = float(np.nanmean(values))
             summary["std"].setdefault(score, {})[part] = float(np.nanstd(values))
@@ -379,7 +392,7 @@ def table(results: dict) -> str:
         cells = "".join(
             f"{summary['mean'][score][part]:>14.3f} ± {summary['std'][score][part]:.3f}"
             for score in SCORES
-            for part in ("precision", "recall", "f1")
+            for part in tracking.PARTS
         )
         rows.append(f"{name:<12}{cells}")
     return "\n".join(rows)

@@ -187,3 +187,40 @@ def waveform_log_mel(waveform: np.ndarray, config: FeatureConfig = FeatureConfig
 def _hann(config: FeatureConfig) -> np.ndarray:
     n = np.arange(config.window_samples)
     return (0.5 - 0.5 * np.cos(2 * np.pi * n / config.window_samples)).astype(np.float32)
+
+
+class FeatureStream:
+    """The causal log-mel front end over samples that arrive in pieces of any size.
+
+    `push(samples)` returns the frames float32 [frames, num_mels] completed by them: one
+    per whole hop, equal to `speechkit.frontend.waveform_log_mel` of the whole stream
+    (frame f needs the samples up to (f + 1) * hop only, so each piece is framed with
+    the last window - hop samples before it, rounded up to whole hops, as left context).
+    Pieces are computed in chunks of at most `chunk_frames` hops, one compiled shape.
+    """
+
+    def __init__(self, config: FeatureConfig, chunk_frames: int):
+        self.config, self.hop = config, config.hop_samples
+        self.context = -(-(config.window_samples - self.hop) // self.hop) * self.hop
+        self.chunk = chunk_frames * self.hop
+        self._history = np.zeros(self.context, np.float32)  # the stream's left padding
+        self._pending = np.zeros(0, np.float32)  # samples short of a whole hop
+
+    def push(self, samples) -> np.ndarray:
+        """samples float [n] -> the completed frames float32 [frames, num_mels]."""
+        self._pending = np.concatenate([self._pending, np.asarray(samples, np.float32)])
+        pieces = [np.zeros((0, self.config.num_mels), np.float32)]
+        while len(self._pending) >= self.hop:
+            take = min(self.chunk, len(self._pending) // self.hop * self.hop)
+            piece, self._pending = self._pending[:take], self._pending[take:]
+            pieces.append(self._frames(piece))
+        return np.concatenate(pieces)
+
+    def _frames(self, piece: np.ndarray) -> np.ndarray:
+        """A piece of whole hops -> its frames, framed with the history before it."""
+        audio = np.concatenate([self._history, piece])
+        padded = np.pad(audio, (0, self.context + self.chunk - len(audio)))
+        features, _ = _jitted_log_mel(padded[None], np.array([len(audio)]), self.config)
+        skip = self.context // self.hop
+        self._history = audio[len(audio) - self.context :]
+        return np.asarray(features[0, skip : skip + len(piece) // self.hop])

@@ -137,3 +137,15 @@ def test_docstring_example():
     import doctest
 
     assert doctest.testmod(frontend).failed == 0
+
+
+def test_feature_stream_equals_the_whole_file_front_end():
+    samples = np.random.default_rng(2).normal(size=16000 + 77).astype(np.float32) * 0.1
+    stream = frontend.FeatureStream(WIDE_FFT, chunk_frames=20)
+    sizes = [1, 159, 3000, 161, 5000, 8000]
+    pieces, begin = [], 0
+    for size in [*sizes, len(samples)]:
+        pieces.append(stream.push(samples[begin : begin + size]))
+        begin += size
+    whole = frontend.waveform_log_mel(samples, WIDE_FFT)
+    np.testing.assert_allclose(np.concatenate(pieces), whole, atol=2e-5)

@@ -1,0 +1,97 @@
+"""AF-KWS model bundles: a trained detector saved as data, and loaded back checked.
+
+    bundle.save("out/afkws/bundle", net, params, keywords, DecodeConfig(), "synthetic_kws/quick")
+    net, params, info = bundle.load("out/afkws/bundle")
+    info.labels, info.features, info.decoding      # keywords, front end, DecodeConfig
+
+The format (a folder of bundle.json and params.npz, nothing executable) and its
+checks are `speechkit.bundle`'s. The task parts: the model config is a
+`cskws_jax.model.AfKwsConfig` (with its tuple of `cskws_jax.model.Stage`), the decoding
+settings a `cskws_jax.train.DecodeConfig`, the labels the keywords in class order
+(`num_keywords` of them), and the features the log-mel front end the model was trained on
+(`cskws_jax.datasets.features.FEATURES` for the project's corpora). `load` refuses a
+bundle of another task, and parameters whose shapes differ from what the config's model
+has; `python -m cskws_jax.detect` runs a bundle on audio files.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from cskws_jax import model, train
+from cskws_jax.datasets.features import FEATURES
+from speechkit import bundle as bundle_lib
+from speechkit.frontend import FeatureConfig
+
+TASK = "cskws"
+
+
+def save(
+    path: str | os.PathLike,
+    net: model.AfKws,
+    params,
+    keywords,
+    decode_config: train.DecodeConfig | None = None,
+    corpus: str = "",
+    features: FeatureConfig = FEATURES,
+) -> Path:
+    """Writes `net`'s config and `params` (the variables `net.init` gives, e.g.
+    `TrainState.params`) as a bundle folder at `path`; `keywords` name the classes in
+    order (`net.config.num_keywords` of them). Returns the folder."""
+    config = net.config
+    keywords = [str(k) for k in keywords]
+    _check_parts(config, features, keywords, f"{Path(path) / bundle_lib.MANIFEST} (to save)")
+    return bundle_lib.save(
+        path,
+        task=TASK,
+        params=params,
+        model_config=config,
+        features=features,
+        labels=keywords,
+        decoding=decode_config or train.DecodeConfig(),
+        corpus=corpus,
+        expected_params=expected_params(config),
+    )
+
+
+def load(path: str | os.PathLike) -> tuple[model.AfKws, dict, bundle_lib.Bundle]:
+    """(net, params, info) of a bundle folder; a `speechkit.bundle.BundleError` naming
+    the file and the field for anything missing or inconsistent."""
+    params, info = bundle_lib.load(
+        path,
+        task=TASK,
+        model_config_type=model.AfKwsConfig,
+        decoding_type=train.DecodeConfig,
+        expected_params=expected_params,
+    )
+    _check_parts(
+        info.model_config, info.features, info.labels, str(Path(info.path) / bundle_lib.MANIFEST)
+    )
+    return model.AfKws(info.model_config), jax.tree_util.tree_map(jnp.asarray, params), info
+
+
+def expected_params(config: model.AfKwsConfig):
+    """The parameter tree of `AfKws(config)`: `jax.ShapeDtypeStruct` leaves, nothing
+    computed."""
+    net = model.AfKws(config)
+    frames = 4 * config.output_stride
+    audio = jax.ShapeDtypeStruct((1, frames, config.features), jnp.float32)
+    return jax.eval_shape(lambda x: net.init(jax.random.key(0), {"audio": x}), audio)
+
+
+def _check_parts(config: model.AfKwsConfig, features: FeatureConfig, keywords, where: str):
+    """The keywords and the front end fit the model config."""
+    if len(keywords) != config.num_keywords:
+        raise bundle_lib.BundleError(
+            f"{where}: labels: {len(keywords)} keywords, model_config.num_keywords is "
+            f"{config.num_keywords}"
+        )
+    if features.num_mels != config.features:
+        raise bundle_lib.BundleError(
+            f"{where}: features.num_mels: {features.num_mels}, model_config.features is "
+            f"{config.features}"
+        )

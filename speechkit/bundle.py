@@ -1,0 +1,471 @@
+"""Model bundles: a trained model saved as data only (arrays and JSON), for any task.
+
+A bundle is a folder of two files:
+
+    bundle.json   what the model is: task, format version, the model config, the feature
+                  config (`speechkit.frontend.FeatureConfig`), the label names, the
+                  decoding settings, the training corpus's name, and the parameters'
+                  manifest (every array's tree path, shape and dtype, the file's sha256)
+    params.npz    the parameters: one array per leaf, named by its tree path
+                  ("params/backbone/stem/kernel"), read with `allow_pickle=False`
+
+Why `.npz` and not orbax or pickle: an `.npz` is a zip of `.npy` arrays that NumPy reads
+without running code when pickles are disallowed (an object array raises instead of
+unpickling), it is one file that `speechkit.files.atomic_path` writes atomically, and any
+NumPy reads it, without orbax's directory layout, async writers or a template to restore
+into. The JSON is read with `json.load` and rebuilt into dataclasses field by field from
+their type hints (`from_dict`); no name in a bundle is ever imported or called. Loading
+a bundle someone sent is therefore safe: a pickle in it fails, and a crafted JSON value
+is only a value that is checked and refused.
+
+The task packages hold the task parts (`cskws_jax.bundle`, `multiqt_jax.bundle`): they
+pass their config classes and the parameter shapes their model expects, and `load`
+checks every part against them. Every problem is a `BundleError` that names the file
+and the field:
+
+    bundle/bundle.json: task: expected 'cskws', got 'multiqt' (a bundle of another task)
+    bundle/params.npz: params/heatmap/kernel: shape (8, 4); the config expects (8, 21)
+
+`save` writes `params.npz` first and `bundle.json` last, each atomically; the JSON holds
+the sha256 of the arrays it was written with, so a folder whose two files come from
+different saves is refused too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import numbers
+import os
+import types
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+from flax.core import meta
+
+from speechkit import files
+from speechkit.frontend import FeatureConfig
+
+FORMAT = "speechkit-bundle"
+FORMAT_VERSION = 1
+MANIFEST = "bundle.json"
+PARAMS = "params.npz"
+_SEPARATOR = "/"  # between the keys of a tree path
+_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
+_DTYPES |= {"float16", "float32", "float64"}
+_FIELDS = (
+    "format",
+    "format_version",
+    "task",
+    "model_config_type",
+    "model_config",
+    "features",
+    "labels",
+    "decoding",
+    "corpus",
+    "params",
+)
+
+
+class BundleError(ValueError):
+    """A bundle that cannot be used; the message names the file and the field."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Bundle:
+    """What a bundle holds besides its parameters, rebuilt and checked."""
+
+    path: str  # the bundle's folder
+    task: str  # "cskws", "multiqt"
+    format_version: int
+    model_config: typing.Any  # the task's model config dataclass
+    features: FeatureConfig  # the front end the model was trained with
+    labels: tuple[str, ...]  # class or keyword names, in output order
+    decoding: typing.Any  # the task's decoding settings dataclass
+    corpus: str  # the training corpus's name (e.g. "synthetic_kws/quick")
+
+
+# ------------------------------------------------------------------------------ saving
+
+
+def save(
+    path: str | os.PathLike,
+    *,
+    task: str,
+    params,
+    model_config,
+    features: FeatureConfig,
+    labels,
+    decoding,
+    corpus: str,
+    expected_params=None,
+) -> Path:
+    """Writes a bundle folder at `path` (created; an older bundle there is replaced).
+
+    Args:
+      path: the bundle folder.
+      task: the task's name, checked again by `load`.
+      params: a nested dict of arrays (the model's variables, e.g. {"params": {...}}).
+      model_config, decoding: dataclass instances of the task's classes.
+      features: the front end's settings.
+      labels: class or keyword names, in output order.
+      corpus: the training corpus's name.
+      expected_params: a tree of shapes (e.g. `jax.eval_shape` of the model's init);
+        when given, `params` must match it (a bundle is never written wrong).
+
+    Returns:
+      The folder's path.
+    """
+    folder = Path(path)
+    flat = flatten(params)
+    if expected_params is not None:
+        check_params(flat, expected_params, f"{folder / PARAMS} (to save)")
+    for name, array in flat.items():
+        if array.dtype.name not in _DTYPES:
+            raise BundleError(f"{folder / PARAMS}: {name}: dtype {array.dtype} cannot be stored")
+    for name, config in (
+        ("model_config", model_config),
+        ("features", features),
+        ("decoding", decoding),
+    ):
+        try:  # what load will do: a config that cannot come back is never written
+            from_dict(type(config), to_dict(config), name)
+        except (TypeError, ValueError) as err:
+            raise BundleError(f"{folder / MANIFEST} (to save): {err}") from None
+    folder.mkdir(parents=True, exist_ok=True)
+    with files.atomic_path(folder / PARAMS) as temporary:
+        np.savez(temporary, **flat)
+        digest = _sha256(temporary)
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "task": task,
+        "model_config_type": type(model_config).__name__,
+        "model_config": to_dict(model_config),
+        "features": to_dict(features),
+        "labels": [str(label) for label in labels],
+        "decoding": to_dict(decoding),
+        "corpus": str(corpus),
+        "params": {
+            "file": PARAMS,
+            "sha256": digest,
+            "arrays": {
+                name: {"shape": list(a.shape), "dtype": a.dtype.name} for name, a in flat.items()
+            },
+        },
+    }
+    files.write_json(folder / MANIFEST, manifest)
+    return folder
+
+
+def to_dict(config) -> dict:
+    """A (nested) config dataclass as JSON-ready values: tuples become lists."""
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise TypeError(f"expected a dataclass instance, got {type(config).__name__}")
+    return json.loads(json.dumps(dataclasses.asdict(config)))
+
+
+def flatten(params) -> dict[str, np.ndarray]:
+    """A nested dict of arrays -> {tree path "a/b/c": NumPy array}, keys sorted. Flax
+    metadata boxes (`nn.Partitioned` of sequence-layers' kernels) are unboxed: the
+    bundle keeps the values only."""
+    flat: dict[str, np.ndarray] = {}
+
+    def visit(node, prefix: str) -> None:
+        if isinstance(node, Mapping):
+            if not node and prefix:
+                raise BundleError(f"params: {prefix}: an empty dict cannot be stored")
+            for key, value in node.items():
+                if not isinstance(key, str) or not key or _SEPARATOR in key:
+                    raise BundleError(f"params: {prefix}: key {key!r} is not a plain name")
+                visit(value, f"{prefix}{_SEPARATOR}{key}" if prefix else key)
+        else:
+            flat[prefix] = np.asarray(node)
+
+    visit(meta.unbox(params), "")
+    return dict(sorted(flat.items()))
+
+
+def unflatten(flat: Mapping[str, np.ndarray]) -> dict:
+    """{tree path: array} -> the nested dict `flatten` came from."""
+    tree: dict = {}
+    for name, value in flat.items():
+        *parents, leaf = name.split(_SEPARATOR)
+        node = tree
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return tree
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def load(
+    path: str | os.PathLike,
+    *,
+    task: str,
+    model_config_type: type,
+    decoding_type: type,
+    expected_params: Callable[[typing.Any], typing.Any],
+) -> tuple[dict, Bundle]:
+    """Reads and checks a bundle folder -> (params, `Bundle`).
+
+    Args:
+      path: the bundle folder (or its bundle.json).
+      task: the task the caller serves; a bundle of another task is refused.
+      model_config_type, decoding_type: the dataclasses to rebuild the model config and
+        the decoding settings into.
+      expected_params: model config -> the tree of parameter shapes its model has (objects
+        with `.shape` and `.dtype`, e.g. `jax.eval_shape` of its init).
+
+    Returns:
+      params, a nested dict of NumPy arrays, and the bundle's description.
+    """
+    info, manifest = _read(path, task, model_config_type, decoding_type)
+    folder = Path(info.path)
+    flat = _read_arrays(folder, manifest["params"])
+    check_params(flat, expected_params(info.model_config), str(folder / PARAMS))
+    return unflatten(flat), info
+
+
+def read(
+    path: str | os.PathLike, *, task: str, model_config_type: type, decoding_type: type
+) -> Bundle:
+    """The checked `Bundle` of a folder's bundle.json (the arrays are not read)."""
+    return _read(path, task, model_config_type, decoding_type)[0]
+
+
+def _read(path, task: str, model_config_type: type, decoding_type: type) -> tuple[Bundle, dict]:
+    folder = Path(path)
+    if folder.name == MANIFEST:
+        folder = folder.parent
+    manifest_path = folder / MANIFEST
+    if not folder.is_dir():
+        raise BundleError(f"{folder}: no such bundle folder")
+    if not manifest_path.is_file():
+        raise BundleError(f"{manifest_path}: missing (not a bundle folder)")
+    manifest = _read_manifest(manifest_path)
+    field = _field_reader(manifest_path, manifest)
+    if field("format", str) != FORMAT:
+        raise BundleError(
+            f"{manifest_path}: format: expected {FORMAT!r}, got {manifest['format']!r}"
+        )
+    version = field("format_version", int)
+    if version != FORMAT_VERSION:
+        raise BundleError(
+            f"{manifest_path}: format_version: expected {FORMAT_VERSION}, got {version!r} "
+            "(written by another version of this code)"
+        )
+    found_task = field("task", str)
+    if found_task != task:
+        raise BundleError(
+            f"{manifest_path}: task: expected {task!r}, got {found_task!r} (a bundle of another "
+            "task)"
+        )
+    type_name = field("model_config_type", str)
+    if type_name != model_config_type.__name__:
+        raise BundleError(
+            f"{manifest_path}: model_config_type: expected {model_config_type.__name__!r}, "
+            f"got {type_name!r}"
+        )
+    labels = field("labels", list)
+    if not labels or not all(isinstance(label, str) for label in labels):
+        raise BundleError(f"{manifest_path}: labels: expected a list of names, got {labels!r}")
+    field("params", dict)
+    info = Bundle(
+        path=str(folder),
+        task=found_task,
+        format_version=version,
+        model_config=_rebuild(manifest_path, "model_config", model_config_type, manifest),
+        features=_rebuild(manifest_path, "features", FeatureConfig, manifest),
+        labels=tuple(labels),
+        decoding=_rebuild(manifest_path, "decoding", decoding_type, manifest),
+        corpus=field("corpus", str),
+    )
+    return info, manifest
+
+
+def _field_reader(manifest_path: Path, manifest: dict):
+    """field(name, kind) -> the manifest's value of `name`, checked to be a `kind`."""
+
+    def field(name: str, kind: type):
+        value = manifest[name]
+        if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
+            raise BundleError(
+                f"{manifest_path}: {name}: expected {kind.__name__}, got {type(value).__name__} "
+                f"{value!r}"
+            )
+        return value
+
+    return field
+
+
+def _read_manifest(manifest_path: Path) -> dict:
+    try:
+        with open(manifest_path, encoding="utf-8") as source:
+            manifest = json.load(source)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise BundleError(f"{manifest_path}: not readable JSON ({err})") from None
+    if not isinstance(manifest, dict):
+        raise BundleError(f"{manifest_path}: expected a JSON object, got {type(manifest).__name__}")
+    missing = [name for name in _FIELDS if name not in manifest]
+    if missing:
+        raise BundleError(f"{manifest_path}: {missing[0]}: missing (missing fields: {missing})")
+    return manifest
+
+
+def _rebuild(manifest_path: Path, name: str, cls: type, manifest: dict):
+    try:
+        return from_dict(cls, manifest[name], name)
+    except (TypeError, ValueError) as err:
+        raise BundleError(f"{manifest_path}: {err}") from None
+
+
+def _read_arrays(folder: Path, listed: dict) -> dict[str, np.ndarray]:
+    """params.npz's arrays, checked against bundle.json's `params` section (names,
+    shapes, dtypes, sha256)."""
+    manifest_path, params_path = folder / MANIFEST, folder / PARAMS
+    if not isinstance(listed.get("arrays"), dict):
+        raise BundleError(f"{manifest_path}: params.arrays: expected {{path: shape, dtype}}")
+    if listed.get("file") != PARAMS:
+        found = listed.get("file")
+        raise BundleError(f"{manifest_path}: params.file: expected {PARAMS!r}, got {found!r}")
+    if not params_path.is_file():
+        raise BundleError(f"{params_path}: missing")
+    if _sha256(params_path) != listed.get("sha256"):
+        raise BundleError(
+            f"{params_path}: sha256 differs from {MANIFEST}'s params.sha256 (a changed file, "
+            "or parts of two different saves)"
+        )
+    try:
+        with np.load(params_path, allow_pickle=False) as archive:
+            flat = {name: archive[name] for name in archive.files}
+    except (OSError, ValueError, EOFError) as err:  # ValueError: an object (pickled) array
+        raise BundleError(f"{params_path}: not a data-only .npz ({err})") from None
+    for name, entry in listed["arrays"].items():
+        if name not in flat:
+            raise BundleError(f"{params_path}: {name}: missing (listed in {MANIFEST})")
+        array = flat[name]
+        if not isinstance(entry, dict):
+            raise BundleError(f"{manifest_path}: params.arrays.{name}: expected {{shape, dtype}}")
+        if [*array.shape] != entry.get("shape") or array.dtype.name != entry.get("dtype"):
+            raise BundleError(
+                f"{params_path}: {name}: {array.dtype.name} {array.shape}, {MANIFEST} lists "
+                f"{entry.get('dtype')} {entry.get('shape')}"
+            )
+    extra = sorted(set(flat) - set(listed["arrays"]))
+    if extra:
+        raise BundleError(f"{params_path}: {extra[0]}: not listed in {MANIFEST}")
+    return flat
+
+
+def check_params(flat: Mapping[str, np.ndarray], expected, where: str) -> None:
+    """The arrays {tree path: array} have exactly the paths, shapes and dtypes of
+    `expected` (a tree of objects with `.shape` and `.dtype`); a BundleError names
+    `where` and the first path that differs."""
+    wanted = dict(_leaves(meta.unbox(expected)))
+    for name, leaf in wanted.items():
+        if name not in flat:
+            raise BundleError(f"{where}: {name}: missing; the config's model has it")
+        shape, want = tuple(flat[name].shape), tuple(leaf.shape)
+        if shape != want:
+            raise BundleError(f"{where}: {name}: shape {shape}; the config expects {want}")
+        if np.dtype(flat[name].dtype) != np.dtype(leaf.dtype):
+            raise BundleError(
+                f"{where}: {name}: dtype {flat[name].dtype}; the config expects {leaf.dtype}"
+            )
+    extra = sorted(set(flat) - set(wanted))
+    if extra:
+        raise BundleError(f"{where}: {extra[0]}: not a parameter of the config's model")
+
+
+def _leaves(tree, prefix: str = ""):
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            yield from _leaves(value, f"{prefix}{_SEPARATOR}{key}" if prefix else str(key))
+    else:
+        yield prefix, tree
+
+
+def _sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        for chunk in iter(lambda: source.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# ------------------------------------------------------------- dataclasses from JSON
+
+
+def from_dict(cls: type, values, where: str):
+    """`cls(**values)` from JSON values, safely: `values` must be a dict with exactly
+    the fields of the dataclass `cls`; each value is converted by the field's type hint
+    (int, float, bool, str, None, `X | None`, tuple[X, ...], fixed tuples, nested
+    dataclasses) and nothing else is accepted. Errors (TypeError, ValueError, and the
+    dataclass's own checks) name `where` and the field, e.g. "model_config.stages[1].stride".
+    """
+    if not isinstance(values, dict):
+        raise TypeError(f"{where}: expected an object of {cls.__name__}'s fields, got {values!r}")
+    names = [field.name for field in dataclasses.fields(cls)]
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: not a field of {cls.__name__} (fields: {names})")
+    missing = [name for name in names if name not in values]
+    if missing:
+        raise ValueError(f"{where}.{missing[0]}: missing (fields missing: {missing})")
+    hints = typing.get_type_hints(cls)
+    built = {name: _convert(hints[name], values[name], f"{where}.{name}") for name in names}
+    try:
+        return cls(**built)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{where}: {err}") from None
+
+
+def _convert(hint, value, where: str):
+    """A JSON value as the type `hint` (see `from_dict`)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        options = [arg for arg in args if arg is not type(None)]
+        if len(options) != 1:
+            raise TypeError(f"{where}: unsupported field type {hint}")
+        return _convert(options[0], value, where)
+    if dataclasses.is_dataclass(hint):
+        return from_dict(hint, value, where)
+    if origin is tuple:
+        return _convert_tuple(args, value, where)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{where}: expected an int, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise TypeError(f"{where}: expected a string, got {value!r}")
+        return value
+    raise TypeError(f"{where}: unsupported field type {hint}")
+
+
+def _convert_tuple(args, value, where: str) -> tuple:
+    if not isinstance(value, list):
+        raise TypeError(f"{where}: expected a list, got {value!r}")
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+    if not args or len(args) != len(value):
+        raise ValueError(f"{where}: expected {len(args)} items, got {value!r}")
+    return tuple(
+        _convert(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value, strict=True))
+    )

@@ -1,0 +1,211 @@
+"""cskws_jax.bundle and `python -m cskws_jax.detect`: a tiny untrained detector saved,
+loaded and run on random audio; its printed detections are those of
+`StreamDetector.detect` on the same features."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+import soundfile
+
+from cskws_jax import bundle, detect, model, train
+from cskws_jax.datasets.features import FEATURES
+from cskws_jax.streaming import StreamDetector
+from speechkit import frontend
+from speechkit.bundle import BundleError
+
+ROOT = Path(__file__).resolve().parents[2]
+KEYWORDS = ("alpha", "beta", "gamma")
+CONFIG = model.AfKwsConfig(
+    num_keywords=3,
+    stem_channels=8,
+    kernel=3,
+    stages=(model.Stage(8, 2, 1), model.Stage(8, 2, 1)),
+    head_channels=8,
+    delay=2,
+)
+DECODING = train.DecodeConfig(min_score=0.3)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """(bundle folder, net, params, a 2 s random stereo wav at 22.05 kHz)."""
+    folder = tmp_path_factory.mktemp("detect")
+    net = model.AfKws(CONFIG)
+    params = jax.jit(net.init)(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
+    params = jax.tree_util.tree_map(lambda a: 1.5 * a, params)  # livelier heatmaps
+    bundle.save(folder / "bundle", net, params, KEYWORDS, DECODING, "random")
+    wav = folder / "audio" / "noise.wav"
+    wav.parent.mkdir()
+    noise = 0.1 * np.random.default_rng(0).normal(size=(2 * 22050, 2))
+    soundfile.write(wav, noise, 22050)
+    return folder / "bundle", net, params, wav
+
+
+def _rows(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _key(row: dict):
+    return row["label"], round(row["start"], 4)
+
+
+def test_bundle_round_trip_gives_the_same_outputs(saved):
+    folder, net, params, _ = saved
+    loaded_net, loaded_params, info = bundle.load(folder)
+    features = np.random.default_rng(1).normal(size=(1, 67, 64)).astype(np.float32)
+    expected, _ = net.apply(params, {"audio": features})
+    found, _ = loaded_net.apply(loaded_params, {"audio": features})
+    for name in expected:
+        np.testing.assert_array_equal(np.asarray(found[name]), np.asarray(expected[name]))
+    assert (info.labels, info.decoding, info.features) == (KEYWORDS, DECODING, FEATURES)
+    assert info.model_config == CONFIG
+
+
+def test_save_refuses_a_wrong_keyword_count(saved, tmp_path):
+    _, net, params, _ = saved
+    with pytest.raises(BundleError, match="labels: 2 keywords, model_config.num_keywords is 3"):
+        bundle.save(tmp_path / "b", net, params, KEYWORDS[:2])
+
+
+def test_cli_prints_the_detections_of_the_stream_detector(saved):
+    folder, net, params, wav = saved
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "cskws_jax.detect", str(folder), str(wav.parent), "--format=jsonl"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert time.perf_counter() - started < 60
+    printed = _rows(done.stdout)
+    assert all(list(row) == list(detect.FIELDS) for row in printed)
+    assert {row["file"] for row in printed} == {str(wav)}
+    samples = detect.read_samples(str(wav), FEATURES)  # mono, resampled to 16 kHz
+    features = frontend.waveform_log_mel(samples, FEATURES)[None]
+    detector = StreamDetector(net, params, block_outputs=5, min_score=DECODING.min_score)
+    found, emitted = detector.detect(features, max_detections=1000)
+    valid = np.asarray(found["valid"][0])
+    expected = [
+        {
+            "keyword": KEYWORDS[int(label)],
+            "label": int(label),
+            "start": float(start),
+            "end": float(end),
+            "score": float(score),
+            "emitted": float(when),
+        }
+        for label, start, end, score, when in zip(
+            *(np.asarray(found[k][0])[valid] for k in ("label", "start", "end", "score")),
+            np.asarray(emitted[0])[valid],
+            strict=True,
+        )
+    ]
+    assert 10 < len(expected) < 1000  # not vacuous, nothing cut
+    assert len(printed) == len(expected)
+    for row, want in zip(sorted(printed, key=_key), sorted(expected, key=_key), strict=True):
+        assert row["keyword"] == want["keyword"]
+        for name in ("start", "end", "score", "emitted"):
+            assert row[name] == pytest.approx(want[name], abs=1e-4), name
+    # Each is printed as soon as it is decided: emission times never go back.
+    assert [row["emitted"] for row in printed] == sorted(row["emitted"] for row in printed)
+
+
+def test_stdin_reads_raw_pcm_like_a_file(saved, tmp_path, capsys, monkeypatch):
+    folder, *_ = saved
+    pcm = (np.random.default_rng(3).normal(size=16000) * 3000).astype("<i2")
+    wav = tmp_path / "same.wav"
+    soundfile.write(wav, pcm, 16000, subtype="PCM_16")
+    assert detect.main([str(folder), str(wav), "--format=jsonl"]) == 0
+    from_file = _rows(capsys.readouterr().out)
+    pipe = io.BufferedReader(io.BytesIO(pcm.tobytes()), buffer_size=999)  # short reads
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(pipe))
+    assert detect.main([str(folder), "-", "--format", "jsonl"]) == 0
+    from_stdin = _rows(capsys.readouterr().out)
+    assert from_file and len(from_stdin) == len(from_file)
+    for a, b in zip(from_stdin, from_file, strict=True):
+        assert a["file"] == "-" and a["keyword"] == b["keyword"]
+        assert a["start"] == pytest.approx(b["start"], abs=1e-5)
+        assert a["score"] == pytest.approx(b["score"], abs=1e-5)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    assert detect.main([str(folder), "-"]) == 1
+    assert "-: holds no samples" in capsys.readouterr().err
+
+
+def _bad_folder(root: Path) -> dict[str, str]:
+    """A folder of one good file and bad ones -> {name: what its error says}."""
+    root.mkdir()
+    noise = np.random.default_rng(4).normal(size=(8000, 3)) * 0.1
+    soundfile.write(root / "a_good.flac", noise, 8000)  # 3 channels at 8 kHz: fine
+    (root / "b_empty.wav").write_bytes(b"")
+    soundfile.write(root / "c_silent.wav", np.zeros(16000), 16000)
+    nan = np.full(16000, 0.1, np.float32)
+    nan[100] = np.nan
+    soundfile.write(root / "d_nan.wav", nan, 16000, subtype="FLOAT")
+    (root / "e_text.ogg").write_text("not audio")
+    (root / "notes.txt").write_text("ignored: not an audio suffix")
+    return {
+        "b_empty.wav": "is empty",
+        "c_silent.wav": "silent",
+        "d_nan.wav": "non-finite sample",
+        "e_text.ogg": "not a readable audio file",
+    }
+
+
+def test_bad_files_stop_the_run_unless_keep_going(saved, tmp_path, capsys):
+    folder, *_ = saved
+    bad = _bad_folder(tmp_path / "in")
+    assert detect.main([str(folder), str(tmp_path / "in"), "--format=csv"]) == 1
+    out, err = capsys.readouterr()
+    assert "b_empty.wav: is empty" in err and "c_silent" not in err and "skipped" not in err
+    assert out.splitlines()[0] == ",".join(detect.FIELDS) and "a_good.flac" in out
+    code = detect.main([str(folder), str(tmp_path / "in"), "--keep-going", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "skipped 4 input(s)" in err
+    for name, reason in bad.items():
+        assert any(name in line and reason in line for line in err.splitlines()), name
+    assert "a_good.flac" in out and "[1/" not in err
+
+
+def test_a_bundle_of_another_task_or_a_missing_one_is_an_error(saved, tmp_path, capsys):
+    folder, _, _, wav = saved
+    other = tmp_path / "other"
+    other.mkdir()
+    manifest = json.loads((folder / "bundle.json").read_text())
+    (other / "bundle.json").write_text(json.dumps({**manifest, "task": "multiqt"}))
+    (other / "params.npz").write_bytes((folder / "params.npz").read_bytes())
+    assert detect.main([str(other), str(wav)]) == 2
+    assert "bundle.json: task: expected 'cskws', got 'multiqt'" in capsys.readouterr().err
+    assert detect.main([str(tmp_path / "none"), str(wav)]) == 2
+    assert "no such bundle folder" in capsys.readouterr().err
+
+
+def test_realtime_paces_and_refractory_thins(saved, tmp_path, capsys):
+    folder, *_ = saved
+    wav = tmp_path / "short.wav"
+    soundfile.write(wav, np.random.default_rng(5).normal(size=12000) * 0.1, 16000)
+    args = [str(folder), str(wav), "--format=jsonl", "--block-ms=120"]
+    started = time.perf_counter()
+    assert detect.main([*args, "--realtime", "--refractory-s=10"]) == 0
+    assert time.perf_counter() - started >= 0.75  # 0.75 s of audio, fed as it "arrives"
+    thinned = _rows(capsys.readouterr().out)
+    labels = [row["label"] for row in thinned]
+    assert 0 < len(labels) == len(set(labels))  # a keyword once per 10 s at most
+    assert detect.main([*args[:2], "--block-ms=50"]) == 2
+    assert "not a whole number" in capsys.readouterr().err
+
+
+def test_help_explains_the_inputs():
+    text = detect.parser().format_help()
+    for phrase in ("--keep-going", "--realtime", "raw 16-bit", "jsonl", "Exit status"):
+        assert phrase in text
