@@ -11,10 +11,17 @@ folds), prints the table, and keeps `WORKDIR/<model>/curves.jsonl` and checkpoin
 (`WORKDIR/<model>/checkpoints`; rerunning the same command resumes; a finished model's
 scores are kept in `WORKDIR/<model>/scores.json` and not recomputed), and each neural
 model's fold k as a bundle, `WORKDIR/<model>/bundle-fold<k>` (`multiqt_jax.bundle`).
+
+Every model is scored twice from one pass over its test fold: on its raw labels (the
+argmax per 40 ms frame) and after `multiqt_jax.decode.smooth` with `config.smoothing`
+(a causal minimum-duration rule that delays every switch by `latency_frames`). A model's
+summary holds the raw scores and, under "smoothed", the smoothed ones with the rule and
+its latency ("smoothing": fields, latency_frames, latency_ms); the table prints both.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -30,7 +37,7 @@ from ml_collections import config_flags
 
 from experiments import common, folds, training
 from experiments.evaluators import tracking
-from multiqt_jax import baselines, bundle, input_pipeline, labels, model, train
+from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model, train
 from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import recognised_words
 from speechkit import files
@@ -39,6 +46,8 @@ from speechkit.optim import OptimizerConfig, TrainState
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
 BASELINES = ("rf", "fnn")
 SCORES = tracking.SCORES
+SMOOTHED = "smoothed"  # the decoding scored next to the raw labels
+DECODINGS = ("raw", SMOOTHED)
 
 
 log = common.logger("multiqt")
@@ -116,6 +125,32 @@ def row_name(name: str, config) -> str:
     """A model's key in results.json and its folder: `name`, or `name@offline` when it
     reads the offline text stream (so the two never share checkpoints or scores)."""
     return name if causal_text(config) else f"{name}@offline"
+
+
+def smoothing_config(config) -> decode.SmoothingConfig:
+    """config.smoothing, field for field; the runner scores argmax labels, so without the
+    probability thresholds (they need logits)."""
+    settings = common.build(decode.SmoothingConfig, config.smoothing, "config.smoothing")
+    if settings.hysteresis:
+        raise ValueError("config.smoothing.enter: the runner smooths labels, not logits")
+    return settings
+
+
+def smoothing_record(config) -> dict:
+    """The smoothing rule and its declared latency, as results.json reports them."""
+    settings = smoothing_config(config)
+    num_classes = len(labels.classes(config.task))
+    hop_s = model.streaming_spec(model_config(config, "multimodal", num_classes)).output_hop_s
+    return {
+        **dataclasses.asdict(settings),
+        "latency_frames": settings.latency_frames,
+        "latency_ms": round(settings.latency_frames * hop_s * 1000, 3),
+    }
+
+
+def decoders(config) -> dict:
+    """{SMOOTHED: smooth(pred int32 [B, T], mask bool [B, T]) -> int32 [B, T]}, jitted."""
+    return {SMOOTHED: jax.jit(functools.partial(decode.smooth, config=smoothing_config(config)))}
 
 
 def _eval_batches(source, indices, config, index):
@@ -239,9 +274,11 @@ class FoldTrainer:
             writer=jax.process_index() == 0,
         )
 
-    def evaluate(self, states) -> list[dict]:
-        """Scores of every fold (each process scores its own folds; then all gathered)."""
+    def evaluate(self, states) -> dict[str, list[dict]]:
+        """Every fold's scores per decoding, {"raw": [...], "smoothed": [...]} (each
+        process scores its own folds; then all gathered)."""
         predict = jax.jit(functools.partial(train.predict, self.net))
+        smoothing = decoders(self.config)
         local_params = folds.to_local(states.params, self.mesh)
         mine = {}
         for position, slot in enumerate(self.mine):
@@ -249,15 +286,16 @@ class FoldTrainer:
                 continue  # a padding slot
             params = jax.tree_util.tree_map(lambda x, p=position: x[p], local_params)
             test_set = np.flatnonzero(self.fold_ids == slot)
-            mine[slot] = tracking.evaluate(
+            mine[slot] = tracking.evaluate_decoded(
                 lambda batch, params=params: predict(params, batch),
                 _eval_batches(self.source, test_set, self.config, self.index),
                 num_classes=len(self.classes),
+                decoders=smoothing,
             )
             if slot == 0:
                 self._save_timeline(params, test_set[0])
             self._save_bundle(params, slot)
-        return gather_fold_scores(mine, self.num_folds, len(self.classes))
+        return gather_decodings(mine, self.num_folds, len(self.classes))
 
     def _save_bundle(self, params, fold: int) -> None:
         """Fold `fold`'s trained model as a bundle (`multiqt_jax.bundle`)."""
@@ -320,13 +358,23 @@ def gather_fold_scores(mine: dict[int, dict], num_folds: int, num_classes: int) 
     return [_decode(row) for row in table]
 
 
+def gather_decodings(mine: dict[int, dict], num_folds: int, num_classes: int) -> dict:
+    """This process's {fold: {decoding: scores}} -> {decoding: every fold's scores}."""
+    return {
+        decoding: gather_fold_scores(
+            {fold: scored[decoding] for fold, scored in mine.items()}, num_folds, num_classes
+        )
+        for decoding in DECODINGS
+    }
+
+
 def owned_folds(mesh, num_folds: int) -> list[int]:
     """The real folds whose slots live on this process."""
     slots = folds.fold_slots(num_folds, mesh)
     return [s for s in folds.local_slots(mesh, slots) if s < num_folds]
 
 
-def run_baseline(name, config, source, index, fold_ids, mesh) -> list[dict]:
+def run_baseline(name, config, source, index, fold_ids, mesh) -> dict[str, list[dict]]:
     classes = labels.classes(config.task)
     stride = model.MultiQTConfig(num_classes=len(classes)).audio_stride
     settings = common.build(
@@ -342,7 +390,7 @@ def run_baseline(name, config, source, index, fold_ids, mesh) -> list[dict]:
         gold, gold_mask = train.output_labels(batch["labels"], mask, stride, frames)
         return pred, gold, gold_mask
 
-    mine = {}
+    smoothing, mine = decoders(config), {}
     for fold in owned_folds(mesh, config.num_folds):
         train_set = np.flatnonzero(fold_ids != fold)
         test_set = np.flatnonzero(fold_ids == fold)
@@ -352,13 +400,14 @@ def run_baseline(name, config, source, index, fold_ids, mesh) -> list[dict]:
             classifier = baselines.fit_random_forest(features, targets, settings)
         else:
             classifier = baselines.fit_fnn(features, targets, settings, num_classes=len(classes))
-        mine[fold] = tracking.evaluate(
+        mine[fold] = tracking.evaluate_decoded(
             functools.partial(predict, classifier),
             _eval_batches(source, test_set, config, index),
             num_classes=len(classes),
+            decoders=smoothing,
         )
-        log(f"{name}: fold {fold} TIMESTEP F1 {mine[fold]['timestep']['f1']:.3f}")
-    return gather_fold_scores(mine, config.num_folds, len(classes))
+        log(f"{name}: fold {fold} TIMESTEP F1 {mine[fold]['raw']['timestep']['f1']:.3f}")
+    return gather_decodings(mine, config.num_folds, len(classes))
 
 
 def summarise(per_fold: list[dict]) -> dict:
@@ -383,18 +432,27 @@ def summarise(per_fold: list[dict]) -> dict:
     return summary
 
 
+def _table_row(label: str, summary: dict) -> str:
+    cells = "".join(
+        f"{summary['mean'][score][part]:>14.3f} ± {summary['std'][score][part]:.3f}"
+        for score in SCORES
+        for part in tracking.PARTS
+    )
+    return f"{label:<18}{cells}"
+
+
 def table(results: dict) -> str:
-    header = f"{'model':<12}" + "".join(
+    """Mean ± std over folds per model, and the smoothed scores under each model's row
+    ("+smooth 80 ms": the rule's declared latency)."""
+    header = f"{'model':<18}" + "".join(
         f"{score.upper() + ' ' + part:>22}" for score in SCORES for part in ("P", "R", "F1")
     )
     rows = [header]
     for name, summary in results.items():
-        cells = "".join(
-            f"{summary['mean'][score][part]:>14.3f} ± {summary['std'][score][part]:.3f}"
-            for score in SCORES
-            for part in tracking.PARTS
-        )
-        rows.append(f"{name:<12}{cells}")
+        rows.append(_table_row(name, summary))
+        if SMOOTHED in summary:
+            latency_ms = summary[SMOOTHED]["smoothing"]["latency_ms"]
+            rows.append(_table_row(f"  +smooth {latency_ms:g} ms", summary[SMOOTHED]))
     return "\n".join(rows)
 
 
@@ -404,7 +462,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     unknown = set(models) - set(NEURAL) - set(BASELINES)
     if unknown:
         raise ValueError(f"config.models: unknown {sorted(unknown)}")
-    causal_text(config)  # checks the field before anything is built
+    causal_text(config)  # checks the fields before anything is built
+    smoothing = smoothing_record(config)
     source, index = load_corpus(config)
     fold_ids = index.folds % config.num_folds
     processes = jax.process_count()
@@ -420,7 +479,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     for name in models:
         key = row_name(name, config)
         path = os.path.join(workdir, key, "scores.json")
-        if (saved := files.read_json(path)) is not None:
+        saved = files.read_json(path)
+        if saved is not None and saved.get(SMOOTHED, {}).get("smoothing") == smoothing:
             results[key] = saved
             log(f"{key}: scores found, skipped")
             continue
@@ -434,17 +494,23 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
             per_fold = trainer.evaluate(trainer.train())
         else:
             per_fold = run_baseline(name, config, source, index, fold_ids, mesh)
-        results[key] = summarise(per_fold)
+        results[key] = summarise(per_fold["raw"])
+        results[key][SMOOTHED] = {**summarise(per_fold[SMOOTHED]), "smoothing": smoothing}
         seconds[key] = time.perf_counter() - started
         if writer:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             files.write_json(path, results[key])
-        f1 = results[key]["mean"]["timestep"]["f1"]
-        log(f"{key}: TIMESTEP F1 {f1:.3f} ({seconds[key]:.0f} s)")
+        raw, smoothed = results[key]["mean"], results[key][SMOOTHED]["mean"]
+        log(
+            f"{key}: TIMESTEP F1 {raw['timestep']['f1']:.3f}, INSTANCE P "
+            f"{raw['instance']['precision']:.3f} -> {smoothed['instance']['precision']:.3f} "
+            f"smoothed (+{smoothing['latency_ms']:g} ms) ({seconds[key]:.0f} s)"
+        )
     payload = {
         "task": config.task,
         "num_folds": config.num_folds,
         "text_stream": config.text_stream,
+        "smoothing": smoothing,
         "models": results,
     }
     if writer:

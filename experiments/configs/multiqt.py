@@ -14,7 +14,8 @@ Run (any field can be overridden, e.g. --config.num_folds=3 --config.train.steps
 Presets: smoke (the whole pipeline in under a minute, for tests), quick (the main job),
 full (accelerator scale). Sections map field for field onto the dataclasses they build
 (`experiments.common.build`): `model` -> `multiqt_jax.model.MultiQTConfig`, `optimizer`
--> `speechkit.optim.OptimizerConfig`, `baselines` -> `multiqt_jax.baselines.BaselineConfig`.
+-> `speechkit.optim.OptimizerConfig`, `baselines` -> `multiqt_jax.baselines.BaselineConfig`,
+`smoothing` -> `multiqt_jax.decode.SmoothingConfig`.
 """
 
 import ml_collections
@@ -74,6 +75,12 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.train.log_every = {"smoke": 10, "quick": 50, "full": 200}[preset]
     config.train.checkpoint_every = {"smoke": 10, "quick": 100, "full": 2000}[preset]
     config.train.keep_checkpoints = 2
+
+    # Every model is also scored after this causal minimum-duration rule on its labels:
+    # a class must hold min_frames 40 ms frames before the output switches to it; every
+    # switch shows up (min_frames - 1) * 40 ms late. 1: off (smoothed = raw).
+    config.smoothing = ml_collections.ConfigDict()  # -> multiqt_jax.decode.SmoothingConfig
+    config.smoothing.min_frames = 3
 
     config.baselines = ml_collections.ConfigDict()  # -> BaselineConfig (seed = config.seed)
     config.baselines.window_s = 2.0
