@@ -1,6 +1,24 @@
-"""A `smoke` build of every embedded corpus, shared by the tests that read them."""
+"""A `smoke` build of every embedded corpus, shared by the tests that read them, and one
+persistent JAX compilation cache for the session.
+
+The experiment tests start many processes (runners, resumed runs, device counts) that
+compile the same programs; with a cache shared through the environment each is compiled
+once. Cached executables are the ones XLA would build again, so no number changes (the
+tests that compare runs with the reference run still do so exactly).
+"""
+
+import atexit
+import os
+import shutil
+import tempfile
 
 import pytest
+
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # before jax is first imported
+    _cache = tempfile.mkdtemp(prefix="jax-cache-")
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 
 from experiments import build_data
 
