@@ -32,11 +32,21 @@ from speechkit.optim import OptimizerConfig, TrainState
 
 @dataclasses.dataclass(frozen=True)
 class AugmentConfig:
+    """Feature-level augmentation of every training crop: gain, noise at an SNR, then
+    SpecAugment-style masks (bands of mel bins and runs of frames set to the crop's mean
+    log-mel; 0 masks: none)."""
+
     gain_db: tuple[float, float] = (-6.0, 6.0)
     noise_probability: float = 0.5
     snr_db: tuple[float, float] = (5.0, 30.0)
+    freq_masks: int = 0  # masked bands per crop
+    max_freq_width: int = 8  # mel bins, each band's width drawn from [0, this]
+    time_masks: int = 0  # masked runs per crop
+    max_time_width: int = 20  # frames (10 ms), each run's width drawn from [0, this]
 
     def __post_init__(self):
+        for name in ("freq_masks", "max_freq_width", "time_masks", "max_time_width"):
+            checks.require_int(f"AugmentConfig.{name}", getattr(self, name), at_least=0)
         checks.require_interval("AugmentConfig.gain_db", self.gain_db)
         checks.require_interval("AugmentConfig.snr_db", self.snr_db)
         checks.require_number(
@@ -76,7 +86,37 @@ def augment(features, mask, rng, config: AugmentConfig):
     noise = jax.random.exponential(noise_key, features.shape) * mean_energy * 10 ** (-snr_db / 10)
     noisy = jnp.log(energy + noise)
     use_noise = jax.random.uniform(pick_key, (batch, 1, 1)) < config.noise_probability
-    return jnp.where(mask[..., None], jnp.where(use_noise, noisy, features), 0.0)
+    features = jnp.where(use_noise, noisy, features)
+    # Masks draw from a key of their own, so configs without them keep their numbers.
+    features = spec_augment(features, mask, jax.random.fold_in(rng, 1), config)
+    return jnp.where(mask[..., None], features, 0.0)
+
+
+def _masked_runs(rng, batch: int, length: int, count: int, max_width: int):
+    """bool [batch, length]: `count` runs per row, widths in [0, max_width], anywhere."""
+    width_key, start_key = jax.random.split(rng)
+    widths = jax.random.randint(width_key, (batch, count, 1), 0, max_width + 1)
+    starts = jax.random.randint(start_key, (batch, count, 1), 0, length)
+    positions = jnp.arange(length)[None, None, :]
+    return jnp.any((positions >= starts) & (positions < starts + widths), axis=1)
+
+
+def spec_augment(features, mask, rng, config: AugmentConfig):
+    """SpecAugment-style masking of features float [B, T, F] (mask bool [B, T]): the
+    masked bins / frames take the crop's mean log-mel over its valid frames."""
+    batch, frames, bins = features.shape
+    valid = mask[..., None].astype(features.dtype)
+    fill = jnp.sum(features * valid, axis=(1, 2), keepdims=True) / jnp.maximum(
+        jnp.sum(valid, axis=(1, 2), keepdims=True) * bins, 1.0
+    )
+    freq_key, time_key = jax.random.split(rng)
+    if config.freq_masks:
+        bands = _masked_runs(freq_key, batch, bins, config.freq_masks, config.max_freq_width)
+        features = jnp.where(bands[:, None, :], fill, features)
+    if config.time_masks:
+        runs = _masked_runs(time_key, batch, frames, config.time_masks, config.max_time_width)
+        features = jnp.where(runs[:, :, None], fill, features)
+    return features
 
 
 def create_train_state(net, config: OptimizerConfig, rng, batch) -> TrainState:

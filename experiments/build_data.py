@@ -8,8 +8,10 @@ Sizes: smoke (tests, seconds), quick (the main job's default), full. Corpora: `c
 calls) and `kws` (synthetic_kws). Prints progress and writes
 `<data_dir>/build_report-<size>.json`: build seconds per config, corpus hours, class or
 keyword counts per split, the recogniser's word and character error rates and its text
-stream (word emission lag, non-blank text frames; calls) and
-the share of keyword-corpus word intervals that came from forced alignment.
+stream (word emission lag, non-blank text frames; calls), the share of keyword-corpus
+word intervals that came from forced alignment, and per synthesiser (engine): the
+utterances or calls it spoke, its distinct speakers (voice and warp) and aligned share,
+and its synthesis speed on this machine (`synthesis_speed`).
 """
 
 from __future__ import annotations
@@ -27,11 +29,38 @@ from cskws_jax.datasets import synthetic_kws
 from multiqt_jax import labels
 from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import NUM_FOLDS, recognised_words
-from speechkit import asr, files, lm
+from speechkit import asr, files, lm, tts
+
+SPEED_TEXTS = (
+    "Where are you calling from? My father fell down the stairs.",
+    "Is he awake and is he breathing? Okay, stay on the line with me.",
+)
 
 
 def _log(message: str) -> None:
     print(f"[build_data] {message}", file=sys.stderr, flush=True)
+
+
+def _engine(speaker: str) -> str:
+    return speaker.split(":", 1)[0] if ":" in speaker else "recorded"
+
+
+def synthesis_speed() -> dict:
+    """Per installed engine: seconds of synthesis per second of speech (real-time factor)
+    on SPEED_TEXTS with its default voice, after one warm-up call."""
+    voices = {"espeak": tts.Voice(), "piper": tts.PiperVoice(), "festival": tts.FestivalVoice()}
+    speed = {}
+    for engine in tts.available_engines():
+        tts.synthesize("Warm up.", voices[engine])
+        started, seconds = time.perf_counter(), 0.0
+        for text in SPEED_TEXTS:
+            seconds += tts.synthesize(text, voices[engine]).duration
+        spent = time.perf_counter() - started
+        speed[engine] = {
+            "real_time_factor": spent / seconds,
+            "voices": len(tts.engine_voices(engine)),
+        }
+    return speed
 
 
 def corpus_report(source, class_names) -> dict:
@@ -41,8 +70,14 @@ def corpus_report(source, class_names) -> dict:
     instances = np.zeros(len(class_names), np.int64)
     per_fold = np.zeros((NUM_FOLDS, len(class_names)), np.int64)
     references, hypotheses, seconds, streams = [], [], 0.0, []
+    speakers: dict[str, set[str]] = {}
+    calls_per_engine: dict[str, int] = {}
     for index in range(len(source)):
         record = source[index]
+        names = _text(record["speakers"]).split("|")
+        for name in names:
+            speakers.setdefault(_engine(name), set()).add(name)
+        calls_per_engine[_engine(names[0])] = calls_per_engine.get(_engine(names[0]), 0) + 1
         streams.append((recognised_words(record), np.shape(record["audio"])[0] // 2))
         label = np.asarray(record["labels"])
         frames += np.bincount(label, minlength=len(class_names))
@@ -70,6 +105,10 @@ def corpus_report(source, class_names) -> dict:
             [" ".join(r) for r in references], [" ".join(h) for h in hypotheses]
         ),
         "text_stream": asr.emission_report(streams),
+        "engines": {
+            engine: {"calls": calls_per_engine.get(engine, 0), "speakers": len(names)}
+            for engine, names in sorted(speakers.items())
+        },
     }
 
 
@@ -81,6 +120,7 @@ def kws_report(source, keywords) -> dict:
     """Utterances, hours, keyword occurrences per keyword and other words of a split."""
     counts = np.zeros(len(keywords), np.int64)
     seconds, other_words, aligned, speakers = 0.0, 0, 0.0, set()
+    engines: dict[str, dict] = {}
     for index in range(len(source)):
         record = source[index]
         labels_here = np.asarray(record["keyword_label"])[np.asarray(record["keyword_valid"])]
@@ -88,7 +128,14 @@ def kws_report(source, keywords) -> dict:
         other_words += int(np.size(record["other_start"]))
         seconds += float(record["duration"])
         aligned += float(record["aligned_fraction"])
-        speakers.add(_text(record["speaker"]))
+        speaker = _text(record["speaker"])
+        speakers.add(speaker)
+        entry = engines.setdefault(
+            _engine(speaker), {"utterances": 0, "speakers": set(), "aligned": 0.0}
+        )
+        entry["utterances"] += 1
+        entry["speakers"].add(speaker)
+        entry["aligned"] += float(record["aligned_fraction"])
     return {
         "utterances": len(source),
         "hours": seconds / 3600,
@@ -97,6 +144,14 @@ def kws_report(source, keywords) -> dict:
         "keywords": dict(zip(keywords, counts.tolist(), strict=True)),
         "other_words": other_words,
         "mean_aligned_fraction": aligned / max(len(source), 1),
+        "engines": {
+            engine: {
+                "utterances": entry["utterances"],
+                "speakers": len(entry["speakers"]),
+                "mean_aligned_fraction": entry["aligned"] / entry["utterances"],
+            }
+            for engine, entry in sorted(engines.items())
+        },
     }
 
 
@@ -112,8 +167,10 @@ def build_calls(size: str, data_dir: str) -> dict:
         )
         builder.download_and_prepare()
         seconds = time.perf_counter() - started
-        source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
-        entry = {"build_seconds": seconds, **corpus_report(source, labels.classes(task))}
+        sources = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)
+        entry = {"build_seconds": seconds, **corpus_report(sources["train"], labels.classes(task))}
+        if "heldout" in sources:
+            entry["heldout"] = corpus_report(sources["heldout"], labels.classes(task))
         configs[f"synthetic_calls/{name}"] = entry
         _log(
             f"synthetic_calls/{name}: {seconds:.1f} s, {entry['hours']:.3f} h, "
@@ -159,6 +216,13 @@ def build(size: str, data_dir: str, corpora=tuple(BUILDERS)) -> dict:
             report["configs"].update(json.load(previous).get("configs", {}))
     for corpus in corpora:
         report["configs"].update(BUILDERS[corpus](size, data_dir))
+    report["synthesis_speed"] = synthesis_speed()
+    _log(
+        "synthesis seconds per second of speech: "
+        + ", ".join(
+            f"{e} {v['real_time_factor']:.3f}" for e, v in report["synthesis_speed"].items()
+        )
+    )
     files.write_json(path, report)
     _log(f"wrote {path}")
     return report

@@ -11,6 +11,14 @@ detections (`WORKDIR/<model>/detections.npz`, for curves), its training curve
 (`curves.jsonl`) and checkpoints, and for the AF-KWS models the trained model as a
 bundle (`WORKDIR/<model>/bundle`, see `cskws_jax.bundle`; run it with `python -m
 cskws_jax.detect`); rerunning resumes, and finished models are not redone.
+
+When the corpus has a `heldout` split (synthetic_kws: utterances spoken by a synthesiser
+never heard in train or test; LibriTop-20 has none), every model is also scored on it,
+with the same parameters and evaluator (`WORKDIR/<model>/heldout/detections.npz` and
+`detection_curves.json`): results.json gains per model "heldout" (HELDOUT_REPORTED) and
+"transfer" = heldout mAP / test mAP (None when the test mAP is 0), and the corpus's
+"heldout_engine". Saved scores without "heldout" while the corpus has the split are
+recomputed (training resumes from its last checkpoint, so only evaluation runs again).
 """
 
 from __future__ import annotations
@@ -35,13 +43,17 @@ from speechkit.optim import OptimizerConfig, TrainState
 
 MODELS = ("afkws", "afkws_no_unknown", "sliding_window")
 REPORTED = ("mAP", "AP@0.05", "AP@0.75", "FRR@5", "FRR@25")
+HELDOUT = "heldout"  # the split spoken by the held-out engine, when the corpus has one
+HELDOUT_REPORTED = (*REPORTED, "test_hours")
 
 
 log = common.logger("cskws")
 
 
 def load_corpus(config):
-    data_dir = os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
+    """({"train", "test"[, "heldout"]}: data sources, keywords); "heldout" only when
+    the corpus has that split."""
+    data_dir = _data_dir(config)
     name = config.dataset
     if config.build_missing and name.startswith("synthetic_kws/"):
         size = name.split("/", 1)[1]
@@ -54,7 +66,31 @@ def load_corpus(config):
     for split in ("train", "test"):
         if split not in sources:
             raise ValueError(f"{name}: no {split!r} split (has {sorted(sources)})")
-    return sources, keywords
+    splits = ("train", "test", HELDOUT)
+    return {split: sources[split] for split in splits if split in sources}, keywords
+
+
+def heldout_engine(config) -> str | None:
+    """The synthesiser that speaks the corpus's heldout split, from its builder config
+    (None: not a synthetic_kws corpus, or none held out)."""
+    if not config.dataset.startswith("synthetic_kws/"):
+        return None
+    size = config.dataset.split("/", 1)[1]
+    if size not in synthetic_kws.SIZES:
+        return None
+    builder = synthetic_kws.SyntheticKws(config=size, data_dir=_data_dir(config))
+    return builder.builder_config.render_config.heldout_engine
+
+
+def _data_dir(config) -> str:
+    return os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
+
+
+def transfer_ratio(heldout: float, in_engine: float) -> float | None:
+    """heldout / in_engine, None when the in-engine score is 0 (or missing)."""
+    if not in_engine or heldout is None:
+        return None
+    return float(heldout) / float(in_engine)
 
 
 class Candidate:
@@ -138,6 +174,9 @@ def train_candidate(candidate: Candidate, config, source, workdir: str):
 
 
 def evaluate_candidate(candidate: Candidate, params, config, source, workdir: str) -> dict:
+    """Detects and scores every utterance of `source`; writes `workdir/detections.npz`
+    and `workdir/detection_curves.json`."""
+    os.makedirs(workdir, exist_ok=True)
     pipeline = input_pipeline.PipelineConfig(batch_size=config.eval.batch_size, unknown_class=False)
     batches = input_pipeline.evaluation_batches(
         source, pipeline, num_keywords=candidate.num_keywords
@@ -163,11 +202,35 @@ def evaluate_candidate(candidate: Candidate, params, config, source, workdir: st
     }
 
 
+def evaluate_heldout(candidate: Candidate, params, config, source, workdir: str) -> dict:
+    """HELDOUT_REPORTED scores on the heldout split (files in `workdir/heldout/`)."""
+    scores = evaluate_candidate(candidate, params, config, source, os.path.join(workdir, HELDOUT))
+    return {key: scores[key] for key in HELDOUT_REPORTED}
+
+
+def reusable(saved: dict, heldout: bool) -> bool:
+    """Whether a model's saved scores.json answers this run: it must hold the heldout
+    scores whenever the corpus has that split (older runs' scores do not)."""
+    return not heldout or (HELDOUT in saved and "transfer" in saved)
+
+
+def _number(value, width: int = 10) -> str:
+    return f"{value:>{width}.3f}" if value is not None else f"{'-':>{width}}"
+
+
 def table(results: dict) -> str:
     columns = (*REPORTED, "RTF")
-    lines = [f"{'model':<18}" + "".join(f"{c:>10}" for c in columns)]
+    heldout = any(HELDOUT in scores for scores in results.values())
+    extra = ("heldout mAP", "transfer") if heldout else ()
+    lines = [
+        f"{'model':<18}" + "".join(f"{c:>10}" for c in columns) + "".join(f"{c:>13}" for c in extra)
+    ]
     for name, scores in results.items():
-        lines.append(f"{name:<18}" + "".join(f"{scores[c]:>10.3f}" for c in columns))
+        row = f"{name:<18}" + "".join(f"{scores[c]:>10.3f}" for c in columns)
+        if heldout:
+            row += _number(scores.get(HELDOUT, {}).get("mAP"), 13)
+            row += _number(scores.get("transfer"), 13)
+        lines.append(row)
     return "\n".join(lines)
 
 
@@ -178,9 +241,17 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     if unknown:
         raise ValueError(f"config.models: unknown {sorted(unknown)}; expected some of {MODELS}")
     sources, keywords = load_corpus(config)
+    has_heldout = HELDOUT in sources
+    engine = heldout_engine(config) if has_heldout else None
     log(
         f"{config.dataset}: {len(sources['train'])} training and {len(sources['test'])} test "
-        f"utterances, {len(keywords)} keywords"
+        f"utterances"
+        + (
+            f", {len(sources[HELDOUT])} held-out-engine ({engine or '?'}) utterances"
+            if has_heldout
+            else ""
+        )
+        + f", {len(keywords)} keywords"
     )
     results = {}
     for name in names:
@@ -188,13 +259,19 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, "scores.json")
         if (saved := files.read_json(path)) is not None:
-            results[name] = saved
-            log(f"{name}: scores found, skipped")
-            continue
+            if reusable(saved, has_heldout):
+                results[name] = saved
+                log(f"{name}: scores found, skipped")
+                continue
+            log(f"{name}: saved scores lack the heldout split, recomputing")
         started = time.perf_counter()
         candidate = Candidate(name, config, len(keywords))
         state = train_candidate(candidate, config, sources["train"], folder)
         results[name] = evaluate_candidate(candidate, state.params, config, sources["test"], folder)
+        if has_heldout:
+            heldout = evaluate_heldout(candidate, state.params, config, sources[HELDOUT], folder)
+            results[name][HELDOUT] = heldout
+            results[name]["transfer"] = transfer_ratio(heldout["mAP"], results[name]["mAP"])
         results[name]["seconds"] = time.perf_counter() - started  # training + evaluation
         if candidate.net is not None:  # the sliding-window baseline is no AF-KWS model
             bundle.save(
@@ -206,11 +283,25 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
                 corpus=config.dataset,
             )
         files.write_json(path, results[name])
-        log(f"{name}: mAP {results[name]['mAP']:.3f}, RTF {results[name]['RTF']:.4f}")
+        log(
+            f"{name}: mAP {results[name]['mAP']:.3f}, RTF {results[name]['RTF']:.4f}"
+            + (
+                f"; held-out engine mAP {results[name][HELDOUT]['mAP']:.3f}, transfer "
+                + _ratio_text(results[name]["transfer"])
+                if has_heldout
+                else ""
+            )
+        )
     payload = {"dataset": config.dataset, "keywords": keywords, "models": results}
+    if has_heldout:
+        payload["heldout_engine"] = engine
     files.write_json(os.path.join(workdir, "results.json"), payload)
     print(table(results))
     return payload
+
+
+def _ratio_text(ratio) -> str:
+    return "n/a (test mAP 0)" if ratio is None else f"{ratio:.3f}"
 
 
 def main(argv) -> None:

@@ -17,6 +17,14 @@ argmax per 40 ms frame) and after `multiqt_jax.decode.smooth` with `config.smoot
 (a causal minimum-duration rule that delays every switch by `latency_frames`). A model's
 summary holds the raw scores and, under "smoothed", the smoothed ones with the rule and
 its latency ("smoothing": fields, latency_frames, latency_ms); the table prints both.
+
+When the corpus has a `heldout` split (calls from scripts of their own, spoken only by a
+synthesiser never heard in training; their fold field means nothing), every fold's model
+is also scored on all of those calls, raw and smoothed: a model's summary gains
+"heldout" (the same summary over folds, with "smoothed") and "transfer" (held-out mean /
+in-engine mean of TIMESTEP and INSTANCE F1; None where the in-engine mean is 0), and
+results.json the corpus's "heldout_engine". The table prints a "heldout engine" row
+under each model. Saved scores without "heldout" while the corpus has it are recomputed.
 """
 
 from __future__ import annotations
@@ -48,13 +56,24 @@ BASELINES = ("rf", "fnn")
 SCORES = tracking.SCORES
 SMOOTHED = "smoothed"  # the decoding scored next to the raw labels
 DECODINGS = ("raw", SMOOTHED)
+HELDOUT = "heldout"  # the corpus split spoken by the held-out engine
+TRANSFER = {"timestep_f1": ("timestep", "f1"), "instance_f1": ("instance", "f1")}
+
+
+def decoding_names(heldout: bool) -> tuple[str, ...]:
+    """The decodings every fold is scored under: DECODINGS on its test fold, and with a
+    heldout split the same again on the held-out engine's calls ("heldout-raw", ...)."""
+    return DECODINGS + (tuple(f"{HELDOUT}-{d}" for d in DECODINGS) if heldout else ())
 
 
 log = common.logger("multiqt")
 
 
 def load_corpus(config):
-    data_dir = os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
+    """(source, index, heldout_source, heldout_index): the calls of the train split and
+    their `input_pipeline.CorpusIndex`, then the same of the heldout split (None, None
+    when the corpus has none)."""
+    data_dir = _data_dir(config)
     name = f"{config.task}-{config.size}"
     if config.build_missing and jax.process_index() == 0:
         builder = synthetic_calls.SyntheticCalls(
@@ -63,8 +82,27 @@ def load_corpus(config):
         builder.download_and_prepare()
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices("corpus ready")
-    source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
-    return source, input_pipeline.CorpusIndex.read(source)
+    sources = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)
+    source = sources["train"]
+    heldout = sources.get(HELDOUT)
+    return (
+        source,
+        input_pipeline.CorpusIndex.read(source),
+        heldout,
+        None if heldout is None else input_pipeline.CorpusIndex.read(heldout),
+    )
+
+
+def _data_dir(config) -> str:
+    return os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
+
+
+def heldout_engine(config) -> str | None:
+    """The synthesiser of the corpus's heldout calls, from its builder config."""
+    builder = synthetic_calls.SyntheticCalls(
+        config=f"{config.task}-{config.size}", data_dir=_data_dir(config)
+    )
+    return builder.builder_config.render_config.heldout_engine
 
 
 def model_config(config, name: str, num_classes: int) -> model.MultiQTConfig:
@@ -153,6 +191,22 @@ def decoders(config) -> dict:
     return {SMOOTHED: jax.jit(functools.partial(decode.smooth, config=smoothing_config(config)))}
 
 
+def score_fold(predict, test_batches, heldout, config, smoothing, num_classes: int) -> dict:
+    """One fold's model scored on its test batches ("raw", "smoothed") and, with
+    `heldout` = (source, index), on every heldout call ("heldout-raw", ...)."""
+    scored = tracking.evaluate_decoded(
+        predict, test_batches, num_classes=num_classes, decoders=smoothing
+    )
+    if heldout is not None:
+        source, index = heldout
+        batches = _eval_batches(source, np.arange(len(source)), config, index)
+        on_heldout = tracking.evaluate_decoded(
+            predict, batches, num_classes=num_classes, decoders=smoothing
+        )
+        scored.update({f"{HELDOUT}-{name}": scores for name, scores in on_heldout.items()})
+    return scored
+
+
 def _eval_batches(source, indices, config, index):
     pipeline = input_pipeline.PipelineConfig(
         batch_size=config.train.batch_size,
@@ -166,10 +220,15 @@ def _eval_batches(source, indices, config, index):
 
 class FoldTrainer:
     """Trains one MultiQT variant on every fold at once, with checkpoints. Each process
-    builds the data of its own fold slots only (see experiments/folds.py)."""
+    builds the data of its own fold slots only (see experiments/folds.py). `heldout`:
+    (source, index) of the held-out engine's calls, every fold's model is scored on all
+    of them too (None: no such split)."""
 
-    def __init__(self, name, config, source, index, fold_ids, mesh, workdir, record_counts):
+    def __init__(
+        self, name, config, source, index, fold_ids, mesh, workdir, record_counts, heldout=None
+    ):
         self.name, self.config, self.source, self.index = name, config, source, index
+        self.heldout = heldout
         self.fold_ids, self.mesh = fold_ids, mesh
         self.num_folds = config.num_folds
         self.slots = folds.fold_slots(self.num_folds, mesh)
@@ -275,8 +334,9 @@ class FoldTrainer:
         )
 
     def evaluate(self, states) -> dict[str, list[dict]]:
-        """Every fold's scores per decoding, {"raw": [...], "smoothed": [...]} (each
-        process scores its own folds; then all gathered)."""
+        """Every fold's scores per decoding, {"raw": [...], "smoothed": [...]} and with a
+        heldout split "heldout-raw", "heldout-smoothed" (each process scores its own
+        folds; then all gathered)."""
         predict = jax.jit(functools.partial(train.predict, self.net))
         smoothing = decoders(self.config)
         local_params = folds.to_local(states.params, self.mesh)
@@ -286,16 +346,19 @@ class FoldTrainer:
                 continue  # a padding slot
             params = jax.tree_util.tree_map(lambda x, p=position: x[p], local_params)
             test_set = np.flatnonzero(self.fold_ids == slot)
-            mine[slot] = tracking.evaluate_decoded(
+            mine[slot] = score_fold(
                 lambda batch, params=params: predict(params, batch),
                 _eval_batches(self.source, test_set, self.config, self.index),
-                num_classes=len(self.classes),
-                decoders=smoothing,
+                self.heldout,
+                self.config,
+                smoothing,
+                len(self.classes),
             )
             if slot == 0:
                 self._save_timeline(params, test_set[0])
             self._save_bundle(params, slot)
-        return gather_decodings(mine, self.num_folds, len(self.classes))
+        names = decoding_names(self.heldout is not None)
+        return gather_decodings(mine, names, self.num_folds, len(self.classes))
 
     def _save_bundle(self, params, fold: int) -> None:
         """Fold `fold`'s trained model as a bundle (`multiqt_jax.bundle`)."""
@@ -358,13 +421,17 @@ def gather_fold_scores(mine: dict[int, dict], num_folds: int, num_classes: int) 
     return [_decode(row) for row in table]
 
 
-def gather_decodings(mine: dict[int, dict], num_folds: int, num_classes: int) -> dict:
-    """This process's {fold: {decoding: scores}} -> {decoding: every fold's scores}."""
+def gather_decodings(
+    mine: dict[int, dict], names, num_folds: int, num_classes: int
+) -> dict[str, list[dict]]:
+    """This process's {fold: {decoding: scores}} -> {decoding: every fold's scores} for
+    each decoding of `names` (given, not read from `mine`: a process that owns no fold
+    still joins every all-gather, in the same order)."""
     return {
         decoding: gather_fold_scores(
             {fold: scored[decoding] for fold, scored in mine.items()}, num_folds, num_classes
         )
-        for decoding in DECODINGS
+        for decoding in names
     }
 
 
@@ -374,7 +441,12 @@ def owned_folds(mesh, num_folds: int) -> list[int]:
     return [s for s in folds.local_slots(mesh, slots) if s < num_folds]
 
 
-def run_baseline(name, config, source, index, fold_ids, mesh) -> dict[str, list[dict]]:
+def run_baseline(
+    name, config, source, index, fold_ids, mesh, heldout=None
+) -> dict[str, list[dict]]:
+    """Baseline `name` trained and scored per fold (each process its own folds), and
+    with `heldout` = (source, index) scored on every heldout call too; as
+    `FoldTrainer.evaluate`."""
     classes = labels.classes(config.task)
     stride = model.MultiQTConfig(num_classes=len(classes)).audio_stride
     settings = common.build(
@@ -400,14 +472,24 @@ def run_baseline(name, config, source, index, fold_ids, mesh) -> dict[str, list[
             classifier = baselines.fit_random_forest(features, targets, settings)
         else:
             classifier = baselines.fit_fnn(features, targets, settings, num_classes=len(classes))
-        mine[fold] = tracking.evaluate_decoded(
+        mine[fold] = score_fold(
             functools.partial(predict, classifier),
             _eval_batches(source, test_set, config, index),
-            num_classes=len(classes),
-            decoders=smoothing,
+            heldout,
+            config,
+            smoothing,
+            len(classes),
         )
-        log(f"{name}: fold {fold} TIMESTEP F1 {mine[fold]['raw']['timestep']['f1']:.3f}")
-    return gather_decodings(mine, config.num_folds, len(classes))
+        log(
+            f"{name}: fold {fold} TIMESTEP F1 {mine[fold]['raw']['timestep']['f1']:.3f}"
+            + (
+                f", held-out engine {mine[fold][HELDOUT + '-raw']['timestep']['f1']:.3f}"
+                if heldout is not None
+                else ""
+            )
+        )
+    names = decoding_names(heldout is not None)
+    return gather_decodings(mine, names, config.num_folds, len(classes))
 
 
 def summarise(per_fold: list[dict]) -> dict:
@@ -432,6 +514,37 @@ def summarise(per_fold: list[dict]) -> dict:
     return summary
 
 
+def ratio(heldout: float, in_engine: float) -> float | None:
+    """heldout / in_engine; None when the in-engine score is 0 (or not a number)."""
+    if not in_engine or not np.isfinite(in_engine) or not np.isfinite(heldout):
+        return None
+    return float(heldout) / float(in_engine)
+
+
+def transfer(summary: dict, heldout: dict) -> dict:
+    """{"timestep_f1", "instance_f1"}: held-out mean / in-engine mean (fold means)."""
+    return {
+        key: ratio(heldout["mean"][score][part], summary["mean"][score][part])
+        for key, (score, part) in TRANSFER.items()
+    }
+
+
+def summarise_decodings(per_fold: dict[str, list[dict]], smoothing: dict) -> dict:
+    """A model's results.json entry from its gathered per-fold scores: the raw summary,
+    "smoothed", and with heldout decodings "heldout" (raw, with "smoothed") and
+    "transfer"."""
+    summary = summarise(per_fold["raw"])
+    summary[SMOOTHED] = {**summarise(per_fold[SMOOTHED]), "smoothing": smoothing}
+    if f"{HELDOUT}-raw" in per_fold:
+        summary[HELDOUT] = summarise(per_fold[f"{HELDOUT}-raw"])
+        summary[HELDOUT][SMOOTHED] = {
+            **summarise(per_fold[f"{HELDOUT}-{SMOOTHED}"]),
+            "smoothing": smoothing,
+        }
+        summary["transfer"] = transfer(summary, summary[HELDOUT])
+    return summary
+
+
 def _table_row(label: str, summary: dict) -> str:
     cells = "".join(
         f"{summary['mean'][score][part]:>14.3f} ± {summary['std'][score][part]:.3f}"
@@ -443,7 +556,8 @@ def _table_row(label: str, summary: dict) -> str:
 
 def table(results: dict) -> str:
     """Mean ± std over folds per model, and the smoothed scores under each model's row
-    ("+smooth 80 ms": the rule's declared latency)."""
+    ("+smooth 80 ms": the rule's declared latency), then its raw scores on the held-out
+    engine's calls ("heldout engine") when there are any."""
     header = f"{'model':<18}" + "".join(
         f"{score.upper() + ' ' + part:>22}" for score in SCORES for part in ("P", "R", "F1")
     )
@@ -453,6 +567,8 @@ def table(results: dict) -> str:
         if SMOOTHED in summary:
             latency_ms = summary[SMOOTHED]["smoothing"]["latency_ms"]
             rows.append(_table_row(f"  +smooth {latency_ms:g} ms", summary[SMOOTHED]))
+        if HELDOUT in summary:
+            rows.append(_table_row("  heldout engine", summary[HELDOUT]))
     return "\n".join(rows)
 
 
@@ -464,13 +580,17 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         raise ValueError(f"config.models: unknown {sorted(unknown)}")
     causal_text(config)  # checks the fields before anything is built
     smoothing = smoothing_record(config)
-    source, index = load_corpus(config)
+    source, index, heldout_source, heldout_index = load_corpus(config)
+    heldout = None if heldout_source is None else (heldout_source, heldout_index)
+    engine = None if heldout is None else heldout_engine(config)
     fold_ids = index.folds % config.num_folds
     processes = jax.process_count()
     devices = jax.devices() if processes > 1 else jax.devices()[: config.num_devices or None]
     mesh = folds.fold_mesh(devices)
     log(
-        f"{len(source)} calls, {config.num_folds} folds, {config.text_stream} text stream, "
+        f"{len(source)} calls"
+        + ("" if heldout is None else f" (+{len(heldout_source)} held-out-engine {engine})")
+        + f", {config.num_folds} folds, {config.text_stream} text stream, "
         f"{len(devices)} device(s)" + (f" in {processes} processes" if processes > 1 else "")
     )
     writer = jax.process_index() == 0
@@ -480,22 +600,23 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         key = row_name(name, config)
         path = os.path.join(workdir, key, "scores.json")
         saved = files.read_json(path)
-        if saved is not None and saved.get(SMOOTHED, {}).get("smoothing") == smoothing:
+        if _reusable(saved, smoothing, heldout is not None):
             results[key] = saved
             log(f"{key}: scores found, skipped")
             continue
+        if saved is not None:
+            log(f"{key}: saved scores lack this smoothing or the held-out engine, recomputing")
         started = time.perf_counter()
         if name in NEURAL:
             if record_counts is None:
                 record_counts = record_frame_counts(source, len(labels.classes(config.task)))
             trainer = FoldTrainer(
-                name, config, source, index, fold_ids, mesh, workdir, record_counts
+                name, config, source, index, fold_ids, mesh, workdir, record_counts, heldout
             )
             per_fold = trainer.evaluate(trainer.train())
         else:
-            per_fold = run_baseline(name, config, source, index, fold_ids, mesh)
-        results[key] = summarise(per_fold["raw"])
-        results[key][SMOOTHED] = {**summarise(per_fold[SMOOTHED]), "smoothing": smoothing}
+            per_fold = run_baseline(name, config, source, index, fold_ids, mesh, heldout)
+        results[key] = summarise_decodings(per_fold, smoothing)
         seconds[key] = time.perf_counter() - started
         if writer:
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -504,7 +625,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         log(
             f"{key}: TIMESTEP F1 {raw['timestep']['f1']:.3f}, INSTANCE P "
             f"{raw['instance']['precision']:.3f} -> {smoothed['instance']['precision']:.3f} "
-            f"smoothed (+{smoothing['latency_ms']:g} ms) ({seconds[key]:.0f} s)"
+            f"smoothed (+{smoothing['latency_ms']:g} ms)"
+            + (_heldout_text(results[key]) if HELDOUT in results[key] else "")
+            + f" ({seconds[key]:.0f} s)"
         )
     payload = {
         "task": config.task,
@@ -513,10 +636,32 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         "smoothing": smoothing,
         "models": results,
     }
+    if heldout is not None:
+        payload["heldout_engine"] = engine
+        payload["heldout_calls"] = len(heldout_source)
     if writer:
         files.write_json(os.path.join(workdir, "results.json"), payload)
         print(table(results))
     return payload
+
+
+def _reusable(saved: dict | None, smoothing: dict, heldout: bool) -> bool:
+    """Whether saved scores answer this run: same smoothing, and held-out-engine scores
+    (with the same smoothing) whenever the corpus has a heldout split."""
+    if saved is None or saved.get(SMOOTHED, {}).get("smoothing") != smoothing:
+        return False
+    if not heldout:
+        return True
+    held = saved.get(HELDOUT, {})
+    return held.get(SMOOTHED, {}).get("smoothing") == smoothing and "transfer" in saved
+
+
+def _heldout_text(summary: dict) -> str:
+    f1 = summary[HELDOUT]["mean"]["timestep"]["f1"]
+    share = summary["transfer"]["timestep_f1"]
+    return f"; held-out engine TIMESTEP F1 {f1:.3f}, transfer " + (
+        "n/a" if share is None else f"{share:.3f}"
+    )
 
 
 def main(argv) -> None:

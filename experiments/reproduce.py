@@ -5,7 +5,9 @@ r"""The main job: corpora, MultiQT cross-validation, CS-KWS, and a report to ope
 
 Stages (each timed and reported): build any missing corpus (experiments.build_data),
 experiments.multiqt, experiments.cskws, then `WORKDIR/report.md` with both tables beside
-the papers' figures and PNG figures in `WORKDIR/figures/`; training curves are in
+the papers' figures, each task's in-engine vs held-out-engine scores (models scored on
+a synthesiser never heard in training, with the transfer ratio) and PNG figures in
+`WORKDIR/figures/`; training curves are in
 `WORKDIR/*/*/tensorboard` (`tensorboard --logdir WORKDIR`). Rerunning resumes: finished
 stages are read back, interrupted training continues from its checkpoints.
 """
@@ -25,8 +27,10 @@ from ml_collections import config_flags
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from cskws_jax.datasets import render as kws_render  # noqa: E402
 from experiments import build_data, common, cskws, multiqt  # noqa: E402
 from multiqt_jax import labels  # noqa: E402
+from multiqt_jax.datasets import render as calls_render  # noqa: E402
 from speechkit import files  # noqa: E402
 
 log = common.logger("reproduce")
@@ -209,6 +213,71 @@ def kws_table(results: dict) -> list[str]:
     return lines
 
 
+def _ratio(value) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _engine_sentence(engine: str | None, where: str) -> str:
+    held = f"`{engine}`" if engine else "one synthesiser"
+    return (
+        f"The held-out engine is {held}: it speaks only the held-out split and is never "
+        f"heard {where}; transfer = held-out score / in-engine score (n/a where the "
+        "in-engine score is 0)."
+    )
+
+
+def kws_transfer_table(kws: dict) -> list[str]:
+    """In-engine (test split) vs held-out-engine mAP per model, with the transfer
+    ratio; a line saying so when the results have no held-out scores."""
+    models = {name: s for name, s in kws["models"].items() if cskws.HELDOUT in s}
+    if not models:
+        return [f"No held-out-engine split in `{kws['dataset']}`: in-engine scores only."]
+    engine = kws.get("heldout_engine") or _default_engine("kws")
+    lines = [
+        _engine_sentence(engine, "in the train or test split"),
+        "",
+        "| Model | in-engine mAP | held-out engine mAP | transfer |",
+        "|---|---|---|---|",
+    ]
+    for name, scores in models.items():
+        lines.append(
+            f"| {KWS_NAMES.get(name, name)} | {scores['mAP']:.3f} | "
+            f"{scores[cskws.HELDOUT]['mAP']:.3f} | {_ratio(scores.get('transfer'))} |"
+        )
+    return lines
+
+
+def multiqt_transfer_table(mq: dict) -> list[str]:
+    """In-engine (cross-validation) vs held-out-engine TIMESTEP F1 (mean ± std over the
+    folds' models), with the transfer ratio of the means."""
+    models = {name: s for name, s in mq["models"].items() if multiqt.HELDOUT in s}
+    if not models:
+        return ["No held-out-engine calls in this corpus: in-engine scores only."]
+    engine = mq.get("heldout_engine") or _default_engine("calls")
+    calls = mq.get("heldout_calls")
+    lines = [
+        _engine_sentence(engine, "in the cross-validation calls")
+        + (f" Each fold's model is scored on all {calls} held-out calls." if calls else ""),
+        "",
+        "| Model | in-engine TIMESTEP F1 | held-out engine TIMESTEP F1 | transfer |",
+        "|---|---|---|---|",
+    ]
+    for name, summary in models.items():
+        lines.append(
+            f"| {MULTIQT_NAMES.get(name, name)} | {_cell(summary, 'timestep', 'f1')} | "
+            f"{_cell(summary[multiqt.HELDOUT], 'timestep', 'f1')} | "
+            f"{_ratio(summary.get('transfer', {}).get('timestep_f1'))} |"
+        )
+    return lines
+
+
+def _default_engine(corpus: str) -> str | None:
+    """The builders' default held-out engine, for results that do not name theirs."""
+    if corpus == "kws":
+        return kws_render.KwsRenderConfig().heldout_engine
+    return calls_render.RenderConfig().heldout_engine
+
+
 def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
     with open(os.path.join(workdir, "multiqt", "results.json")) as source:
         mq = json.load(source)
@@ -255,6 +324,10 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         f"{mq.get('smoothing', {}).get('min_frames', '?')} frames before the output switches "
         "to it), at the latency it costs.",
         "",
+        "### In-engine vs held-out engine",
+        "",
+        *multiqt_transfer_table(mq),
+        "",
         "![per-class F1](figures/multiqt_per_class_f1.png)",
         "",
         "![timeline](figures/multiqt_timeline.png)" if timeline is not None else "",
@@ -264,6 +337,10 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         *kws_table(kws["models"]),
         "",
         "RTF: detection seconds per second of test audio on this machine, after compilation.",
+        "",
+        "### In-engine vs held-out engine",
+        "",
+        *kws_transfer_table(kws),
         "",
         "![precision-recall](figures/kws_precision_recall.png)",
         "![FRR](figures/kws_frr_vs_false_alarms.png)",

@@ -1,19 +1,25 @@
 """Acoustic channel simulation for synthetic speech (NumPy, seeded).
 
-Noise at a target SNR (white, pink, babble from other voices), a narrow-band telephone
-channel (8 kHz, 300-3400 Hz band-pass, 8-bit mu-law), a wide-band ("HD voice") one
-(16 kHz, 50-7000 Hz, 14-bit) and gain. `degrade` puts a clean waveform through all of
-them as a `ChannelConfig` says, drawing the noise kind, SNR and gain per waveform.
-Every random choice comes from the `np.random.Generator` passed in, so a seed
-reproduces the audio exactly. Waveforms are float32 [samples] in [-1, 1].
+A room (reverberation, `rooms.reverberate`) and a device's microphone response
+(`rooms.microphone_colour`) on the clean speech, noise at a target SNR (white, pink,
+babble from other voices), a narrow-band telephone channel (8 kHz, 300-3400 Hz
+band-pass, 8-bit mu-law), a wide-band ("HD voice") one (16 kHz, 50-7000 Hz, 14-bit) and
+gain. `degrade` puts a clean waveform through all of them as a `ChannelConfig` says,
+drawing the room, the colouring, the noise kind, SNR and gain per waveform. Every random
+choice comes from the `np.random.Generator` passed in, so a seed reproduces the audio
+exactly. Waveforms are float32 [samples] in [-1, 1].
 
     >>> import numpy as np
     >>> from speechkit import channel
-    >>> config = channel.ChannelConfig(snr_db=(10.0, 20.0), telephone="narrowband")
+    >>> config = channel.ChannelConfig(
+    ...     snr_db=(10.0, 20.0), telephone="narrowband", reverb_probability=1.0
+    ... )
     >>> clean = np.sin(np.arange(16_000) / 5).astype(np.float32)
     >>> degraded = channel.degrade(clean, np.random.default_rng(0), config, 16_000)
-    >>> degraded.waveform.shape, degraded.noise in config.noise_kinds
-    ((16000,), True)
+    >>> degraded.waveform.shape, degraded.noise in config.noise_kinds, degraded.coloured
+    ((16000,), True, False)
+    >>> degraded.room.startswith("simulated rt60=")
+    True
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from fractions import Fraction
 import numpy as np
 from scipy import signal as scipy_signal
 
-from speechkit import checks
+from speechkit import checks, rooms
 
 TELEPHONE_RATE = 8_000  # Hz
 TELEPHONE_BAND = (300.0, 3400.0)  # Hz
@@ -170,6 +176,12 @@ class ChannelConfig:
     telephone: str = "none"
     gain_db: tuple[float, float] | None = None  # drawn after the line; None: no gain, no draw
     babble_talkers: int = 6  # voices summed into one babble noise
+    # The clean speech is reverberated in a room drawn from `room` with this probability,
+    # then coloured by a drawn microphone response with `colour_probability`. Both 0:
+    # no draws at all, so corpora built before these settings existed stay bit-identical.
+    reverb_probability: float = 0.0
+    room: rooms.RoomConfig = rooms.RoomConfig()
+    colour_probability: float = 0.0
 
     def __post_init__(self):
         checks.require_subset("ChannelConfig.noise_kinds", self.noise_kinds, NOISE_KINDS)
@@ -178,6 +190,12 @@ class ChannelConfig:
         if self.gain_db is not None:
             checks.require_interval("ChannelConfig.gain_db", self.gain_db)
         checks.require_int("ChannelConfig.babble_talkers", self.babble_talkers, at_least=1)
+        for name in ("reverb_probability", "colour_probability"):
+            checks.require_number(
+                f"ChannelConfig.{name}", getattr(self, name), at_least=0, at_most=1
+            )
+        if not isinstance(self.room, rooms.RoomConfig):
+            raise TypeError(f"ChannelConfig.room: expected a rooms.RoomConfig, got {self.room!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,6 +206,8 @@ class Degraded:
     noise: str  # the noise kind, one of ChannelConfig.noise_kinds
     snr_db: float
     gain_db: float  # 0.0 when ChannelConfig.gain_db is None
+    room: str = "none"  # "none", or the drawn room's `rooms.Room.name`
+    coloured: bool = False  # whether a microphone response was applied
 
 
 BabbleVoices = Callable[[np.random.Generator], Sequence[np.ndarray]]
@@ -227,6 +247,31 @@ def through_line(waveform, line: str, sample_rate: int) -> np.ndarray:
     raise ValueError(f"line: expected one of {list(TELEPHONE_LINES)}, got {line!r}")
 
 
+def acoustics(
+    waveform, rng: np.random.Generator, config: ChannelConfig, sample_rate: int
+) -> tuple[np.ndarray, str, bool]:
+    """The clean waveform in a room and through a microphone, as `config` says:
+    (float32 [samples], room name or "none", coloured).
+
+    Draws from `rng`: one seed when `config.reverb_probability` or
+    `config.colour_probability` is > 0, nothing otherwise (the waveform comes back as it
+    is). Two generators spawned from that seed draw the room (whether, which) and the
+    colouring (whether, which), so the parent always advances by one draw and switching
+    one effect does not change the other's draws.
+    """
+    if config.reverb_probability == 0 and config.colour_probability == 0:
+        return waveform, "none", False
+    room_rng, colour_rng = np.random.default_rng(int(rng.integers(2**63))).spawn(2)
+    room = "none"
+    if room_rng.random() < config.reverb_probability:
+        drawn = rooms.draw_room(room_rng, config.room, sample_rate)
+        waveform, room = rooms.reverberate(waveform, drawn.rir), drawn.name
+    coloured = bool(colour_rng.random() < config.colour_probability)
+    if coloured:
+        waveform = rooms.microphone_colour(colour_rng, waveform, sample_rate)
+    return as_waveform("waveform", waveform), room, coloured
+
+
 def degrade(
     waveform,
     rng: np.random.Generator,
@@ -236,12 +281,15 @@ def degrade(
     babble_voices: BabbleVoices | None = None,
     noise_before_snr: bool = False,
 ) -> Degraded:
-    """Noise at a drawn SNR, the telephone line, a drawn gain, then clipping to [-1, 1].
+    """A drawn room and microphone (`acoustics`), noise at a drawn SNR (against the
+    reverberant, coloured speech), the telephone line, a drawn gain, then clipping to
+    [-1, 1].
 
     Draws from `rng` in this order: the noise kind; the SNR; the noise itself (with any
-    babble voices); the gain (only when `config.gain_db` is set). `noise_before_snr`
-    draws the noise before the SNR instead: corpora first built in that order keep
-    reproducing bit for bit.
+    babble voices); the gain (only when `config.gain_db` is set); the room and
+    microphone seed (only when a probability of them is > 0). `noise_before_snr` draws
+    the noise before the SNR instead: corpora first built in that order keep
+    reproducing bit for bit, as do those built before rooms and microphones existed.
 
     Args:
       waveform: the clean float32 [samples] at `sample_rate` Hz.
@@ -257,9 +305,9 @@ def degrade(
     else:
         snr_db = float(rng.uniform(*config.snr_db))
         noise = make_noise(rng, *noise_args)
-    degraded = through_line(add_noise(waveform, noise, snr_db), config.telephone, sample_rate)
-    gain_db = 0.0
+    gain_db = 0.0 if config.gain_db is None else float(rng.uniform(*config.gain_db))
+    speech, room, coloured = acoustics(waveform, rng, config, sample_rate)
+    degraded = through_line(add_noise(speech, noise, snr_db), config.telephone, sample_rate)
     if config.gain_db is not None:
-        gain_db = float(rng.uniform(*config.gain_db))
         degraded = gain(degraded, gain_db)
-    return Degraded(np.clip(degraded, -1.0, 1.0), kind, snr_db, gain_db)
+    return Degraded(np.clip(degraded, -1.0, 1.0), kind, snr_db, gain_db, room, coloured)

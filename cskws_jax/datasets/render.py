@@ -1,12 +1,22 @@
-"""Render a KWS utterance: speech, word intervals (aligned and cross-checked), noise.
+"""Render a KWS utterance: speech, word intervals (aligned and cross-checked), channel.
+
+Speech comes from one of several synthesisers (`speechkit.tts`: espeak-ng, Piper,
+optionally Festival), a speaker drawn per utterance with a speed perturbation (warp).
+`KwsRenderConfig.heldout_engine` is never used for the `train` and `test` splits: it
+speaks only the `heldout` split, which measures how a model transfers to a synthesiser
+it never heard. Within an engine, voices are split into training and test voices
+(`split_voices`), so test speakers are never heard in training (engines with one voice,
+Piper's "joe", differ between the splits only by their drawn tempo and warp).
 
 Word intervals come from pocketsphinx forced alignment of the clean synthesised audio
-to its text, cross-checked against espeak's word events: an aligned word is kept when
-its onset and end are within `tolerance_s` of espeak's (or espeak's is only an estimate);
-otherwise, and for words the alignment did not reach, espeak's interval is used. Each
-interval records its `source`. Voices are split into training and test variants, so
-test speakers are never heard in training. Noise, gain and the optional telephone line
-are `speechkit.channel.degrade`'s, as `KwsRenderConfig.channel` says.
+to its text, cross-checked against the engine's own word timings: an aligned word is
+kept when its onset and end are within `tolerance_s` of the engine's (or the engine's
+is only an estimate); otherwise the engine's exact interval is used; a word with
+neither (the engine only estimated it and the alignment did not reach it) has source
+"estimate", which the corpus does not trust as a label (`synthetic_kws` redraws such
+an utterance). Each interval records its `source`. Room, microphone, noise, gain and
+the optional telephone line are `speechkit.channel.degrade`'s, as
+`KwsRenderConfig.channel` says.
 """
 
 from __future__ import annotations
@@ -18,16 +28,23 @@ import numpy as np
 
 from speechkit import asr, channel, checks, tts
 
-SOURCES = ("alignment", "espeak", "espeak-estimate")
+SOURCES = ("alignment", "engine", "estimate")
+SPLITS = ("train", "test", "heldout")
 # No telephone line by default; "wideband" (50-7000 Hz) or "narrowband" (300-3400 Hz,
 # mu-law) lines give the audio back at 16 kHz.
+# Half the utterances in a simulated room, half through a drawn microphone response.
 KWS_CHANNEL = channel.ChannelConfig(
-    snr_db=(5.0, 30.0), noise_kinds=("pink", "white"), telephone="none", gain_db=(-6.0, 3.0)
+    snr_db=(5.0, 30.0),
+    noise_kinds=("pink", "white"),
+    telephone="none",
+    gain_db=(-6.0, 3.0),
+    reverb_probability=0.5,
+    colour_probability=0.5,
 )
 
 
 def voice_variants(split: str) -> tuple[str, ...]:
-    """Voice variants of a split: every fifth variant (sorted) is for testing only."""
+    """espeak voice variants of a split: every fifth variant (sorted) is for testing only."""
     variants = tts.variants()
     if split == "test":
         return variants[::5]
@@ -36,24 +53,68 @@ def voice_variants(split: str) -> tuple[str, ...]:
     raise ValueError(f"split: expected 'train' or 'test', got {split!r}")
 
 
+# Festival's three Debian voices: two for training, one for testing.
+FESTIVAL_TEST_VOICES = ("ked_diphone",)
+
+
+def split_voices(engine: str, split: str) -> tuple[str, ...]:
+    """The voices of `engine` that speak `split` ("heldout": all of them)."""
+    checks.require_choice("split", split, SPLITS)
+    if engine == "espeak":
+        return tts.variants() if split == "heldout" else voice_variants(split)
+    voices = tts.engine_voices(engine)
+    if engine == "festival" and split != "heldout":
+        chosen = tuple(v for v in voices if (v in FESTIVAL_TEST_VOICES) == (split == "test"))
+        return chosen or voices
+    return voices
+
+
+def split_engines(engines: tuple[str, ...], heldout: str | None, split: str) -> tuple[str, ...]:
+    """The engines that speak `split`: the held-out one alone for "heldout", the others
+    for "train" and "test"."""
+    checks.require_choice("split", split, SPLITS)
+    if split == "heldout":
+        if heldout is None:
+            raise ValueError("split 'heldout': no heldout_engine is set")
+        return (heldout,)
+    return tuple(e for e in engines if e != heldout)
+
+
 @dataclasses.dataclass(frozen=True)
 class KwsRenderConfig:
     """How an utterance's words become audio; every field is an experiment setting."""
 
     sample_rate: int = 16_000
     channel: channel.ChannelConfig = KWS_CHANNEL  # noise, SNR, gain, telephone line
-    rate_wpm: tuple[int, int] = (140, 210)  # speaking rate, drawn per utterance
+    rate_wpm: tuple[int, int] = (140, 210)  # espeak speaking rate, drawn per utterance
     pitch: tuple[int, int] = (25, 75)  # espeak pitch 0..99, drawn per utterance
-    tolerance_s: float = 0.1  # alignment vs espeak word starts and ends
+    tempo: tuple[float, float] = (0.85, 1.15)  # piper / festival speaking-rate factor
+    warp: tuple[float, float] = (0.9, 1.1)  # speed perturbation of every speaker
+    tolerance_s: float = 0.1  # alignment vs the engine's word starts and ends
+    engines: tuple[str, ...] = ("espeak", "piper")  # speechkit.tts.ENGINES, one per utterance
+    heldout_engine: str | None = "piper"  # speaks only the heldout split (None: no such split)
 
     def __post_init__(self):
+        checks.require_subset("KwsRenderConfig.engines", self.engines, tts.ENGINES)
+        if self.heldout_engine is not None:
+            checks.require_choice(
+                "KwsRenderConfig.heldout_engine", self.heldout_engine, self.engines
+            )
+        if not split_engines(self.engines, self.heldout_engine, "train"):
+            raise ValueError(
+                f"KwsRenderConfig.engines: {self.engines} leaves no engine for training "
+                f"once {self.heldout_engine!r} is held out"
+            )
+        tts.SpeakerConfig(self.rate_wpm, self.pitch, self.tempo, self.warp)  # checks
         if "babble" in self.channel.noise_kinds:
             raise ValueError(
                 "channel.noise_kinds: expected some of pink, white (KWS rendering has no "
                 f"babble voices); got {self.channel.noise_kinds}"
             )
-        for name in ("rate_wpm", "pitch"):
-            checks.require_interval(f"KwsRenderConfig.{name}", getattr(self, name))
+
+    @property
+    def speakers(self) -> tts.SpeakerConfig:
+        return tts.SpeakerConfig(self.rate_wpm, self.pitch, self.tempo, self.warp)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +123,8 @@ class WordInterval:
     start: float  # seconds
     end: float  # seconds
     source: str  # one of SOURCES
-    espeak_start: float  # espeak's word event (seconds), for the cross-check
-    espeak_end: float
+    engine_start: float  # the engine's own timing (seconds), for the cross-check
+    engine_end: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,9 +133,10 @@ class RenderedUtterance:
     sample_rate: int
     words: tuple[WordInterval, ...]  # every word, in order
     text: str
-    voice: tts.Voice
+    voice: tts.AnyVoice
     snr_db: float
     noise: str
+    room: str  # speechkit.channel.Degraded.room
     stage_seconds: dict[str, float]
 
     @property
@@ -83,9 +145,9 @@ class RenderedUtterance:
 
 
 def word_intervals(speech: tts.Synthesis, words: list[str], tolerance_s: float):
-    """Intervals of `words` in `speech`: alignment cross-checked with espeak events."""
+    """Intervals of `words` in `speech`: alignment cross-checked with the engine's."""
     if [w.text.lower() for w in speech.words] != [w.lower() for w in words]:
-        raise ValueError(f"word_intervals: espeak's words differ from the text {words[:5]}...")
+        raise ValueError(f"word_intervals: the engine's words differ from the text {words[:5]}...")
     aligned = asr.align(speech.waveform, words)
     intervals = []
     for i, event in enumerate(speech.words):
@@ -99,7 +161,7 @@ def word_intervals(speech: tts.Synthesis, words: list[str], tolerance_s: float):
             start, end, source = candidate.start, candidate.end, "alignment"
         else:
             start, end = event.start, event.end
-            source = "espeak" if event.exact else "espeak-estimate"
+            source = "engine" if event.exact else "estimate"
         intervals.append(WordInterval(words[i], start, end, source, event.start, event.end))
     return tuple(intervals)
 
@@ -110,12 +172,15 @@ def render_utterance(
     split: str,
     config: KwsRenderConfig = KwsRenderConfig(),
 ) -> RenderedUtterance:
-    """Speaks `words` with a voice of `split`, finds word intervals, adds noise and gain."""
+    """Speaks `words` with a speaker of `split` (an engine of the split, drawn when there
+    are several, then a voice), finds word intervals, puts it through the channel."""
     if not words:
         raise ValueError("render_utterance: no words")
     timings = {}
     clock = time.perf_counter()
-    voice = tts.draw_voice(rng, voice_variants(split), config.rate_wpm, config.pitch)
+    engines = split_engines(config.engines, config.heldout_engine, split)
+    engine = engines[int(rng.integers(len(engines)))] if len(engines) > 1 else engines[0]
+    voice = tts.draw_speaker(rng, engine, split_voices(engine, split), config.speakers)
     text = " ".join(words)
     speech = tts.synthesize(text, voice, config.sample_rate, seed=int(rng.integers(2**31)))
     timings["synthesis"] = time.perf_counter() - clock
@@ -136,5 +201,6 @@ def render_utterance(
         voice,
         degraded.snr_db,
         degraded.noise,
+        degraded.room,
         timings,
     )

@@ -1,16 +1,21 @@
 """TFDS builder `synthetic_kws`: continuous synthetic speech with keywords, made here.
 
 Each utterance is 2-10 s of text sampled from pocketsphinx's trigram model with 0-3 of
-the 20 keywords (`cskws_jax.keywords`), spoken by espeak-ng, with word intervals from
-forced alignment cross-checked against espeak's word events (`render.word_intervals`),
-then noise, gain and optionally a telephone line (`render.KwsRenderConfig`). The `test`
-split is spoken by voice variants never used in `train`. Configs are sizes:
+the 20 keywords (`cskws_jax.keywords`), spoken by one of several synthesisers
+(`render.KwsRenderConfig.engines`: espeak-ng and Piper by default, a speaker drawn per
+utterance), with word intervals from forced alignment cross-checked against the
+engine's own word timings (`render.word_intervals`), then a room, a microphone, noise,
+gain and optionally a telephone line (`render.KwsRenderConfig.channel`). The `test`
+split is spoken by voices never used in `train`; the `heldout` split by the held-out
+engine (`KwsRenderConfig.heldout_engine`, Piper by default), never heard in `train` or
+`test`: scores on it measure transfer to another synthesiser. An utterance with a word
+whose interval cannot be trusted (source "estimate") is redrawn. Configs are sizes:
 
     smoke   tests, seconds          quick   the main job's default    full   ~15 hours
 
     builder = SyntheticKws(config="quick", data_dir=DIR, file_format="array_record")
     builder.download_and_prepare()
-    source = tfds.data_source("synthetic_kws/quick", data_dir=DIR)   # "train", "test"
+    source = tfds.data_source("synthetic_kws/quick", data_dir=DIR)  # train, test, heldout
 
 Records follow `cskws_jax.datasets.features` (64 log-mel at 10 ms, padded keyword
 intervals, other words for the unknown class, text, duration). Same size and seed ->
@@ -30,9 +35,9 @@ import tensorflow_datasets as tfds
 from cskws_jax import keywords as keyword_list
 from cskws_jax.datasets import render, text
 from cskws_jax.datasets.features import FEATURES, Word, interval_fields, kws_features
-from speechkit import corpus, frontend
+from speechkit import corpus, frontend, tts
 
-SPLITS = ("train", "test")
+SPLITS = render.SPLITS  # "heldout" only when the render config holds an engine out
 SEED = 20_220_808
 MAX_ATTEMPTS = 10  # text redraws for an utterance outside duration_s
 
@@ -43,9 +48,9 @@ class KwsSize:
 
 
 SIZES = {
-    "smoke": KwsSize({"train": 8, "test": 4}),
-    "quick": KwsSize({"train": 640, "test": 160}),
-    "full": KwsSize({"train": 8000, "test": 2000}),
+    "smoke": KwsSize({"train": 8, "test": 4, "heldout": 4}),
+    "quick": KwsSize({"train": 640, "test": 160, "heldout": 160}),
+    "full": KwsSize({"train": 8000, "test": 2000, "heldout": 2000}),
 }
 
 
@@ -57,10 +62,11 @@ class Utterance:
     words: tuple[render.WordInterval, ...]
     text: str
     duration: float  # seconds
-    speaker: str  # espeak voice
+    speaker: str  # "engine:voice@warp" (speechkit.tts voices' `speaker`)
     snr_db: float
     noise: str
-    attempts: int  # text draws until the duration fitted
+    room: str
+    attempts: int  # text draws until the duration fitted and every interval was trusted
     stage_seconds: dict[str, float]  # text, synthesis, alignment, channel, features
 
 
@@ -86,13 +92,15 @@ def render_one(job: UtteranceJob) -> Utterance:
         spoken = render.render_utterance(words, rng, job.split, job.render_config)
         for stage, spent in spoken.stage_seconds.items():
             seconds[stage] += spent
-        if job.duration_s[0] <= spoken.duration <= job.duration_s[1]:
+        trusted = all(w.source != "estimate" for w in spoken.words)
+        if trusted and job.duration_s[0] <= spoken.duration <= job.duration_s[1]:
             break
     else:
         raise RuntimeError(
             f"synthetic_kws {job.split}[{job.index}]: no utterance within {job.duration_s} s "
-            f"in {MAX_ATTEMPTS} attempts (last {spoken.duration:.2f} s); widen duration_s "
-            "or change TextConfig.min_words / max_words"
+            f"with every word interval trusted in {MAX_ATTEMPTS} attempts (last "
+            f"{spoken.duration:.2f} s, trusted: {trusted}); widen duration_s or change "
+            "TextConfig.min_words / max_words"
         )
     clock = time.perf_counter()
     features = frontend.waveform_log_mel(spoken.waveform, FEATURES)
@@ -102,9 +110,10 @@ def render_one(job: UtteranceJob) -> Utterance:
         words=spoken.words,
         text=spoken.text,
         duration=spoken.duration,
-        speaker=spoken.voice.name,
+        speaker=spoken.voice.speaker,
         snr_db=spoken.snr_db,
         noise=spoken.noise,
+        room=spoken.room,
         attempts=attempt + 1,
         stage_seconds=seconds,
     )
@@ -133,7 +142,11 @@ class KwsConfig(tfds.core.BuilderConfig):
 class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder):
     """Synthetic continuous speech with keyword intervals, for CS-KWS."""
 
-    VERSION = tfds.core.Version("1.0.0")  # bump when text or rendering change
+    VERSION = tfds.core.Version("2.0.0")  # bump when text or rendering change
+    RELEASE_NOTES = {
+        "2.0.0": "several synthesisers, speed perturbation, rooms and microphones; a "
+        "heldout split spoken by an engine never heard in train or test",
+    }
     BUILDER_CONFIGS = [KwsConfig(size=size, description=f"{size} size") for size in SIZES]
 
     def _info(self) -> tfds.core.DatasetInfo:
@@ -152,7 +165,10 @@ class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder)
             self, str(self.VERSION), config.size, SIZES[config.size], config.seed, settings
         )
         generators = {}
-        for split in SPLITS:
+        splits = SPLITS if config.render_config.heldout_engine else SPLITS[:2]
+        for engine in config.render_config.engines:
+            tts.require_engine(engine)
+        for split in splits:
             jobs = [
                 UtteranceJob(split, i, config.seed, keywords, *settings[:3])
                 for i in range(SIZES[config.size].utterances[split])

@@ -171,6 +171,7 @@ def convert_call(audio_path: str, task: str) -> dict:
         "duration": duration,
         "snr_db": float("nan"),
         "noise": "recorded",
+        "speakers": "recorded",
     }
 
 

@@ -17,7 +17,7 @@ labels share its frame rate (`FEATURES.hop_s`)."""
 def call_features(with_text_posteriors: bool = False) -> tfds.features.FeaturesDict:
     """audio [frames, FEATURES.num_mels] and labels [frames] at FEATURES.hop_s (10 ms),
     recognised words with times (s), transcript, fold, call_id, duration (s), snr_db,
-    noise; optionally the user's own character posteriors [frames // 2, asr.NUM_SYMBOLS]
+    noise, speakers; optionally the user's own character posteriors [frames // 2, asr.NUM_SYMBOLS]
     at 20 ms."""
     fields = {
         "audio": tfds.features.Tensor(shape=(None, FEATURES.num_mels), dtype=np.float32),
@@ -32,6 +32,7 @@ def call_features(with_text_posteriors: bool = False) -> tfds.features.FeaturesD
         "duration": np.float32,
         "snr_db": np.float32,
         "noise": tfds.features.Text(),
+        "speakers": tfds.features.Text(),  # "|"-joined `speechkit.tts` speakers; "recorded"
     }
     if with_text_posteriors:
         fields["text_posteriors"] = tfds.features.Tensor(

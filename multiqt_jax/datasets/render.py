@@ -1,12 +1,14 @@
 """Render a call script into a MultiQT example: audio, real ASR, features, labels.
 
-Per call: each turn is synthesised (espeak-ng) with the dispatcher's or the caller's
-voice, turns are joined with pauses, then `speechkit.channel.degrade` adds background
-noise at a drawn SNR and puts the result through a telephone line (wide-band by default,
-see `RenderConfig`). pocketsphinx then recognises the call audio (its errors are real),
-and the example stores the log-mel features (`features.FEATURES`: 40 bands, 10 ms), the
-timed recognised words, and labels for both tasks at the features' frame rate, from the
-synthesis timings.
+Per call: one synthesiser speaks the whole call (`speechkit.tts`: espeak-ng, Piper or
+Festival; the builder picks it, `RenderConfig.engines` / `heldout_engine`); each turn is
+synthesised with the dispatcher's or the caller's voice (drawn from `ROLE_VOICES`, with
+a speed perturbation), turns are joined with pauses, then `speechkit.channel.degrade`
+puts it in a room and through a microphone, adds background noise at a drawn SNR and a
+telephone line (wide-band by default, see `RenderConfig`). pocketsphinx then recognises
+the call audio (its errors are real), and the example stores the log-mel features
+(`features.FEATURES`: 40 bands, 10 ms), the timed recognised words, and labels for both
+tasks at the features' frame rate, from the synthesis timings.
 
 Stages are timed (`RenderedCall.stage_seconds`) for the build reports.
 """
@@ -26,6 +28,15 @@ from speechkit import asr, channel, checks, frontend, tts
 LABEL_HOP_S = FEATURES.hop_s  # labels and audio features: one per 10 ms
 DISPATCHER_VARIANTS = ("f1", "f2", "f3", "f4", "m1", "m2", "m3", "m4")
 CALLER_VARIANTS = ("f5", "m5", "m6", "m7", "klatt", "klatt2", "klatt3", "whisperf")
+# engine -> role -> voices. Piper has one voice: its two roles differ by drawn warps.
+ROLE_VOICES = {
+    "espeak": {"dispatcher": DISPATCHER_VARIANTS, "caller": CALLER_VARIANTS},
+    "piper": {"dispatcher": ("joe",), "caller": ("joe",)},
+    "festival": {
+        "dispatcher": ("kal_diphone",),
+        "caller": ("ked_diphone", "cmu_us_slt_arctic_hts"),
+    },
+}
 BABBLE_TEXTS = ("Please hold the line.", "Unit four is on scene.", "Copy that, over.")
 # SNR drawn uniformly per call (WER ~33 %). The line is wide-band: the shipped recogniser
 # is a 16 kHz wide-band model, and narrow-band calls cost it ~30 points of WER (a
@@ -35,6 +46,8 @@ CALL_CHANNEL = channel.ChannelConfig(
     noise_kinds=("pink", "white", "babble"),
     telephone="wideband",
     babble_talkers=4,
+    reverb_probability=0.5,  # the caller's room (the whole call, one room)
+    colour_probability=0.5,  # the caller's handset
 )
 
 
@@ -46,14 +59,35 @@ class RenderConfig:
     channel: channel.ChannelConfig = CALL_CHANNEL  # noise, SNR and telephone line
     pause_s: tuple[float, float] = (0.2, 0.8)  # silence between turns
     lead_s: float = 0.3  # silence before the first and after the last turn
-    rate_wpm: tuple[int, int] = (150, 200)  # speaking rate, drawn per voice
+    rate_wpm: tuple[int, int] = (150, 200)  # espeak speaking rate, drawn per voice
     pitch: tuple[int, int] = (30, 70)  # espeak pitch 0..99, drawn per voice
+    tempo: tuple[float, float] = (0.85, 1.15)  # piper / festival speaking-rate factor
+    warp: tuple[float, float] = (0.9, 1.1)  # speed perturbation, drawn per voice
+    engines: tuple[str, ...] = ("espeak", "piper")  # speechkit.tts.ENGINES
+    heldout_engine: str | None = "piper"  # speaks only the heldout calls (None: none)
     recognizer: asr.RecognizerConfig = asr.RecognizerConfig()
     features: frontend.FeatureConfig = FEATURES
 
     def __post_init__(self):
-        for name in ("pause_s", "rate_wpm", "pitch"):
-            checks.require_interval(f"RenderConfig.{name}", getattr(self, name))
+        checks.require_interval("RenderConfig.pause_s", self.pause_s)
+        checks.require_subset("RenderConfig.engines", self.engines, tts.ENGINES)
+        if self.heldout_engine is not None:
+            checks.require_choice("RenderConfig.heldout_engine", self.heldout_engine, self.engines)
+        if not self.training_engines:
+            raise ValueError(
+                f"RenderConfig.engines: {self.engines} leaves no engine for training once "
+                f"{self.heldout_engine!r} is held out"
+            )
+        self.speakers  # noqa: B018 - checks the speaker ranges
+
+    @property
+    def speakers(self) -> tts.SpeakerConfig:
+        return tts.SpeakerConfig(self.rate_wpm, self.pitch, self.tempo, self.warp)
+
+    @property
+    def training_engines(self) -> tuple[str, ...]:
+        """The engines of the calls models train and are tested on (not the held-out one)."""
+        return tuple(e for e in self.engines if e != self.heldout_engine)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +99,9 @@ class RenderedCall:
     duration: float  # seconds
     snr_db: float
     noise: str
+    room: str  # speechkit.channel.Degraded.room
+    engine: str  # the synthesiser that spoke the call
+    speakers: tuple[str, ...]  # dispatcher's and caller's `speaker` names
     stage_seconds: dict[str, float]
 
 
@@ -75,30 +112,31 @@ def paint_span(
     frame_labels[int(round(start / hop_s)) : int(round(end / hop_s))] = class_id
 
 
-def _voice(rng: np.random.Generator, variants: tuple[str, ...], config: RenderConfig):
-    return tts.draw_voice(rng, variants, config.rate_wpm, config.pitch)
+def _voice(rng: np.random.Generator, engine: str, role: str, config: RenderConfig):
+    return tts.draw_speaker(rng, engine, ROLE_VOICES[engine][role], config.speakers)
 
 
-def _babble_voices(rng: np.random.Generator, config: RenderConfig) -> list[np.ndarray]:
+def _babble_voices(rng: np.random.Generator, engine: str, config: RenderConfig) -> list[np.ndarray]:
     """Other callers' speech for babble noise: float32 waveforms at config.sample_rate."""
     return [
-        tts.synthesize(text, _voice(rng, CALLER_VARIANTS, config), config.sample_rate).waveform
+        tts.synthesize(text, _voice(rng, engine, "caller", config), config.sample_rate).waveform
         for text in BABBLE_TEXTS
     ]
 
 
 def render_call(
-    turns: tuple[Turn, ...], rng: np.random.Generator, config: RenderConfig = RenderConfig()
+    turns: tuple[Turn, ...],
+    rng: np.random.Generator,
+    config: RenderConfig = RenderConfig(),
+    engine: str = "espeak",
 ) -> RenderedCall:
-    """Synthesis, channel, recognition and features for one script."""
+    """Synthesis by `engine`, channel, recognition and features for one script."""
     if not turns:
         raise ValueError("render_call: the script has no turns")
+    checks.require_choice("engine", engine, tts.ENGINES)
     timings = dict.fromkeys(("synthesis", "channel", "recognition", "features"), 0.0)
     clock = time.perf_counter()
-    voices = {
-        "dispatcher": _voice(rng, DISPATCHER_VARIANTS, config),
-        "caller": _voice(rng, CALLER_VARIANTS, config),
-    }
+    voices = {role: _voice(rng, engine, role, config) for role in ("dispatcher", "caller")}
     rate = config.sample_rate
     pieces = [np.zeros(int(config.lead_s * rate), np.float32)]
     spans = []  # (turn, start s, end s) of the spoken words
@@ -123,7 +161,7 @@ def render_call(
         rng,
         config.channel,
         rate,
-        babble_voices=lambda voice_rng: _babble_voices(voice_rng, config),
+        babble_voices=lambda voice_rng: _babble_voices(voice_rng, engine, config),
     )
     audio = degraded.waveform
     timings["channel"] += time.perf_counter() - clock
@@ -151,5 +189,8 @@ def render_call(
         duration=audio.size / rate,
         snr_db=degraded.snr_db,
         noise=degraded.noise,
+        room=degraded.room,
+        engine=engine,
+        speakers=tuple(voice.speaker for voice in voices.values()),
         stage_seconds=timings,
     )

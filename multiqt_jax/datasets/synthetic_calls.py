@@ -10,11 +10,17 @@ beside the dataset and both configs read it. Written as ArrayRecord, read with
     builder.download_and_prepare()
     source = tfds.data_source("synthetic_calls/questions-smoke", data_dir=DIR)
 
+Calls are spoken by the training engines (`render.RenderConfig.engines` without the
+held-out one, taking turns call by call); with `heldout_engine` set (Piper by default)
+a `heldout` split holds further calls, from scripts of their own, spoken only by that
+engine: models trained on the `train` split's folds are scored on it to measure how
+they transfer to a synthesiser they never heard.
+
 Every record: `audio` float32 [frames, 40] log-mel at 10 ms (`features.FEATURES`),
 `labels` int32 [frames] class ids at 10 ms, the recognised words (`asr_word`,
 `asr_start`, `asr_end`, `asr_emitted` in seconds; the input pipeline turns them into
 character frames), `transcript`, `fold` (0-4, for 5-fold CV), `call_id`, `duration` (s),
-`snr_db`, `noise`.
+`snr_db`, `noise`, `speakers` ("|"-joined `speechkit.tts` speaker names).
 Same seed and size -> identical records.
 """
 
@@ -29,7 +35,7 @@ import tensorflow_datasets as tfds
 from multiqt_jax import labels
 from multiqt_jax.datasets import dialogue, render
 from multiqt_jax.datasets.features import NUM_FOLDS, call_features, word_fields
-from speechkit import asr, corpus, lm
+from speechkit import asr, corpus, lm, tts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,12 +43,13 @@ class CorpusSize:
     calls: int
     protocol_questions: tuple[int, int]  # per call (min, max)
     lm_calls: int  # scripts in the language-model text pool
+    heldout_calls: int  # calls of the heldout split
 
 
 SIZES = {
-    "smoke": CorpusSize(calls=5, protocol_questions=(1, 2), lm_calls=200),
-    "quick": CorpusSize(calls=100, protocol_questions=(3, 5), lm_calls=2000),
-    "full": CorpusSize(calls=1000, protocol_questions=(3, 6), lm_calls=5000),
+    "smoke": CorpusSize(calls=5, protocol_questions=(1, 2), lm_calls=200, heldout_calls=2),
+    "quick": CorpusSize(calls=100, protocol_questions=(3, 5), lm_calls=2000, heldout_calls=30),
+    "full": CorpusSize(calls=1000, protocol_questions=(3, 6), lm_calls=5000, heldout_calls=200),
 }
 SEED = 20_201_110
 
@@ -62,11 +69,11 @@ def build_language_model(size: str, path: str, seed: int = SEED) -> str:
 
 
 def _render_one(job) -> render.RenderedCall:
-    index, size, config, seed = job
+    index, size, config, seed, engine = job
     turns = dialogue.generate_call(
         np.random.default_rng([seed, 2, index]), SIZES[size].protocol_questions
     )
-    return render.render_call(turns, np.random.default_rng([seed, 3, index]), config)
+    return render.render_call(turns, np.random.default_rng([seed, 3, index]), config, engine)
 
 
 def render_calls(
@@ -75,17 +82,40 @@ def render_calls(
     config: render.RenderConfig,
     seed: int = SEED,
     workers: int | None = None,
+    split: str = "train",
 ) -> list[render.RenderedCall]:
-    """All calls of a size, rendered once and cached (`speechkit.corpus.render_cached`)."""
-    jobs = [(i, size, config, seed) for i in range(SIZES[size].calls)]
-    return corpus.render_cached(_render_one, jobs, cache_dir, f"synthetic_calls/{size}", workers)
+    """All calls of a size's split, rendered once and cached
+    (`speechkit.corpus.render_cached`). Training calls take the training engines in
+    turn; heldout calls (script indices after the training ones) the held-out engine."""
+    calls = SIZES[size].calls
+    if split == "train":
+        engines = config.training_engines
+        jobs = [(i, size, config, seed, engines[i % len(engines)]) for i in range(calls)]
+    elif split == "heldout":
+        if config.heldout_engine is None:
+            raise ValueError("split 'heldout': RenderConfig.heldout_engine is None")
+        jobs = [
+            (calls + i, size, config, seed, config.heldout_engine)
+            for i in range(SIZES[size].heldout_calls)
+        ]
+    else:
+        raise ValueError(f"split: expected 'train' or 'heldout', got {split!r}")
+    return corpus.render_cached(
+        _render_one,
+        jobs,
+        os.path.join(cache_dir, split),
+        f"synthetic_calls/{size} {split}",
+        workers,
+    )
 
 
 class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder):
     """Synthetic emergency calls for question and symptom tracking."""
 
-    VERSION = tfds.core.Version("1.1.0")
+    VERSION = tfds.core.Version("2.0.0")
     RELEASE_NOTES = {
+        "2.0.0": "several synthesisers, speed perturbation, rooms and microphones; a "
+        "heldout split spoken by an engine never heard in train",
         "1.0.1": "render cache files renamed (speechkit.corpus)",
         "1.1.0": "recogniser endpoints utterances at pauses and emits words as they settle",
     }
@@ -119,12 +149,19 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
             config.render_config,
             recognizer=dataclasses.replace(config.render_config.recognizer, language_model=lm_path),
         )
-        calls = render_calls(config.size, cache, render_config)
-        return {"train": self._generate_examples(calls, config.task)}
+        for engine in render_config.engines:
+            tts.require_engine(engine)
+        splits = ("train", "heldout") if render_config.heldout_engine else ("train",)
+        return {
+            split: self._generate_examples(
+                render_calls(config.size, cache, render_config, split=split), config.task, split
+            )
+            for split in splits
+        }
 
-    def _generate_examples(self, calls, task):
+    def _generate_examples(self, calls, task, split="train"):
         for index, call in enumerate(calls):
-            call_id = f"call-{index:05d}"
+            call_id = f"call-{index:05d}" if split == "train" else f"{split}-{index:05d}"
             yield (
                 call_id,
                 {
@@ -137,5 +174,6 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
                     "duration": call.duration,
                     "snr_db": call.snr_db,
                     "noise": call.noise,
+                    "speakers": "|".join(call.speakers),
                 },
             )

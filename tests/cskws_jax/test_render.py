@@ -34,12 +34,22 @@ def test_train_and_test_voices_are_disjoint():
         render.voice_variants("dev")
 
 
+def test_split_engines_and_voices():
+    config = render.KwsRenderConfig()
+    assert render.split_engines(config.engines, "piper", "train") == ("espeak",)
+    assert render.split_engines(config.engines, "piper", "heldout") == ("piper",)
+    assert render.split_voices("piper", "test") == ("joe",)
+    with pytest.raises(ValueError, match="no heldout_engine"):
+        render.split_engines(config.engines, None, "heldout")
+
+
 def test_word_intervals_cover_the_text_inside_the_audio(utterance):
     assert [w.word for w in utterance.words] == WORDS
     assert utterance.voice.variant in render.voice_variants("train")
     config = render.KwsRenderConfig()
     assert config.rate_wpm[0] <= utterance.voice.rate <= config.rate_wpm[1]
     assert config.pitch[0] <= utterance.voice.pitch <= config.pitch[1]
+    assert config.warp[0] <= utterance.voice.warp <= config.warp[1]
     assert utterance.noise in config.channel.noise_kinds
     assert config.channel.snr_db[0] <= utterance.snr_db <= config.channel.snr_db[1]
     starts = [w.start for w in utterance.words]

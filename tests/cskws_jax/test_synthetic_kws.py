@@ -41,13 +41,16 @@ def test_records_hold_keyword_intervals_inside_the_audio(smoke_build, split):
     data_dir, _ = smoke_build
     records = _records(data_dir, split)
     assert len(records) == synthetic_kws.SIZES["smoke"].utterances[split]
-    voices = set(render.voice_variants(split))
+    config = render.KwsRenderConfig()
+    engines = render.split_engines(config.engines, config.heldout_engine, split)
     for utterance_id, record in records.items():
         duration = float(record["duration"])
         frames = record["audio"].shape[0]
         assert record["audio"].shape == (frames, 64) and abs(frames - duration / 0.01) <= 1
         assert 2.0 <= duration <= 10.0, utterance_id
-        assert _text(record["speaker"]).split("+")[1] in voices
+        engine, voice = _text(record["speaker"]).split("@")[0].split(":")
+        assert engine in engines, utterance_id
+        assert voice.split("+")[-1] in render.split_voices(engine, split), utterance_id
         valid = record["keyword_valid"]
         count = int(valid.sum())
         assert valid.shape == (MAX_KEYWORDS,) and valid[:count].all() and not valid[count:].any()
@@ -63,25 +66,26 @@ def test_records_hold_keyword_intervals_inside_the_audio(smoke_build, split):
 
 
 @pytest.mark.slow
-def test_intervals_agree_with_espeak_and_reach_the_records(smoke_build):
+@pytest.mark.parametrize("split", ["train", "heldout"])
+def test_intervals_are_trusted_and_reach_the_records(smoke_build, split):
     data_dir, _ = smoke_build
-    records = _records(data_dir, "train")
-    tolerance = render.KwsRenderConfig().tolerance_s
+    records = _records(data_dir, split)
     sources = []
     for index in range(4):
-        utterance = synthetic_kws.render_one(_smoke_job("train", index))
+        utterance = synthetic_kws.render_one(_smoke_job(split, index))
         for word in utterance.words:
             sources.append(word.source)
-            assert abs(word.start - word.espeak_start) <= tolerance, word
-            assert abs(word.end - word.espeak_end) <= tolerance, word
-        record = records[f"train-{index:06d}"]
+            assert word.source in ("alignment", "engine"), word  # estimates are redrawn
+            if word.source == "engine":
+                assert (word.start, word.end) == (word.engine_start, word.engine_end)
+        record = records[f"{split}-{index:06d}"]
         keyword_words = [w for w in utterance.words if w.word in KEYWORDS]
         count = len(keyword_words)
         np.testing.assert_array_equal(
             record["keyword_start"][:count], np.float32([w.start for w in keyword_words])
         )
         np.testing.assert_array_equal(record["audio"], utterance.features)
-    # Most intervals come from the aligner, the rest fall back to espeak's events.
+    # Most intervals come from the aligner, the rest fall back to the engine's timings.
     assert sources.count("alignment") / len(sources) > 0.3
 
 
@@ -96,7 +100,14 @@ def test_report_counts_keywords_per_split(smoke_build):
         assert entry[split]["keyword_occurrences"] == occurrences
         assert sum(entry[split]["keywords"].values()) == occurrences
         assert entry[split]["utterances"] == len(records)
+        engines = entry[split]["engines"]
+        assert sum(e["utterances"] for e in engines.values()) == len(records)
+        assert all(0.5 <= e["mean_aligned_fraction"] <= 1 for e in engines.values()), engines
+    config = render.KwsRenderConfig()
+    assert set(entry["heldout"]["engines"]) == {config.heldout_engine}
+    assert config.heldout_engine not in entry["train"]["engines"]
     assert entry["hours"] > 0
+    assert set(report["synthesis_speed"]) >= {"espeak", "piper"}
 
 
 @pytest.mark.slow
@@ -116,5 +127,9 @@ def test_bad_settings_are_named():
         synthetic_kws.KwsConfig(size="huge")
     with pytest.raises(ValueError, match="noise_kinds"):
         render.KwsRenderConfig(channel=ChannelConfig(noise_kinds=("babble",)))
+    with pytest.raises(ValueError, match="leaves no engine for training"):
+        render.KwsRenderConfig(engines=("piper",), heldout_engine="piper")
+    with pytest.raises(ValueError, match="heldout_engine: expected one of"):
+        render.KwsRenderConfig(engines=("espeak",), heldout_engine="piper")
     with pytest.raises(ValueError, match="corpora: unknown"):
         build_data.build("smoke", "/nonexistent", corpora=("videos",))

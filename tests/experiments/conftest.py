@@ -33,3 +33,33 @@ def run_experiment(smoke_build):
         return done
 
     return run
+
+
+@pytest.fixture
+def check_multiqt_heldout():
+    """check(summary, num_folds): a MultiQT model's results.json entry holds its scores
+    on the held-out engine's calls (raw and smoothed, every fold, all in [0, 1]) and the
+    transfer ratios of their means to the in-engine ones."""
+    from experiments import multiqt
+    from experiments.evaluators import tracking
+
+    def check(summary: dict, num_folds: int) -> None:
+        heldout = summary[multiqt.HELDOUT]
+        assert heldout["smoothed"]["smoothing"] == summary["smoothed"]["smoothing"]
+        for part in (heldout, heldout["smoothed"]):
+            assert len(part["folds"]) == num_folds
+            for score in tracking.SCORES:
+                for name in tracking.PARTS:
+                    assert 0 <= part["mean"][score][name] <= 1, (score, name)
+                    for fold in part["folds"]:
+                        assert 0 <= fold[score][name] <= 1, (score, name)
+        assert set(summary["transfer"]) == set(multiqt.TRANSFER)
+        for key, (score, name) in multiqt.TRANSFER.items():
+            in_engine = summary["mean"][score][name]
+            if in_engine == 0:
+                assert summary["transfer"][key] is None
+            else:
+                expected = heldout["mean"][score][name] / in_engine
+                assert summary["transfer"][key] == pytest.approx(expected), key
+
+    return check

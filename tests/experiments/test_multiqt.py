@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 MODELS = "multimodal,rf"
@@ -45,7 +46,7 @@ def reference(smoke_build, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_smoke_cross_validation_writes_results(reference):
+def test_smoke_cross_validation_writes_results(reference, check_multiqt_heldout):
     _, results, done = reference
     assert set(results["models"]) == {"multimodal", "rf"}
     for summary in results["models"].values():
@@ -53,7 +54,73 @@ def test_smoke_cross_validation_writes_results(reference):
         for score in ("timestep", "instance"):
             assert set(summary["mean"][score]) == {"precision", "recall", "f1"}
             assert 0 <= summary["mean"][score]["f1"] <= 1
+        check_multiqt_heldout(summary, 5)  # neural and baseline alike
+    assert results["heldout_engine"] and results["heldout_calls"] > 0
     assert "TIMESTEP F1" in done.stdout and "multimodal" in done.stdout
+    assert done.stdout.count("  heldout engine") == 2
+    assert "held-out engine TIMESTEP F1" in done.stderr
+
+
+def test_gather_decodings_keeps_the_given_names_in_order():
+    from experiments import multiqt
+
+    def scores(value):
+        return {
+            "timestep": {"precision": value, "recall": value, "f1": value},
+            "instance": {"precision": 1.0, "recall": 0.5, "f1": value / 2},
+            "timestep_f1_per_class": [value, None, 1.0],
+        }
+
+    names = multiqt.decoding_names(heldout=True)
+    assert names == ("raw", "smoothed", "heldout-raw", "heldout-smoothed")
+    assert multiqt.decoding_names(heldout=False) == multiqt.DECODINGS
+    mine = {
+        fold: {name: scores(fold / 4 + i / 16) for i, name in enumerate(names)} for fold in (0, 2)
+    }
+    gathered = multiqt.gather_decodings(mine, names, num_folds=3, num_classes=3)
+    assert tuple(gathered) == names
+    for i, name in enumerate(names):
+        assert len(gathered[name]) == 3
+        for fold in (0, 2):
+            assert gathered[name][fold] == scores(fold / 4 + i / 16)  # exact in binary
+        assert np.isnan(gathered[name][1]["timestep"]["f1"])  # not owned here
+    # A process that owns no fold still gathers every decoding it is told of.
+    empty = multiqt.gather_decodings({}, names, num_folds=2, num_classes=3)
+    assert tuple(empty) == names and all(len(folds) == 2 for folds in empty.values())
+
+
+def test_heldout_summary_transfer_and_cache_check():
+    from experiments import multiqt
+
+    def fold(f1):
+        return {
+            "timestep": {"precision": f1, "recall": f1, "f1": f1},
+            "instance": {"precision": f1, "recall": f1, "f1": f1},
+            "timestep_f1_per_class": [f1],
+        }
+
+    smoothing = {"min_frames": 3, "latency_ms": 80.0}
+    per_fold = {
+        "raw": [fold(0.8), fold(0.6)],
+        "smoothed": [fold(0.7), fold(0.7)],
+        "heldout-raw": [fold(0.35), fold(0.35)],
+        "heldout-smoothed": [fold(0.3), fold(0.2)],
+    }
+    summary = multiqt.summarise_decodings(per_fold, smoothing)
+    assert summary["heldout"]["mean"]["timestep"]["f1"] == pytest.approx(0.35)
+    assert summary["heldout"]["smoothed"]["mean"]["timestep"]["f1"] == pytest.approx(0.25)
+    assert summary["transfer"] == pytest.approx({"timestep_f1": 0.5, "instance_f1": 0.5})
+    assert "  heldout engine" in multiqt.table({"audio": summary})
+    assert multiqt.ratio(0.3, 0.0) is None
+    in_engine_only = multiqt.summarise_decodings(
+        {key: per_fold[key] for key in multiqt.DECODINGS}, smoothing
+    )
+    assert "heldout" not in in_engine_only and "transfer" not in in_engine_only
+    # Scores saved without the heldout split are recomputed once the corpus has one.
+    assert multiqt._reusable(summary, smoothing, heldout=True)
+    assert multiqt._reusable(in_engine_only, smoothing, heldout=False)
+    assert not multiqt._reusable(in_engine_only, smoothing, heldout=True)
+    assert not multiqt._reusable(summary, {**smoothing, "min_frames": 2}, heldout=True)
 
 
 @pytest.mark.slow

@@ -8,11 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from experiments import cskws
+from experiments import cskws, reproduce
 
 
 @pytest.mark.slow
-def test_smoke_main_job_writes_results_and_the_report(run_experiment, tmp_path):
+def test_smoke_main_job_writes_results_and_the_report(
+    run_experiment, tmp_path, check_multiqt_heldout
+):
     done = run_experiment(
         "reproduce",
         tmp_path,
@@ -30,6 +32,12 @@ def test_smoke_main_job_writes_results_and_the_report(run_experiment, tmp_path):
         assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 1000, figure
     multiqt = json.loads((tmp_path / "multiqt" / "results.json").read_text())
     assert set(multiqt["models"]) == {"audio", "rf"} and multiqt["num_folds"] == 2
+    for summary in multiqt["models"].values():
+        check_multiqt_heldout(summary, 2)
+    assert report.count("### In-engine vs held-out engine") == 2
+    engine = multiqt["heldout_engine"]
+    assert f"The held-out engine is `{engine}`" in report
+    assert "| MultiQT (audio only) | " in report.split("### In-engine vs held-out engine")[1]
     assert "stage 4/4: report" in done.stderr
 
     kws = tmp_path / "cskws"
@@ -40,6 +48,19 @@ def test_smoke_main_job_writes_results_and_the_report(run_experiment, tmp_path):
         for key in (*cskws.REPORTED, "RTF"):
             assert np.isfinite(scores[key]), (name, key)
         assert 0 <= scores["mAP"] <= 1 and scores["RTF"] > 0
+        heldout = scores[cskws.HELDOUT]
+        assert set(heldout) == set(cskws.HELDOUT_REPORTED) and heldout["test_hours"] > 0
+        for key in cskws.REPORTED:
+            assert 0 <= heldout[key] <= 1, (name, key)
+        if scores["mAP"] == 0:
+            assert scores["transfer"] is None
+        else:
+            assert scores["transfer"] == pytest.approx(heldout["mAP"] / scores["mAP"])
+        assert (kws / name / "heldout" / "detections.npz").exists()
+        assert (kws / name / "heldout" / "detection_curves.json").exists()
+        # The saved scores keep them, so a resumed run does not recompute or lose them.
+        saved = json.loads((kws / name / "scores.json").read_text())
+        assert saved["heldout"] == heldout and cskws.reusable(saved, heldout=True)
         saved = np.load(kws / name / "detections.npz")
         assert saved["detection_score"].shape == saved["detection_valid"].shape
         curves = json.loads((kws / name / "detection_curves.json").read_text())
@@ -48,3 +69,17 @@ def test_smoke_main_job_writes_results_and_the_report(run_experiment, tmp_path):
         assert (kws / name / "tensorboard").is_dir()
     assert (kws / "afkws" / "bundle" / "bundle.json").exists()
     assert "sliding_window" in done.stdout and "RTF" in done.stdout
+    assert "heldout mAP" in done.stdout and "transfer" in done.stdout
+    assert results["heldout_engine"] == multiqt["heldout_engine"]
+    assert f"| {reproduce.KWS_NAMES['afkws']} | {results['models']['afkws']['mAP']:.3f} |" in report
+
+
+def test_report_transfer_tables_without_heldout_scores():
+    kws = {"dataset": "libritop20/top20", "models": {"afkws": {"mAP": 0.5}}}
+    assert "No held-out-engine split" in reproduce.kws_transfer_table(kws)[0]
+    mq = {"models": {"audio": {"mean": {}, "std": {}}}}
+    assert "No held-out-engine calls" in reproduce.multiqt_transfer_table(mq)[0]
+    assert not cskws.reusable({"mAP": 0.5}, heldout=True)
+    assert cskws.reusable({"mAP": 0.5}, heldout=False)
+    assert cskws.transfer_ratio(0.2, 0.0) is None
+    assert cskws.transfer_ratio(0.2, 0.4) == pytest.approx(0.5)

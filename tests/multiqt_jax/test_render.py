@@ -38,7 +38,18 @@ def test_shapes_labels_and_alignment(call):
     assert energy[q_frames].mean() > energy[:20].mean() + 1.0
 
 
+def test_piper_call_labels_its_turns():
+    piper = render.render_call(TURNS, np.random.default_rng(0), engine="piper")
+    assert piper.engine == "piper" and all(s.startswith("piper:joe") for s in piper.speakers)
+    questions = np.flatnonzero(piper.labels["questions"])
+    symptoms = np.flatnonzero(piper.labels["symptoms"])
+    assert questions.size and symptoms.size and questions[-1] < symptoms[0]
+    energy = piper.features.mean(axis=1)
+    assert energy[questions].mean() > energy[:20].mean() + 1.0
+
+
 def test_recognition_and_report(call):
+    assert call.engine == "espeak" and len(call.speakers) == 2
     assert call.asr_words and all(w.end <= call.duration + 0.02 for w in call.asr_words)
     assert call.noise in ("pink", "white", "babble") and 15 <= call.snr_db <= 30
     assert set(call.stage_seconds) == {"synthesis", "channel", "recognition", "features"}
@@ -71,5 +82,9 @@ def test_bad_config():
         render.RenderConfig(pause_s=(0.8, 0.2))
     with pytest.raises(ValueError, match="pitch: expected"):
         render.RenderConfig(pitch=(70, 30))
+    with pytest.raises(ValueError, match="leaves no engine for training"):
+        render.RenderConfig(engines=("piper",), heldout_engine="piper")
+    with pytest.raises(ValueError, match="engine: expected one of"):
+        render.render_call(TURNS, np.random.default_rng(0), engine="flite")
     with pytest.raises(ValueError, match="no turns"):
         render.render_call((), np.random.default_rng(0))

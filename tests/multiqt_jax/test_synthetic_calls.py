@@ -12,8 +12,8 @@ from multiqt_jax.datasets.features import recognised_words
 from speechkit import asr
 
 
-def _records(data_dir, name):
-    source = tfds.data_source(f"synthetic_calls/{name}", data_dir=str(data_dir))["train"]
+def _records(data_dir, name, split="train"):
+    source = tfds.data_source(f"synthetic_calls/{name}", data_dir=str(data_dir))[split]
     return {record["call_id"]: record for record in (source[i] for i in range(len(source)))}
 
 
@@ -37,6 +37,23 @@ def test_records_are_consistent(smoke_build):
         words = recognised_words(record)
         text = asr.char_frames(words, frames // 2, causal=True)
         assert text.shape == (frames // 2, asr.NUM_SYMBOLS)
+        assert record["speakers"].decode().startswith("espeak:")
+
+
+@pytest.mark.slow
+def test_heldout_calls_are_spoken_by_the_heldout_engine_only(smoke_build):
+    data_dir, report = smoke_build
+    heldout = _records(data_dir, "questions-smoke", "heldout")
+    train = _records(data_dir, "questions-smoke")
+    assert len(heldout) == 2 and not heldout.keys() & train.keys()
+    transcripts = {r["transcript"] for r in train.values()}
+    for record in heldout.values():
+        assert {s.split(":")[0] for s in record["speakers"].decode().split("|")} == {"piper"}
+        assert record["transcript"] not in transcripts  # scripts of their own
+        assert record["labels"].max() > 0
+    entry = report["configs"]["synthetic_calls/questions-smoke"]
+    assert set(entry["engines"]) == {"espeak"} and set(entry["heldout"]["engines"]) == {"piper"}
+    assert entry["engines"]["espeak"]["speakers"] >= 5  # dispatcher and caller per call
 
 
 @pytest.mark.slow
@@ -57,7 +74,8 @@ def test_report_and_determinism(smoke_build, tmp_path):
     stream = entry["text_stream"]
     assert stream["words"] >= 50
     assert stream["lag_p90_s"] <= 1.5 and stream["within_2s"] >= 0.9
-    assert stream["emitted_after_call_end"] <= 0.05
+    # Reverberant rooms fill some of the pauses the endpointer waits for (0.10 here).
+    assert stream["emitted_after_call_end"] <= 0.15
     assert stream["nonblank_text_frames_causal"] >= 0.5 * stream["nonblank_text_frames_offline"]
     # A second build from scratch gives identical records.
     build_data.build("smoke", str(tmp_path), corpora=("calls",))

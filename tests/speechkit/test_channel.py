@@ -1,12 +1,14 @@
 """speechkit.channel: SNR, spectra of the noises, the telephone band, determinism."""
 
 import dataclasses
+import hashlib
 
 import numpy as np
 import pytest
+import soundfile
 from scipy import signal as scipy_signal
 
-from speechkit import channel
+from speechkit import channel, rooms
 
 RATE = 16_000
 
@@ -111,11 +113,23 @@ def test_wideband_telephone_keeps_speech_band():
         (dict(snr_db=(30.0, 5.0)), r"snr_db: expected \(low, high\) with low <= high"),
         (dict(gain_db=(3.0, -6.0)), "gain_db: expected"),
         (dict(babble_talkers=0), "ChannelConfig.babble_talkers: expected an int >= 1"),
+        (
+            dict(reverb_probability=1.5),
+            r"ChannelConfig.reverb_probability: expected a value in \[0, 1\], got 1.5",
+        ),
+        (dict(colour_probability=-0.1), r"ChannelConfig.colour_probability: expected a value in"),
     ],
 )
 def test_channel_config_names_the_bad_field(kwargs, pattern):
     with pytest.raises(ValueError, match=pattern):
         channel.ChannelConfig(**kwargs)
+
+
+def test_channel_config_type_errors_name_the_field():
+    with pytest.raises(TypeError, match="ChannelConfig.reverb_probability: expected a number"):
+        channel.ChannelConfig(reverb_probability="often")
+    with pytest.raises(TypeError, match="ChannelConfig.room: expected a rooms.RoomConfig"):
+        channel.ChannelConfig(room=(0.2, 0.8))
 
 
 def test_degrade_reaches_the_drawn_snr_and_gain():
@@ -201,3 +215,138 @@ def test_docstring_example():
     import doctest
 
     assert doctest.testmod(channel).failed == 0
+
+
+def _speech():
+    t = np.arange(RATE) / RATE
+    return (0.3 * np.sin(2 * np.pi * 220 * t) * np.sin(2 * np.pi * 3 * t)).astype(np.float32)
+
+
+# Recorded with `degrade` as it was before rooms and microphones existed: sha256 (first 16
+# hex digits) of the waveform's bytes, noise, SNR, gain, then the rng's next integers(2**31).
+BEFORE_ROOMS = [
+    (
+        dict(snr_db=(5.0, 25.0), noise_kinds=("white",), telephone="narrowband", gain_db=(-6, 6)),
+        False,
+        0,
+        ("68223ffc6e476639", "white", 17.739233746429086, -1.375431410388975, 1628270365),
+    ),
+    (
+        dict(snr_db=(5.0, 25.0), noise_kinds=("white",), telephone="narrowband", gain_db=(-6, 6)),
+        False,
+        7,
+        ("efa99e26c338e96d", "white", 17.50190933209334, 0.9955248159903292, 1338605603),
+    ),
+    (
+        dict(snr_db=(0.0, 10.0), noise_kinds=("white",), telephone="wideband"),
+        False,
+        0,
+        ("9e26acdaee164fe3", "white", 6.369616873214543, 0.0, 1876935982),
+    ),
+    (dict(), False, 0, ("fb4ddad0c751db0a", "white", 19.046800706458054, 0.0, 1367864807)),
+    (dict(), False, 7, ("afb2e43e41178441", "white", 28.458207014543632, 0.0, 1342382292)),
+    (
+        dict(noise_kinds=("pink",), gain_db=(-3.0, 3.0)),
+        False,
+        3,
+        ("0dd2cee8b40b9c2c", "pink", 16.284737507154365, -2.773363988491635, 1004701185),
+    ),
+    (
+        dict(noise_kinds=("pink",), gain_db=(-3.0, 3.0)),
+        True,
+        3,
+        ("f6742a8ecafc8829", "pink", 27.319755955126507, -2.773363988491635, 1004701185),
+    ),
+]
+
+
+@pytest.mark.parametrize("kwargs, noise_before_snr, seed, expected", BEFORE_ROOMS)
+def test_defaults_reproduce_corpora_built_before_rooms(kwargs, noise_before_snr, seed, expected):
+    """Without rooms and microphones (the defaults) `degrade` gives the same bytes and
+    draws the same numbers as before they existed."""
+    rng = np.random.default_rng(seed)
+    config = channel.ChannelConfig(**kwargs)
+    degraded = channel.degrade(_speech(), rng, config, RATE, noise_before_snr=noise_before_snr)
+    digest = hashlib.sha256(degraded.waveform.tobytes()).hexdigest()[:16]
+    found = (digest, degraded.noise, degraded.snr_db, degraded.gain_db, int(rng.integers(2**31)))
+    assert found == expected
+    assert (degraded.room, degraded.coloured) == ("none", False)
+
+
+def test_degrade_in_a_room_and_through_a_microphone():
+    speech = _speech()
+    config = channel.ChannelConfig(
+        snr_db=(12.0, 12.0),
+        noise_kinds=("white",),
+        gain_db=(-3.0, 0.0),
+        reverb_probability=1.0,
+        colour_probability=1.0,
+    )
+    rng = np.random.default_rng(5)
+    degraded = channel.degrade(speech, rng, config, RATE)
+    assert degraded.room.startswith("simulated rt60=") and degraded.coloured
+    again = channel.degrade(speech, np.random.default_rng(5), config, RATE)
+    np.testing.assert_array_equal(degraded.waveform, again.waveform)
+    assert degraded == dataclasses.replace(again, waveform=degraded.waveform)
+    assert degraded.waveform.shape == speech.shape and degraded.waveform.dtype == np.float32
+
+    # The documented order: kind, SNR, noise, gain, then one seed for room and microphone;
+    # the SNR holds against the reverberant, coloured speech.
+    reference = np.random.default_rng(5)
+    assert config.noise_kinds[int(reference.integers(1))] == degraded.noise
+    assert float(reference.uniform(12.0, 12.0)) == degraded.snr_db
+    noise = channel.white_noise(reference, speech.size)
+    assert float(reference.uniform(-3.0, 0.0)) == degraded.gain_db
+    wet, room, coloured = channel.acoustics(speech, reference, config, RATE)
+    assert (room, coloured) == (degraded.room, True)
+    assert reference.integers(2**31) == rng.integers(2**31)  # the parent: one draw more
+    mix = channel.add_noise(wet, noise, 12.0)
+    expected = np.clip(channel.gain(mix, degraded.gain_db), -1.0, 1.0)
+    np.testing.assert_array_equal(degraded.waveform, expected)
+    measured = 10 * np.log10(channel.power(wet) / channel.power(mix - wet))
+    assert measured == pytest.approx(12.0, abs=1e-3)
+    assert channel.power(wet) == pytest.approx(channel.power(speech), rel=1e-5)
+    assert not np.allclose(wet, speech, atol=1e-3)
+
+
+def test_acoustics_draws_each_effect_with_its_probability():
+    speech = _speech()[:4000]
+    half = channel.ChannelConfig(reverb_probability=0.5, colour_probability=0.5)
+    colour_only = dataclasses.replace(half, reverb_probability=0.0)
+    drawn, colour_alone = [], []
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        drawn.append(channel.acoustics(speech, rng, half, RATE)[1:])
+        colour_alone.append(
+            channel.acoustics(speech, np.random.default_rng(seed), colour_only, RATE)[2]
+        )
+    reverberant = sum(room != "none" for room, _ in drawn)
+    coloured = sum(flag for _, flag in drawn)
+    assert 10 <= reverberant <= 30 and 10 <= coloured <= 30
+    # The colouring draws do not depend on whether a room was drawn.
+    assert colour_alone == [flag for _, flag in drawn]
+
+
+def test_acoustics_advances_the_rng_by_one_draw():
+    speech = _speech()[:4000]
+    for config in (
+        channel.ChannelConfig(reverb_probability=1.0),
+        channel.ChannelConfig(colour_probability=0.3),
+        channel.ChannelConfig(),
+    ):
+        rng, reference = np.random.default_rng(1), np.random.default_rng(1)
+        channel.acoustics(speech, rng, config, RATE)
+        if config.reverb_probability or config.colour_probability:
+            reference.integers(2**63)
+        assert rng.integers(2**31) == reference.integers(2**31)
+
+
+def test_degrade_with_measured_rooms(tmp_path):
+    impulse = np.zeros(800, np.float32)
+    impulse[[40, 300]] = [0.7, 0.2]
+    soundfile.write(tmp_path / "office.wav", impulse, 8_000)
+    config = channel.ChannelConfig(
+        reverb_probability=1.0, room=rooms.RoomConfig(impulse_dir=str(tmp_path))
+    )
+    degraded = channel.degrade(_speech(), np.random.default_rng(0), config, RATE)
+    assert degraded.room == "office.wav" and not degraded.coloured

@@ -88,3 +88,59 @@ def test_docstring_example():
     import doctest
 
     assert doctest.testmod(tts).failed == 0
+
+
+@pytest.fixture(scope="module")
+def neural():
+    return tts.synthesize(SENTENCE, tts.PiperVoice())
+
+
+def test_piper_words_are_timed_inside_the_audio(neural):
+    assert [w.text for w in neural.words] == re.findall(r"[\w']+", SENTENCE)
+    starts = [w.start for w in neural.words]
+    assert starts == sorted(starts)
+    assert all(0 <= w.start < w.end <= neural.duration + 1e-9 for w in neural.words)
+    rate, wave = neural.sample_rate, neural.waveform
+    loud = np.sqrt(np.mean(wave**2))
+    exact = [w for w in neural.words if w.exact]
+    # "I can't breathe." is timed by the model's own phoneme durations; in the first
+    # sentence the phonemiser joins "of the", so its words are estimates.
+    assert [w.text for w in exact] == ["I", "can't", "breathe"]
+    for word in exact:
+        span = wave[int(word.start * rate) : int(word.end * rate)]
+        assert np.sqrt(np.mean(span**2)) > 0.2 * loud, word
+
+
+def test_piper_is_deterministic_whatever_ran_before(neural):
+    tts.synthesize("Something else first.", tts.PiperVoice(length_scale=1.3))
+    again = tts.synthesize(SENTENCE, tts.PiperVoice())
+    np.testing.assert_array_equal(again.waveform, neural.waveform)
+
+
+def test_warp_scales_duration_and_timings(neural):
+    faster = tts.synthesize(SENTENCE, tts.PiperVoice(warp=1.25))
+    assert faster.duration == pytest.approx(neural.duration / 1.25, abs=0.01)
+    for slow, fast in zip(neural.words, faster.words, strict=True):
+        assert fast.start == pytest.approx(slow.start / 1.25, abs=1e-3)
+    assert tts.Voice(warp=1.1).speaker == "espeak:en-us@1.10"
+    assert tts.PiperVoice().speaker == "piper:joe"
+
+
+def test_draw_speaker_per_engine():
+    rng = np.random.default_rng(0)
+    config = tts.SpeakerConfig(tempo=(0.8, 1.25), warp=(0.9, 1.1))
+    piper = [tts.draw_speaker(rng, "piper", ("joe",), config) for _ in range(20)]
+    assert all(0.8 - 1e-9 <= v.length_scale <= 1.25 + 1e-9 for v in piper)
+    assert len({v.warp for v in piper}) > 10 and all(0.9 <= v.warp <= 1.1 for v in piper)
+    # Without a warp range espeak draws exactly what draw_voice draws.
+    plain = tts.SpeakerConfig(rate_wpm=(150, 160), pitch=(40, 50))
+    first = tts.draw_speaker(np.random.default_rng(3), "espeak", ("f1", "m2"), plain)
+    second = tts.draw_voice(np.random.default_rng(3), ("f1", "m2"), (150, 160), (40, 50))
+    assert first == second
+    assert {"espeak", "piper"} <= set(tts.available_engines())
+    with pytest.raises(ValueError, match="engine: expected one of"):
+        tts.draw_speaker(rng, "flite", ("x",), config)
+    with pytest.raises(ValueError, match=r"SpeakerConfig.warp\[1\]"):
+        tts.SpeakerConfig(warp=(1.0, 2.0))
+    with pytest.raises(ValueError, match="PiperVoice.model"):
+        tts.PiperVoice(model="amy")
