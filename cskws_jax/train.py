@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cskws_jax import decode, losses, model, targets
+from speechkit import augment as augment_lib
 from speechkit import checks
 from speechkit.optim import OptimizerConfig, TrainState
 
@@ -45,12 +46,17 @@ class AugmentConfig:
     max_time_width: int = 20  # frames (10 ms), each run's width drawn from [0, this]
 
     def __post_init__(self):
-        for name in ("freq_masks", "max_freq_width", "time_masks", "max_time_width"):
-            checks.require_int(f"AugmentConfig.{name}", getattr(self, name), at_least=0)
+        self.masks  # noqa: B018 - checks the mask fields
         checks.require_interval("AugmentConfig.gain_db", self.gain_db)
         checks.require_interval("AugmentConfig.snr_db", self.snr_db)
         checks.require_number(
             "AugmentConfig.noise_probability", self.noise_probability, at_least=0, at_most=1
+        )
+
+    @property
+    def masks(self) -> augment_lib.MaskConfig:
+        return augment_lib.MaskConfig(
+            self.freq_masks, self.max_freq_width, self.time_masks, self.max_time_width
         )
 
 
@@ -88,35 +94,8 @@ def augment(features, mask, rng, config: AugmentConfig):
     use_noise = jax.random.uniform(pick_key, (batch, 1, 1)) < config.noise_probability
     features = jnp.where(use_noise, noisy, features)
     # Masks draw from a key of their own, so configs without them keep their numbers.
-    features = spec_augment(features, mask, jax.random.fold_in(rng, 1), config)
+    features = augment_lib.spec_augment(features, mask, jax.random.fold_in(rng, 1), config.masks)
     return jnp.where(mask[..., None], features, 0.0)
-
-
-def _masked_runs(rng, batch: int, length: int, count: int, max_width: int):
-    """bool [batch, length]: `count` runs per row, widths in [0, max_width], anywhere."""
-    width_key, start_key = jax.random.split(rng)
-    widths = jax.random.randint(width_key, (batch, count, 1), 0, max_width + 1)
-    starts = jax.random.randint(start_key, (batch, count, 1), 0, length)
-    positions = jnp.arange(length)[None, None, :]
-    return jnp.any((positions >= starts) & (positions < starts + widths), axis=1)
-
-
-def spec_augment(features, mask, rng, config: AugmentConfig):
-    """SpecAugment-style masking of features float [B, T, F] (mask bool [B, T]): the
-    masked bins / frames take the crop's mean log-mel over its valid frames."""
-    batch, frames, bins = features.shape
-    valid = mask[..., None].astype(features.dtype)
-    fill = jnp.sum(features * valid, axis=(1, 2), keepdims=True) / jnp.maximum(
-        jnp.sum(valid, axis=(1, 2), keepdims=True) * bins, 1.0
-    )
-    freq_key, time_key = jax.random.split(rng)
-    if config.freq_masks:
-        bands = _masked_runs(freq_key, batch, bins, config.freq_masks, config.max_freq_width)
-        features = jnp.where(bands[:, None, :], fill, features)
-    if config.time_masks:
-        runs = _masked_runs(time_key, batch, frames, config.time_masks, config.max_time_width)
-        features = jnp.where(runs[:, :, None], fill, features)
-    return features
 
 
 def create_train_state(net, config: OptimizerConfig, rng, batch) -> TrainState:

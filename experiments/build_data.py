@@ -2,11 +2,13 @@
 
     python -m experiments.build_data --size=quick --data_dir=~/tensorflow_datasets
     python -m experiments.build_data --size=smoke --corpora=kws
+    python -m experiments.build_data --size=quick --engine_set=festival   # + Festival
 
 Sizes: smoke (tests, seconds), quick (the main job's default), full. Corpora: `calls`
 (synthetic_calls: the `questions` and `symptoms` configs share one rendering of the
-calls) and `kws` (synthetic_kws). Prints progress and writes
-`<data_dir>/build_report-<size>.json`: build seconds per config, corpus hours, class or
+calls) and `kws` (synthetic_kws). Engine sets (`speechkit.tts.ENGINE_SETS`): `pip`
+(default) or `festival` (configs named `<...>-festival`). Prints progress and writes
+`<data_dir>/build_report-<size>[-festival].json`: build seconds per config, corpus hours, class or
 keyword counts per split, the recogniser's word and character error rates and its text
 stream (word emission lag, non-blank text frames; calls), the share of keyword-corpus
 word intervals that came from forced alignment, and per synthesiser (engine): the
@@ -155,11 +157,11 @@ def kws_report(source, keywords) -> dict:
     }
 
 
-def build_calls(size: str, data_dir: str) -> dict:
-    """Both synthetic_calls configs of a size; their report entries."""
+def build_calls(size: str, data_dir: str, engine_set: str = "pip") -> dict:
+    """Both synthetic_calls configs of a size and engine set; their report entries."""
     configs = {}
     for task in labels.TASKS:
-        name = f"{task}-{size}"
+        name = tts.corpus_config_name(f"{task}-{size}", engine_set)
         _log(f"building synthetic_calls/{name} in {data_dir}")
         started = time.perf_counter()
         builder = synthetic_calls.SyntheticCalls(
@@ -181,12 +183,15 @@ def build_calls(size: str, data_dir: str) -> dict:
     return configs
 
 
-def build_kws(size: str, data_dir: str) -> dict:
-    """The synthetic_kws config of a size; its report entry."""
-    name = f"synthetic_kws/{size}"
+def build_kws(size: str, data_dir: str, engine_set: str = "pip") -> dict:
+    """The synthetic_kws config of a size and engine set; its report entry."""
+    config = tts.corpus_config_name(size, engine_set)
+    name = f"synthetic_kws/{config}"
     _log(f"building {name} in {data_dir}")
     started = time.perf_counter()
-    builder = synthetic_kws.SyntheticKws(config=size, data_dir=data_dir, file_format="array_record")
+    builder = synthetic_kws.SyntheticKws(
+        config=config, data_dir=data_dir, file_format="array_record"
+    )
     builder.download_and_prepare()
     seconds = time.perf_counter() - started
     keywords = list(builder.info.metadata["keywords"])
@@ -203,19 +208,22 @@ def build_kws(size: str, data_dir: str) -> dict:
 BUILDERS = {"calls": build_calls, "kws": build_kws}
 
 
-def build(size: str, data_dir: str, corpora=tuple(BUILDERS)) -> dict:
-    """Builds `corpora` of one size into data_dir; writes and returns the report (an
-    existing report of the size keeps the entries of corpora not rebuilt)."""
+def build(size: str, data_dir: str, corpora=tuple(BUILDERS), engine_set: str = "pip") -> dict:
+    """Builds `corpora` of one size and engine set (`speechkit.tts.ENGINE_SETS`) into
+    data_dir; writes and returns the report (an existing report of the size keeps the
+    entries of corpora not rebuilt)."""
     unknown = set(corpora) - set(BUILDERS)
     if unknown:
         raise ValueError(f"corpora: unknown {sorted(unknown)}; expected some of {list(BUILDERS)}")
-    path = os.path.join(data_dir, f"build_report-{size}.json")
+    for engine in tts.ENGINE_SETS[engine_set][0] if engine_set in tts.ENGINE_SETS else ():
+        tts.require_engine(engine)  # before any work: the error says what to install
+    path = os.path.join(data_dir, f"build_report-{tts.corpus_config_name(size, engine_set)}.json")
     report = {"size": size, "configs": {}}
     if os.path.exists(path):
         with open(path) as previous:
             report["configs"].update(json.load(previous).get("configs", {}))
     for corpus in corpora:
-        report["configs"].update(BUILDERS[corpus](size, data_dir))
+        report["configs"].update(BUILDERS[corpus](size, data_dir, engine_set))
     report["synthesis_speed"] = synthesis_speed()
     _log(
         "synthesis seconds per second of speech: "
@@ -241,9 +249,16 @@ def main(argv=None) -> int:
         default=",".join(BUILDERS),
         help=f"comma-separated, some of {','.join(BUILDERS)} (default: all)",
     )
+    parser.add_argument(
+        "--engine_set",
+        choices=sorted(tts.ENGINE_SETS),
+        default="pip",
+        help="synthesisers (speechkit.tts.ENGINE_SETS): pip (espeak-ng and Piper, the "
+        "default) or festival (adds Debian's Festival; its packages must be installed)",
+    )
     args = parser.parse_args(argv)
     corpora = tuple(name for name in args.corpora.split(",") if name)
-    build(args.size, os.path.expanduser(args.data_dir), corpora)
+    build(args.size, os.path.expanduser(args.data_dir), corpora, args.engine_set)
     return 0
 
 

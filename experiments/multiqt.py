@@ -48,7 +48,7 @@ from experiments.evaluators import tracking
 from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model, train
 from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import recognised_words
-from speechkit import files
+from speechkit import augment, files, tts
 from speechkit.optim import OptimizerConfig, TrainState
 
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
@@ -74,7 +74,7 @@ def load_corpus(config):
     their `input_pipeline.CorpusIndex`, then the same of the heldout split (None, None
     when the corpus has none)."""
     data_dir = _data_dir(config)
-    name = f"{config.task}-{config.size}"
+    name = corpus_name(config)
     if config.build_missing and jax.process_index() == 0:
         builder = synthetic_calls.SyntheticCalls(
             config=name, data_dir=data_dir, file_format="array_record"
@@ -93,15 +93,18 @@ def load_corpus(config):
     )
 
 
+def corpus_name(config) -> str:
+    """The synthetic_calls config: `<task>-<size>`, `-<engine set>` unless "pip"."""
+    return tts.corpus_config_name(f"{config.task}-{config.size}", config.engine_set)
+
+
 def _data_dir(config) -> str:
     return os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
 
 
 def heldout_engine(config) -> str | None:
     """The synthesiser of the corpus's heldout calls, from its builder config."""
-    builder = synthetic_calls.SyntheticCalls(
-        config=f"{config.task}-{config.size}", data_dir=_data_dir(config)
-    )
+    builder = synthetic_calls.SyntheticCalls(config=corpus_name(config), data_dir=_data_dir(config))
     return builder.builder_config.render_config.heldout_engine
 
 
@@ -290,8 +293,11 @@ class FoldTrainer:
         return folds.to_global(jax.tree_util.tree_map(np.asarray, local), self.mesh)
 
     def _step_fn(self):
+        masks = common.build(augment.MaskConfig, self.config.augment, "config.augment")
+
         def one_fold(state, batch, rng, weights):
-            return train.train_step(self.net, state, batch, jax.random.wrap_key_data(rng), weights)
+            key = jax.random.wrap_key_data(rng)
+            return train.train_step(self.net, state, batch, key, weights, masks)
 
         loop = folds.default_loop() if self.config.fold_loop == "auto" else self.config.fold_loop
         return folds.fold_parallel(one_fold, self.mesh, loop=loop)
@@ -368,7 +374,7 @@ class FoldTrainer:
             params,
             self.classes,
             bundle.DecodeConfig(causal_text=causal_text(self.config)),
-            corpus=f"synthetic_calls/{self.config.task}-{self.config.size}",
+            corpus=f"synthetic_calls/{corpus_name(self.config)}",
         )
 
     def _save_timeline(self, params, record_index: int) -> None:

@@ -31,7 +31,7 @@ from cskws_jax.datasets import render as kws_render  # noqa: E402
 from experiments import build_data, common, cskws, multiqt  # noqa: E402
 from multiqt_jax import labels  # noqa: E402
 from multiqt_jax.datasets import render as calls_render  # noqa: E402
-from speechkit import files  # noqa: E402
+from speechkit import files, tts  # noqa: E402
 
 log = common.logger("reproduce")
 
@@ -68,11 +68,12 @@ def run(config, workdir: str) -> str:
     seconds = {}
 
     started = time.perf_counter()
-    log(f"stage 1/4: corpora ({config.size}) in {data_dir}")
-    build = build_data.build(config.size, data_dir)
+    log(f"stage 1/4: corpora ({config.size}, engine set {config.engine_set}) in {data_dir}")
+    build = build_data.build(config.size, data_dir, engine_set=config.engine_set)
     seconds["corpora"] = time.perf_counter() - started
 
-    config.multiqt.size, config.cskws.dataset = config.size, f"synthetic_kws/{config.size}"
+    config.multiqt.size, config.multiqt.engine_set = config.size, config.engine_set
+    config.cskws.dataset = f"synthetic_kws/{tts.corpus_config_name(config.size, config.engine_set)}"
     for stage, (name, module, sub) in enumerate(
         (("multiqt", multiqt, config.multiqt), ("cskws", cskws, config.cskws)), start=2
     ):
@@ -295,7 +296,7 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
     if timeline is not None:
         timeline_figure(timeline, figures["timeline"])
     kws_figures(workdir, list(kws["models"]), figures)
-    calls = build["configs"].get(f"synthetic_calls/{config.multiqt.task}-{config.size}", {})
+    calls = build["configs"].get(f"synthetic_calls/{multiqt.corpus_name(config.multiqt)}", {})
     kws_build = build["configs"].get(config.cskws.dataset, {})
     lines = [
         f"# Reproduction report ({config.preset})",
@@ -306,7 +307,7 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         "",
         "## Data",
         "",
-        f"- Calls `synthetic_calls/{config.multiqt.task}-{config.size}`: "
+        f"- Calls `synthetic_calls/{multiqt.corpus_name(config.multiqt)}`: "
         f"{calls.get('examples', '?')} calls, {calls.get('hours', float('nan')):.2f} h, "
         f"recogniser WER {calls.get('word_error_rate', float('nan')):.1%}; "
         + _text_stream_line(calls.get("text_stream"), config.multiqt.text_stream),

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from speechkit.augment import spec_augment
 from speechkit.losses import cross_entropy
 from speechkit.optim import OptimizerConfig, TrainState
 
@@ -58,9 +59,13 @@ def _targets(net, batch, logits_mask):
     return labels, mask & logits_mask & batch["example_mask"][:, None]
 
 
-def loss(net, params, batch, rng, class_weights=None) -> jax.Array:
+def loss(net, params, batch, rng, class_weights=None, masks=None) -> jax.Array:
     """The training loss of a batch: masked, class-weighted cross-entropy at the output
-    clock, with dropout from `rng` (a PRNG key)."""
+    clock, with dropout from `rng` (a PRNG key) and, with `masks` (a
+    `speechkit.augment.MaskConfig`), SpecAugment-style masks on the audio features."""
+    if masks is not None:
+        audio = spec_augment(batch["audio"], batch["audio_mask"], jax.random.fold_in(rng, 1), masks)
+        batch = {**batch, "audio": audio}
     outputs, logits_mask = net.apply(
         params,
         model_inputs(batch),
@@ -72,9 +77,12 @@ def loss(net, params, batch, rng, class_weights=None) -> jax.Array:
     return cross_entropy(outputs["logits"], labels, mask, class_weights)
 
 
-def train_step(net, state: TrainState, batch, rng, class_weights=None):
-    """One optimiser step on a batch -> (new state, {"loss", "grad_norm"})."""
-    value, grads = jax.value_and_grad(loss, argnums=1)(net, state.params, batch, rng, class_weights)
+def train_step(net, state: TrainState, batch, rng, class_weights=None, masks=None):
+    """One optimiser step on a batch -> (new state, {"loss", "grad_norm"}); `masks` as
+    in `loss`."""
+    value, grads = jax.value_and_grad(loss, argnums=1)(
+        net, state.params, batch, rng, class_weights, masks
+    )
     return state.apply_gradients(grads), {"loss": value, "grad_norm": optax.tree.norm(grads)}
 
 

@@ -72,11 +72,31 @@ _PARAMETERS = {"rate": 1, "volume": 2, "pitch": 3, "range": 4, "wordgap": 7}
 _WORD = re.compile(r"[\w']+")
 _SENTENCE = re.compile(r"[^.!?]*[^.!?\s][^.!?]*[.!?]*|[.!?]+")
 ENGINES = ("espeak", "piper", "festival")
+# The engine sets the embedded corpora come in: name -> (engines, the held-out engine
+# that speaks only their heldout split). "pip": the pip-installable engines alone (the
+# default); "festival": Debian's Festival voices join espeak-ng for training.
+ENGINE_SETS = {
+    "pip": (("espeak", "piper"), "piper"),
+    "festival": (("espeak", "festival", "piper"), "piper"),
+}
 WARP_RANGE = (0.7, 1.4)  # speed perturbation factors a voice accepts
 
 
+class _Speaker:
+    """What every engine's voice has: `engine`, `name`, `warp` -> `speaker`."""
+
+    engine: str
+    name: str
+    warp: float
+
+    @property
+    def speaker(self) -> str:
+        """The speaker as the corpora record it: "engine:voice", "@warp" unless 1."""
+        return f"{self.engine}:{self.name}" + ("" if self.warp == 1.0 else f"@{self.warp:.2f}")
+
+
 @dataclasses.dataclass(frozen=True)
-class Voice:
+class Voice(_Speaker):
     """An espeak-ng voice: language, optional variant (`variants()`), prosody."""
 
     language: str = "en-us"
@@ -105,25 +125,16 @@ class Voice:
         """espeak-ng's name of the voice ("en-us+f3")."""
         return self.language if self.variant is None else f"{self.language}+{self.variant}"
 
-    @property
-    def speaker(self) -> str:
-        """The speaker as the corpora record it: engine, voice, warp."""
-        return _speaker(self.engine, self.name, self.warp)
-
 
 def _check_warp(owner: str, warp: float) -> None:
     checks.require_number(f"{owner}.warp", warp, at_least=WARP_RANGE[0], at_most=WARP_RANGE[1])
-
-
-def _speaker(engine: str, voice: str, warp: float) -> str:
-    return f"{engine}:{voice}" + ("" if warp == 1.0 else f"@{warp:.2f}")
 
 
 PIPER_MODELS = ("joe",)  # name -> the `<name>-us-piper-voice` wheel
 
 
 @dataclasses.dataclass(frozen=True)
-class PiperVoice:
+class PiperVoice(_Speaker):
     """A Piper voice: the model (`PIPER_MODELS`), its tempo and a warp."""
 
     model: str = "joe"
@@ -141,13 +152,9 @@ class PiperVoice:
     def name(self) -> str:
         return self.model
 
-    @property
-    def speaker(self) -> str:
-        return _speaker(self.engine, self.name, self.warp)
-
 
 @dataclasses.dataclass(frozen=True)
-class FestivalVoice:
+class FestivalVoice(_Speaker):
     """A Festival voice (`speechkit.festival.VOICES`), its tempo and a warp."""
 
     voice: str = "kal_diphone"
@@ -168,10 +175,6 @@ class FestivalVoice:
     @property
     def name(self) -> str:
         return self.voice
-
-    @property
-    def speaker(self) -> str:
-        return _speaker(self.engine, self.name, self.warp)
 
 
 AnyVoice = Voice | PiperVoice | FestivalVoice
@@ -517,6 +520,12 @@ def engine_voices(engine: str) -> tuple[str, ...]:
     from speechkit import festival
 
     return festival.voices() if festival.available() else ()
+
+
+def corpus_config_name(base: str, engine_set: str) -> str:
+    """A corpus config's name for an engine set: `base` for "pip", else base-<set>."""
+    checks.require_choice("engine_set", engine_set, tuple(ENGINE_SETS))
+    return base if engine_set == "pip" else f"{base}-{engine_set}"
 
 
 def available_engines() -> tuple[str, ...]:

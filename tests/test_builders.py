@@ -21,3 +21,25 @@ def test_builders_default_to_array_record(name, tmp_path):
     assert builder.info.file_format == tfds.core.FileFormat.ARRAY_RECORD
     other = tfds.builder(name, data_dir=str(tmp_path), file_format="tfrecord")
     assert other.info.file_format == tfds.core.FileFormat.TFRECORD
+
+
+@pytest.mark.parametrize(
+    "name", ["synthetic_kws/quick-festival", "synthetic_calls/symptoms-smoke-festival"]
+)
+def test_engine_set_configs_hold_festival_for_training(name, tmp_path):
+    config = tfds.builder(name, data_dir=str(tmp_path)).builder_config
+    assert config.render_config.engines == ("espeak", "festival", "piper")
+    assert config.render_config.heldout_engine == "piper"
+
+
+def test_a_missing_engine_is_named_before_any_work(tmp_path, monkeypatch):
+    from experiments import build_data
+    from speechkit import festival
+
+    monkeypatch.setattr(festival, "voices", lambda: ())
+    monkeypatch.setattr(festival, "available", lambda: False)
+    with pytest.raises(RuntimeError, match="apt-get install festival"):
+        build_data.build("smoke", str(tmp_path), engine_set="festival")
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="engine_set: expected one of"):
+        build_data.build("smoke", str(tmp_path), engine_set="flite")

@@ -13,6 +13,9 @@ whose interval cannot be trusted (source "estimate") is redrawn. Configs are siz
 
     smoke   tests, seconds          quick   the main job's default    full   ~15 hours
 
+each also as `<size>-festival` (`speechkit.tts.ENGINE_SETS`: Festival, from Debian
+packages, joins espeak-ng for train and test; Piper stays held out).
+
     builder = SyntheticKws(config="quick", data_dir=DIR, file_format="array_record")
     builder.download_and_prepare()
     source = tfds.data_source("synthetic_kws/quick", data_dir=DIR)  # train, test, heldout
@@ -147,7 +150,16 @@ class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder)
         "2.0.0": "several synthesisers, speed perturbation, rooms and microphones; a "
         "heldout split spoken by an engine never heard in train or test",
     }
-    BUILDER_CONFIGS = [KwsConfig(size=size, description=f"{size} size") for size in SIZES]
+    BUILDER_CONFIGS = [
+        KwsConfig(
+            size=size,
+            name=tts.corpus_config_name(size, engine_set),
+            render_config=render.KwsRenderConfig(engines=engines, heldout_engine=heldout),
+            description=f"{size} size, engines {', '.join(engines)} ({heldout} held out)",
+        )
+        for size in SIZES
+        for engine_set, (engines, heldout) in tts.ENGINE_SETS.items()
+    ]
 
     def _info(self) -> tfds.core.DatasetInfo:
         return tfds.core.DatasetInfo(

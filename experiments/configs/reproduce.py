@@ -6,8 +6,10 @@ r"""The main job: build the corpora, run both experiments, write the report.
 
 Overrides reach the sub-experiments: --config.multiqt.train.steps=100,
 --config.cskws.models=afkws,sliding_window, --config.data_dir=/data/tfds.
-`config.size` names the corpora of both (synthetic_calls/<task>-SIZE and
-synthetic_kws/SIZE): the job sets config.multiqt.size and config.cskws.dataset from it.
+`config.size` and `config.engine_set` name the corpora of both
+(synthetic_calls/<task>-SIZE and synthetic_kws/SIZE; with --config.engine_set=festival,
+the `-festival` configs that add Debian's Festival as a training synthesiser): the job
+sets config.multiqt.size / engine_set and config.cskws.dataset from them.
 """
 
 import ml_collections
@@ -19,6 +21,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     config.preset = preset
     config.size = preset  # smoke, quick or full: both corpora
+    config.engine_set = "pip"  # speechkit.tts.ENGINE_SETS: "pip" or "festival"
     config.data_dir = ""  # default: ~/tensorflow_datasets
     config.multiqt = multiqt.get_config(preset)
     config.cskws = cskws.get_config(preset)

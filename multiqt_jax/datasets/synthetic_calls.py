@@ -1,7 +1,9 @@
 """TFDS builder `synthetic_calls`: emergency-call-like dialogues, made on this machine.
 
 Configs are `{task}-{size}`: task `questions` or `symptoms`, size `smoke` (tests,
-seconds), `quick` (the main job's default) or `full`. Both tasks label the same calls:
+seconds), `quick` (the main job's default) or `full`; and `{task}-{size}-festival`, the
+same calls with Festival (Debian packages) joining espeak-ng as a training engine
+(`speechkit.tts.ENGINE_SETS`). Both tasks label the same calls:
 each call is rendered once (synthesis, channel, recognition, features) into a cache
 beside the dataset and both configs read it. Written as ArrayRecord, read with
 `tfds.data_source`, no TensorFlow needed:
@@ -55,10 +57,15 @@ SEED = 20_201_110
 
 
 class CallsConfig(tfds.core.BuilderConfig):
-    def __init__(self, *, task: str, size: str, render_config=None, **kwargs):
-        super().__init__(name=f"{task}-{size}", **kwargs)
+    def __init__(
+        self, *, task: str, size: str, engine_set: str = "pip", render_config=None, **kwargs
+    ):
+        super().__init__(name=tts.corpus_config_name(f"{task}-{size}", engine_set), **kwargs)
         self.task, self.size = task, size
-        self.render_config = render_config or render.RenderConfig()
+        engines, heldout = tts.ENGINE_SETS[engine_set]
+        self.render_config = render_config or render.RenderConfig(
+            engines=engines, heldout_engine=heldout
+        )
 
 
 def build_language_model(size: str, path: str, seed: int = SEED) -> str:
@@ -120,9 +127,15 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
         "1.1.0": "recogniser endpoints utterances at pauses and emits words as they settle",
     }
     BUILDER_CONFIGS = [
-        CallsConfig(task=task, size=size, description=f"{task} labels, {size} size")
+        CallsConfig(
+            task=task,
+            size=size,
+            engine_set=engine_set,
+            description=f"{task} labels, {size} size, engine set {engine_set}",
+        )
         for size in SIZES
         for task in labels.TASKS
+        for engine_set in tts.ENGINE_SETS
     ]
 
     def _info(self) -> tfds.core.DatasetInfo:

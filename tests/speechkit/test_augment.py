@@ -1,0 +1,49 @@
+"""speechkit.augment: SpecAugment-style masks."""
+
+import jax
+import numpy as np
+import pytest
+
+from speechkit import augment
+
+
+def _features(batch=3, frames=50, bins=16):
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(batch, frames, bins)).astype(np.float32)
+    mask = np.ones((batch, frames), bool)
+    mask[1, 30:] = False  # a shorter example
+    return features, mask
+
+
+def test_masks_are_bands_and_runs_at_the_mean_level():
+    features, mask = _features()
+    config = augment.MaskConfig(freq_masks=1, max_freq_width=4, time_masks=1, max_time_width=6)
+    out = np.asarray(augment.spec_augment(features, mask, jax.random.key(0), config))
+    changed = out != features
+    for b in range(3):
+        level = features[b][mask[b]].mean()
+        assert np.allclose(out[b][changed[b]], level)
+        assert not changed[b][~mask[b]].any()  # padding untouched
+        rows, cols = np.nonzero(changed[b])
+        if rows.size:  # each kind covers at most its widest band / run
+            full_rows = np.flatnonzero(changed[b][mask[b]].all(axis=1))
+            full_cols = np.flatnonzero(changed[b][mask[b]].all(axis=0))
+            assert full_rows.size <= 6 and full_cols.size <= 4
+    again = np.asarray(augment.spec_augment(features, mask, jax.random.key(0), config))
+    np.testing.assert_array_equal(out, again)
+
+
+def test_no_masks_is_the_identity_and_masking_happens():
+    features, mask = _features()
+    none = augment.spec_augment(features, mask, jax.random.key(1), augment.MaskConfig())
+    np.testing.assert_array_equal(np.asarray(none), features)
+    many = augment.MaskConfig(freq_masks=4, max_freq_width=8, time_masks=4, max_time_width=20)
+    out = np.asarray(
+        jax.jit(augment.spec_augment, static_argnums=3)(features, mask, jax.random.key(1), many)
+    )
+    assert (out != features).mean() > 0.2
+
+
+def test_bad_config_is_named():
+    with pytest.raises(ValueError, match="MaskConfig.time_masks"):
+        augment.MaskConfig(time_masks=-1)
