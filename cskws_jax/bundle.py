@@ -42,36 +42,13 @@ def save(
     """Writes `net`'s config and `params` (the variables `net.init` gives, e.g.
     `TrainState.params`) as a bundle folder at `path`; `keywords` name the classes in
     order (`net.config.num_keywords` of them). Returns the folder."""
-    config = net.config
-    keywords = [str(k) for k in keywords]
-    _check_parts(config, features, keywords, f"{Path(path) / bundle_lib.MANIFEST} (to save)")
-    return bundle_lib.save(
-        path,
-        task=TASK,
-        params=params,
-        model_config=config,
-        features=features,
-        labels=keywords,
-        decoding=decode_config or train.DecodeConfig(),
-        corpus=corpus,
-        expected_params=expected_params(config),
-    )
+    return _FORMAT.save(path, net, params, keywords, decode_config, corpus, features)
 
 
 def load(path: str | os.PathLike) -> tuple[model.AfKws, dict, bundle_lib.Bundle]:
     """(net, params, info) of a bundle folder; a `speechkit.bundle.BundleError` naming
     the file and the field for anything missing or inconsistent."""
-    params, info = bundle_lib.load(
-        path,
-        task=TASK,
-        model_config_type=model.AfKwsConfig,
-        decoding_type=train.DecodeConfig,
-        expected_params=expected_params,
-    )
-    _check_parts(
-        info.model_config, info.features, info.labels, str(Path(info.path) / bundle_lib.MANIFEST)
-    )
-    return model.AfKws(info.model_config), jax.tree_util.tree_map(jnp.asarray, params), info
+    return _FORMAT.load(path)
 
 
 def expected_params(config: model.AfKwsConfig):
@@ -95,3 +72,8 @@ def _check_parts(config: model.AfKwsConfig, features: FeatureConfig, keywords, w
             f"{where}: features.num_mels: {features.num_mels}, model_config.features is "
             f"{config.features}"
         )
+
+
+_FORMAT = bundle_lib.TaskFormat(
+    TASK, model.AfKws, model.AfKwsConfig, train.DecodeConfig, expected_params, _check_parts
+)

@@ -53,35 +53,13 @@ def save(
     """Writes `net`'s config and `params` (the variables `net.init` gives, one fold's)
     as a bundle folder at `path`; `classes` name the outputs in order
     (`net.config.num_classes` of them). Returns the folder."""
-    config = net.config
-    classes = [str(c) for c in classes]
-    _check_parts(config, features, classes, f"{Path(path) / bundle_lib.MANIFEST} (to save)")
-    return bundle_lib.save(
-        path,
-        task=TASK,
-        params=params,
-        model_config=config,
-        features=features,
-        labels=classes,
-        decoding=decode_config or DecodeConfig(),
-        corpus=corpus,
-        expected_params=expected_params(config),
-    )
+    return _FORMAT.save(path, net, params, classes, decode_config, corpus, features)
 
 
 def load(path: str | os.PathLike) -> tuple[model.MultiQT, dict, bundle_lib.Bundle]:
     """(net, params, info) of a bundle folder; a `speechkit.bundle.BundleError` naming
     the file and the field for anything missing or inconsistent."""
-    params, info = bundle_lib.load(
-        path,
-        task=TASK,
-        model_config_type=model.MultiQTConfig,
-        decoding_type=DecodeConfig,
-        expected_params=expected_params,
-    )
-    where = str(Path(info.path) / bundle_lib.MANIFEST)
-    _check_parts(info.model_config, info.features, info.labels, where)
-    return model.MultiQT(info.model_config), jax.tree_util.tree_map(jnp.asarray, params), info
+    return _FORMAT.load(path)
 
 
 def expected_params(config: model.MultiQTConfig):
@@ -109,3 +87,8 @@ def _check_parts(config: model.MultiQTConfig, features: FeatureConfig, classes, 
             f"{where}: features.num_mels: {features.num_mels}, model_config.audio_features is "
             f"{config.audio_features}"
         )
+
+
+_FORMAT = bundle_lib.TaskFormat(
+    TASK, model.MultiQT, model.MultiQTConfig, DecodeConfig, expected_params, _check_parts
+)

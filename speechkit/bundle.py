@@ -161,6 +161,59 @@ def save(
     return folder
 
 
+@dataclasses.dataclass(frozen=True)
+class TaskFormat:
+    """One task's bundle parts, so that each task's `save` / `load` is one call here.
+
+    model_type: the (flax) model class, built as `model_type(config)`;
+    expected_params: model config -> its parameter tree of shapes (see `load`);
+    check_parts: (model config, features, labels, where) -> None, raising
+      `BundleError` when the labels or the front end do not fit the model config.
+    """
+
+    task: str
+    model_type: type
+    model_config_type: type
+    decoding_type: type
+    expected_params: Callable[[typing.Any], typing.Any]
+    check_parts: Callable[..., None]
+
+    def save(self, path, net, params, labels, decoding, corpus: str, features) -> Path:
+        """`save` of `net`'s config and `params`; `labels` name its outputs in order;
+        `decoding` None means the decoding type's defaults."""
+        config, labels = net.config, [str(label) for label in labels]
+        self.check_parts(config, features, labels, f"{Path(path) / MANIFEST} (to save)")
+        return save(
+            path,
+            task=self.task,
+            params=params,
+            model_config=config,
+            features=features,
+            labels=labels,
+            decoding=decoding or self.decoding_type(),
+            corpus=corpus,
+            expected_params=self.expected_params(config),
+        )
+
+    def load(self, path):
+        """(model, params as JAX arrays, `Bundle`) of a bundle folder of this task."""
+        import jax
+        import jax.numpy as jnp
+
+        params, info = load(
+            path,
+            task=self.task,
+            model_config_type=self.model_config_type,
+            decoding_type=self.decoding_type,
+            expected_params=self.expected_params,
+        )
+        self.check_parts(
+            info.model_config, info.features, info.labels, str(Path(info.path) / MANIFEST)
+        )
+        net = self.model_type(info.model_config)
+        return net, jax.tree_util.tree_map(jnp.asarray, params), info
+
+
 def to_dict(config) -> dict:
     """A (nested) config dataclass as JSON-ready values: tuples become lists."""
     if not dataclasses.is_dataclass(config) or isinstance(config, type):

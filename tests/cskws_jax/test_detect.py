@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from cskws_jax import bundle, detect, model, train
+from cskws_jax import bundle, detect, train
 from cskws_jax.datasets.features import FEATURES
 from cskws_jax.streaming import StreamDetector
 from speechkit import frontend
@@ -24,23 +24,14 @@ from speechkit.bundle import BundleError
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYWORDS = ("alpha", "beta", "gamma")
-CONFIG = model.AfKwsConfig(
-    num_keywords=3,
-    stem_channels=8,
-    kernel=3,
-    stages=(model.Stage(8, 2, 1), model.Stage(8, 2, 1)),
-    head_channels=8,
-    delay=2,
-)
 DECODING = train.DecodeConfig(min_score=0.3)
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
+def saved(tmp_path_factory, tiny_afkws):
     """(bundle folder, net, params, a 2 s random stereo wav at 22.05 kHz)."""
     folder = tmp_path_factory.mktemp("detect")
-    net = model.AfKws(CONFIG)
-    params = jax.jit(net.init)(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
+    net, params = tiny_afkws
     params = jax.tree_util.tree_map(lambda a: 1.5 * a, params)  # livelier heatmaps
     bundle.save(folder / "bundle", net, params, KEYWORDS, DECODING, "random")
     wav = folder / "audio" / "noise.wav"
@@ -67,7 +58,7 @@ def test_bundle_round_trip_gives_the_same_outputs(saved):
     for name in expected:
         np.testing.assert_array_equal(np.asarray(found[name]), np.asarray(expected[name]))
     assert (info.labels, info.decoding, info.features) == (KEYWORDS, DECODING, FEATURES)
-    assert info.model_config == CONFIG
+    assert info.model_config == net.config
 
 
 def test_save_refuses_a_wrong_keyword_count(saved, tmp_path):

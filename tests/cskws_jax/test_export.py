@@ -9,28 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 
-import jax
 import numpy as np
 import pytest
 
-from cskws_jax import export, model
-
-CONFIG = model.AfKwsConfig(
-    num_keywords=3,
-    stem_channels=8,
-    kernel=3,
-    stages=(model.Stage(8, 2, 1), model.Stage(8, 2, 1)),
-    head_channels=8,
-    delay=2,
-)
-
-
-@pytest.fixture(scope="module")
-def live():
-    net = model.AfKws(CONFIG)
-    params = jax.jit(net.init)(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
-    return net, params
-
+from cskws_jax import export
 
 SERIALIZABLE = importlib.util.find_spec("flatbuffers") is not None
 
@@ -43,17 +25,17 @@ def _round_trip(exported, tmp_path, name):
     return export.read(tmp_path / name)
 
 
-def test_serialized_modules_are_bytes_of_stablehlo(live, tmp_path):
+def test_serialized_modules_are_bytes_of_stablehlo(tiny_afkws, tmp_path):
     pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
-    net, params = live
+    net, params = tiny_afkws
     export.write(tmp_path / "forward.stablehlo", export.export_forward(net, params))
     loaded = export.read(tmp_path / "forward.stablehlo")
     assert [str(a) for a in loaded.in_avals] == ["float32[b,4*t,64]", "bool[b,4*t]"]
     assert "stablehlo" in loaded.mlir_module()
 
 
-def test_exported_forward_equals_the_live_model(live, tmp_path):
-    net, params = live
+def test_exported_forward_equals_the_live_model(tiny_afkws, tmp_path):
+    net, params = tiny_afkws
     forward = _round_trip(export.export_forward(net, params), tmp_path, "forward.stablehlo")
     rng = np.random.default_rng(0)
     for batch, frames in ((1, 40), (3, 84)):
@@ -67,8 +49,8 @@ def test_exported_forward_equals_the_live_model(live, tmp_path):
             np.testing.assert_allclose(heads[name], want[name], atol=1e-6)
 
 
-def test_exported_step_streams_like_the_live_step(live, tmp_path):
-    net, params = live
+def test_exported_step_streams_like_the_live_step(tiny_afkws, tmp_path):
+    net, params = tiny_afkws
     exported = export.export_step(net, params, block_outputs=3)
     step = _round_trip(exported, tmp_path, "step.stablehlo")
     rng = np.random.default_rng(1)
