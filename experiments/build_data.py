@@ -215,9 +215,10 @@ def build(size: str, data_dir: str, corpora=tuple(BUILDERS), engine_set: str = "
     unknown = set(corpora) - set(BUILDERS)
     if unknown:
         raise ValueError(f"corpora: unknown {sorted(unknown)}; expected some of {list(BUILDERS)}")
-    for engine in tts.ENGINE_SETS[engine_set][0] if engine_set in tts.ENGINE_SETS else ():
+    report_name = tts.corpus_config_name(size, engine_set)  # checks engine_set
+    for engine in tts.ENGINE_SETS[engine_set][0]:
         tts.require_engine(engine)  # before any work: the error says what to install
-    path = os.path.join(data_dir, f"build_report-{tts.corpus_config_name(size, engine_set)}.json")
+    path = os.path.join(data_dir, f"build_report-{report_name}.json")
     report = {"size": size, "configs": {}}
     if os.path.exists(path):
         with open(path) as previous:
