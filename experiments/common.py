@@ -1,10 +1,12 @@
-"""Small pieces the experiment runners share: logging, training curves, and
-configs mapped field for field onto the dataclasses they build (`build`)."""
+"""Small pieces the experiment runners share: logging, training curves, configs mapped
+field for field onto the dataclasses they build (`build`), the TFDS data folder of a
+config (`data_dir`) and held-out / in-engine transfer ratios (`transfer_ratio`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
@@ -57,6 +59,21 @@ def initialize_distributed(address: str, num_processes: int, process_id: int) ->
 
 
 PRESETS = ("smoke", "quick", "full")
+
+
+def data_dir(config) -> str:
+    """`config.data_dir`, or TFDS's default folder when it is empty."""
+    return os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
+
+
+def transfer_ratio(heldout, in_engine) -> float | None:
+    """heldout / in_engine; None when either is missing or not finite, or the in-engine
+    score is 0."""
+    if heldout is None or in_engine is None:
+        return None
+    if not math.isfinite(heldout) or not math.isfinite(in_engine) or in_engine == 0:
+        return None
+    return float(heldout) / float(in_engine)
 
 
 def check_preset(preset: str) -> str:

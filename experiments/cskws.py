@@ -53,7 +53,7 @@ log = common.logger("cskws")
 def load_corpus(config):
     """({"train", "test"[, "heldout"]}: data sources, keywords); "heldout" only when
     the corpus has that split."""
-    data_dir = _data_dir(config)
+    data_dir = common.data_dir(config)
     name = config.dataset
     if config.build_missing and name.startswith("synthetic_kws/"):
         size = name.split("/", 1)[1]
@@ -75,22 +75,9 @@ def heldout_engine(config) -> str | None:
     (None: not a synthetic_kws corpus, or none held out)."""
     if not config.dataset.startswith("synthetic_kws/"):
         return None
-    size = config.dataset.split("/", 1)[1]
-    if size not in synthetic_kws.SIZES:
-        return None
-    builder = synthetic_kws.SyntheticKws(config=size, data_dir=_data_dir(config))
-    return builder.builder_config.render_config.heldout_engine
-
-
-def _data_dir(config) -> str:
-    return os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
-
-
-def transfer_ratio(heldout: float, in_engine: float) -> float | None:
-    """heldout / in_engine, None when the in-engine score is 0 (or missing)."""
-    if not in_engine or heldout is None:
-        return None
-    return float(heldout) / float(in_engine)
+    name = config.dataset.split("/", 1)[1]  # a size, or a size-engine set ("quick-festival")
+    built = synthetic_kws.SyntheticKws.builder_configs.get(name)
+    return None if built is None else built.render_config.heldout_engine
 
 
 class Candidate:
@@ -271,7 +258,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         if has_heldout:
             heldout = evaluate_heldout(candidate, state.params, config, sources[HELDOUT], folder)
             results[name][HELDOUT] = heldout
-            results[name]["transfer"] = transfer_ratio(heldout["mAP"], results[name]["mAP"])
+            results[name]["transfer"] = common.transfer_ratio(heldout["mAP"], results[name]["mAP"])
         results[name]["seconds"] = time.perf_counter() - started  # training + evaluation
         if candidate.net is not None:  # the sliding-window baseline is no AF-KWS model
             bundle.save(

@@ -73,7 +73,7 @@ def load_corpus(config):
     """(source, index, heldout_source, heldout_index): the calls of the train split and
     their `input_pipeline.CorpusIndex`, then the same of the heldout split (None, None
     when the corpus has none)."""
-    data_dir = _data_dir(config)
+    data_dir = common.data_dir(config)
     name = corpus_name(config)
     if config.build_missing and jax.process_index() == 0:
         builder = synthetic_calls.SyntheticCalls(
@@ -98,14 +98,10 @@ def corpus_name(config) -> str:
     return tts.corpus_config_name(f"{config.task}-{config.size}", config.engine_set)
 
 
-def _data_dir(config) -> str:
-    return os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
-
-
 def heldout_engine(config) -> str | None:
     """The synthesiser of the corpus's heldout calls, from its builder config."""
-    builder = synthetic_calls.SyntheticCalls(config=corpus_name(config), data_dir=_data_dir(config))
-    return builder.builder_config.render_config.heldout_engine
+    built = synthetic_calls.SyntheticCalls.builder_configs[corpus_name(config)]
+    return built.render_config.heldout_engine
 
 
 def model_config(config, name: str, num_classes: int) -> model.MultiQTConfig:
@@ -520,17 +516,10 @@ def summarise(per_fold: list[dict]) -> dict:
     return summary
 
 
-def ratio(heldout: float, in_engine: float) -> float | None:
-    """heldout / in_engine; None when the in-engine score is 0 (or not a number)."""
-    if not in_engine or not np.isfinite(in_engine) or not np.isfinite(heldout):
-        return None
-    return float(heldout) / float(in_engine)
-
-
 def transfer(summary: dict, heldout: dict) -> dict:
     """{"timestep_f1", "instance_f1"}: held-out mean / in-engine mean (fold means)."""
     return {
-        key: ratio(heldout["mean"][score][part], summary["mean"][score][part])
+        key: common.transfer_ratio(heldout["mean"][score][part], summary["mean"][score][part])
         for key, (score, part) in TRANSFER.items()
     }
 

@@ -90,7 +90,7 @@ def test_gather_decodings_keeps_the_given_names_in_order():
 
 
 def test_heldout_summary_transfer_and_cache_check():
-    from experiments import multiqt
+    from experiments import common, multiqt
 
     def fold(f1):
         return {
@@ -111,7 +111,8 @@ def test_heldout_summary_transfer_and_cache_check():
     assert summary["heldout"]["smoothed"]["mean"]["timestep"]["f1"] == pytest.approx(0.25)
     assert summary["transfer"] == pytest.approx({"timestep_f1": 0.5, "instance_f1": 0.5})
     assert "  heldout engine" in multiqt.table({"audio": summary})
-    assert multiqt.ratio(0.3, 0.0) is None
+    assert common.transfer_ratio(0.3, 0.0) is None
+    assert common.transfer_ratio(float("nan"), 0.5) is None
     in_engine_only = multiqt.summarise_decodings(
         {key: per_fold[key] for key in multiqt.DECODINGS}, smoothing
     )

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from experiments import cskws, reproduce
+from experiments import common, cskws, reproduce
 
 
 @pytest.mark.slow
@@ -81,5 +81,6 @@ def test_report_transfer_tables_without_heldout_scores():
     assert "No held-out-engine calls" in reproduce.multiqt_transfer_table(mq)[0]
     assert not cskws.reusable({"mAP": 0.5}, heldout=True)
     assert cskws.reusable({"mAP": 0.5}, heldout=False)
-    assert cskws.transfer_ratio(0.2, 0.0) is None
-    assert cskws.transfer_ratio(0.2, 0.4) == pytest.approx(0.5)
+    assert common.transfer_ratio(0.2, 0.0) is None
+    assert common.transfer_ratio(None, 0.4) is None
+    assert common.transfer_ratio(0.2, 0.4) == pytest.approx(0.5)
