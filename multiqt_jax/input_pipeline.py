@@ -97,16 +97,24 @@ def to_example(record, causal_text: bool) -> dict[str, np.ndarray]:
             f"record {record.get('call_id', '?')!r}: audio {audio.shape} and labels "
             f"{labels.shape} do not share a time axis"
         )
+    text = text_input(record, audio.shape[0], causal_text)
+    return {"audio": audio, "text": text, "labels": labels}
+
+
+def text_input(record, audio_frames: int, causal_text: bool) -> np.ndarray:
+    """The text input float32 [audio_frames // 2, V] (20 ms) of a record's call of
+    `audio_frames` 10 ms frames: its own character posteriors when it has them
+    (annotated_calls' `text_posteriors`), else its recognised words (asr_* fields) as
+    character frames, each word from its emission on (`causal_text`) or at its times."""
     given = np.asarray(record.get("text_posteriors", np.zeros((0, 0))), np.float32)
     if given.size:  # a user's own recogniser output (annotated_calls)
-        if given.shape != (audio.shape[0] // 2, asr.NUM_SYMBOLS):
+        if given.shape != (audio_frames // 2, asr.NUM_SYMBOLS):
             raise ValueError(
                 f"record {record.get('call_id', '?')!r}: text_posteriors {given.shape}, "
-                f"expected {(audio.shape[0] // 2, asr.NUM_SYMBOLS)}"
+                f"expected {(audio_frames // 2, asr.NUM_SYMBOLS)}"
             )
-        return {"audio": audio, "text": given, "labels": labels}
-    text = asr.char_frames(recognised_words(record), audio.shape[0] // 2, causal=causal_text)
-    return {"audio": audio, "text": text, "labels": labels}
+        return given
+    return asr.char_frames(recognised_words(record), audio_frames // 2, causal=causal_text)
 
 
 def collate(examples: list[dict], config: PipelineConfig) -> dict[str, np.ndarray]:

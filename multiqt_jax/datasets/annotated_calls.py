@@ -88,22 +88,44 @@ def read_annotation(path: str, task: str, duration: float) -> dict:
     fold = data.get("fold")
     if fold is not None and (isinstance(fold, bool) or fold not in range(NUM_FOLDS)):
         raise AnnotationError(f"{path}: 'fold' must be an integer 0-{NUM_FOLDS - 1}, got {fold!r}")
-    words = None
-    if "asr" in data:
-        if not isinstance(data["asr"], list):
-            raise AnnotationError(f"{path}: 'asr' must be a list of {{word, start, end}}")
-        words = []
-        for i, word in enumerate(data["asr"]):
-            where = f"asr[{i}]"
-            if not isinstance(word, dict) or not isinstance(word.get("word"), str):
-                raise AnnotationError(f"{path}: {where} needs a string 'word'")
-            start = _number(path, f"{where}.start", word.get("start"))
-            end = _number(path, f"{where}.end", word.get("end"))
-            emitted = _number(path, f"{where}.emitted", word.get("emitted", end))
-            if not 0 <= start <= end <= emitted:
-                raise AnnotationError(f"{path}: {where} needs 0 <= start <= end <= emitted")
-            words.append(asr.TimedWord(word["word"], start, end, emitted))
+    words = timed_words(path, data["asr"]) if "asr" in data else None
     return {"segments": segments, "fold": fold, "asr": words}
+
+
+def timed_words(path, entries) -> list[asr.TimedWord]:
+    """The 'asr' list of a `<call>.json` ({word, start, end, emitted?} each, seconds;
+    `emitted` defaults to `end`) as `asr.TimedWord`s, checked."""
+    if not isinstance(entries, list):
+        raise AnnotationError(f"{path}: 'asr' must be a list of {{word, start, end}}")
+    words = []
+    for i, word in enumerate(entries):
+        where = f"asr[{i}]"
+        if not isinstance(word, dict) or not isinstance(word.get("word"), str):
+            raise AnnotationError(f"{path}: {where} needs a string 'word'")
+        start = _number(path, f"{where}.start", word.get("start"))
+        end = _number(path, f"{where}.end", word.get("end"))
+        emitted = _number(path, f"{where}.emitted", word.get("emitted", end))
+        if not 0 <= start <= end <= emitted:
+            raise AnnotationError(f"{path}: {where} needs 0 <= start <= end <= emitted")
+        words.append(asr.TimedWord(word["word"], start, end, emitted))
+    return words
+
+
+def read_words(path: str) -> list[asr.TimedWord]:
+    """The timed words of a words file: a `<call>.json` with an 'asr' list (its
+    segments, if any, are not read) or that list alone."""
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except json.JSONDecodeError as err:
+        raise AnnotationError(f"{path}: not valid JSON ({err})") from None
+    except OSError as err:
+        raise AnnotationError(f"{path}: not readable ({err.strerror})") from None
+    if isinstance(data, dict):
+        if "asr" not in data:
+            raise AnnotationError(f"{path}: no 'asr' list of {{word, start, end}}")
+        data = data["asr"]
+    return timed_words(path, data)
 
 
 def read_posteriors(path: str, frames: int) -> np.ndarray:

@@ -1,5 +1,6 @@
 """cskws_jax.export: the AF-KWS forward and streaming step through serialized StableHLO
-equal the live model, for two batch sizes and lengths.
+equal the live model, for two batch sizes and lengths; the command line writes a folder
+(modules and export.json) that `speechkit.export.read_folder` reads back.
 
 Serializing needs the `flatbuffers` package (an optional dependency of jax.export);
 without it the exported modules are checked in memory and the byte round trip is skipped.
@@ -70,3 +71,28 @@ def test_exported_step_streams_like_the_live_step(tiny_afkws, tmp_path):
         np.testing.assert_array_equal(out_mask, want_mask)
         for name in want:
             np.testing.assert_allclose(heads[name], want[name], atol=1e-6)
+
+
+def test_cli_writes_a_folder_a_client_reads_without_the_bundle(tiny_afkws, tmp_path, capsys):
+    pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
+    from cskws_jax import bundle, model, train
+    from speechkit import export as shared
+
+    net, params = tiny_afkws
+    bundle.save(tmp_path / "bundle", net, params, ("alpha", "beta", "gamma"))
+    assert export.main([str(tmp_path / "bundle"), str(tmp_path / "out"), "--block-outputs=3"]) == 0
+    assert "export.json: cskws, 3 labels" in capsys.readouterr().out
+    info, block_outputs, modules = shared.read_folder(
+        tmp_path / "out",
+        task="cskws",
+        model_config_type=model.AfKwsConfig,
+        decoding_type=train.DecodeConfig,
+    )
+    assert (info.labels, info.model_config, block_outputs) == (
+        ("alpha", "beta", "gamma"),
+        net.config,
+        3,
+    )
+    assert [str(a) for a in modules["step"].in_avals[:2]] == ["float32[b,12,64]", "bool[b,12]"]
+    assert export.main([str(tmp_path / "missing"), str(tmp_path / "out2")]) == 2
+    assert "no such bundle folder" in capsys.readouterr().err

@@ -1,0 +1,147 @@
+"""MultiQT as serialized StableHLO (`jax.export`): the offline forward and the streaming
+step, parameters baked in, polymorphic in batch size (and the forward in length).
+
+    forward = export.export_forward(net, params)     # or both from a bundle:
+    forward, step = export.from_bundle("out/multimodal/bundle-fold0", block_outputs=5)
+    export.write("forward.stablehlo", forward)       # bytes; export.read(path) -> Exported
+    outputs, out_mask = forward.call(inputs, mask, present)
+    state = export.initial_state(step, batch_size=1)
+    outputs, out_mask, state = step.call(block, block_mask, present, state)
+
+Inputs are dicts as the model's (`multiqt_jax.model.MultiQT`), with the config's
+modalities: "audio" float32 [b, 4 t, 40] log-mel at 10 ms and / or "text" float32
+[b, 2 t, V] character posteriors at 20 ms (4 and 2: the encoders' strides, the input
+frames per 40 ms output frame), masks bool [b, frames] under the same names, and
+`present` bool [b, 2] (audio, text available; False marks a modality missing, as
+modality dropout trains it). `export_forward` is `MultiQT.__call__` (b and t symbolic:
+any batch, any whole number of output frames; pad a call with masked frames to whole
+output frames) -> ({"logits" [b, t, C]}, out_mask [b, t]). `export_step` is
+`MultiQT.step` for blocks of `block_outputs` output frames (b symbolic, the block fixed),
+the state a flat list of arrays, its last argument (`speechkit.export.export_step`):
+(block, block_mask, present, state) -> ({"logits" [b, n, C]}, out_mask [b, n], state).
+tests/multiqt_jax/test_export.py checks both against the live model after a round trip
+through bytes.
+
+    python -m multiqt_jax.export BUNDLE OUT_DIR [--block-outputs 5] [--platforms cpu,cuda]
+
+OUT_DIR gets forward.stablehlo, step.stablehlo and export.json (labels, front end,
+decoding, model config, block size: `speechkit.export.write_folder`), everything
+`python -m multiqt_jax.track OUT_DIR CALL...` needs instead of the bundle
+(`read_folder`). Serializing needs the `flatbuffers` package.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+from jax import export as jax_export
+
+from multiqt_jax import bundle, model
+from speechkit import checks
+from speechkit import export as shared
+from speechkit.bundle import Bundle, BundleError
+from speechkit.export import initial_state, read, write
+
+__all__ = [
+    "export_forward",
+    "export_step",
+    "from_bundle",
+    "initial_state",
+    "read",
+    "read_folder",
+    "write",
+]
+
+
+def input_specs(config: model.MultiQTConfig, outputs, batch=1) -> tuple[dict, dict, object]:
+    """(inputs, mask, present) as `jax.ShapeDtypeStruct`s for `outputs` output frames
+    (an int or a symbolic dimension) of `batch` streams."""
+    spec = model.streaming_spec(config)
+    widths = {"audio": config.audio_features, "text": config.text_symbols}
+    inputs, mask = {}, {}
+    for name in config.modalities:
+        frames = spec.inputs[name].block * outputs
+        inputs[name] = jax.ShapeDtypeStruct((batch, frames, widths[name]), jnp.float32)
+        mask[name] = jax.ShapeDtypeStruct((batch, frames), jnp.bool_)
+    return inputs, mask, jax.ShapeDtypeStruct((batch, len(model.MODALITIES)), jnp.bool_)
+
+
+def export_forward(
+    net: model.MultiQT, params, platforms: Sequence[str] | None = None
+) -> jax_export.Exported:
+    """The whole-call forward with `params` baked in; see the module docstring."""
+    batch, frames = jax_export.symbolic_shape("b, t")
+
+    def forward(inputs, mask, present):
+        return net.apply(params, inputs, mask, present)
+
+    specs = input_specs(net.config, frames, batch)
+    return jax_export.export(jax.jit(forward), platforms=platforms)(*specs)
+
+
+def export_step(
+    net: model.MultiQT, params, block_outputs: int = 5, platforms: Sequence[str] | None = None
+) -> jax_export.Exported:
+    """The streaming step for blocks of `block_outputs` output frames, with `params`
+    baked in and a flat list as state; see the module docstring."""
+    block_outputs = checks.require_int("block_outputs", block_outputs, at_least=1)
+
+    def step(inputs, mask, present, state):
+        return net.apply(params, inputs, mask, state, present, method=net.step)
+
+    def zeros(batch_size: int):
+        return net.apply(params, batch_size, method=net.initial_state)
+
+    specs = input_specs(net.config, block_outputs)
+    return shared.export_step(step, specs, zeros, platforms, "MultiQT.initial_state")
+
+
+def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
+    """(forward, step) exported from a bundle folder (`multiqt_jax.bundle.load`)."""
+    modules, _ = _export_bundle(path, block_outputs, platforms)
+    return modules["forward"], modules["step"]
+
+
+def _export_bundle(path, block_outputs: int, platforms) -> tuple[dict, dict]:
+    """({"forward", "step"}, export.json payload) of a bundle folder."""
+    net, params, info = bundle.load(path)
+    modules = {
+        "forward": export_forward(net, params, platforms),
+        "step": export_step(net, params, block_outputs, platforms),
+    }
+    return modules, shared.manifest(info, block_outputs)
+
+
+def read_folder(path: str | os.PathLike) -> tuple[Bundle, int, dict[str, jax_export.Exported]]:
+    """(info, block_outputs, {"forward", "step"}) of a folder the command line wrote;
+    info as a bundle's (`multiqt_jax.bundle.load`): labels, features, decoding, model
+    config. A `speechkit.bundle.BundleError` names the file for anything missing, an
+    export of another task or labels that do not fit the model."""
+    info, block_outputs, modules = shared.read_folder(
+        path,
+        task=bundle.TASK,
+        model_config_type=model.MultiQTConfig,
+        decoding_type=bundle.DecodeConfig,
+    )
+    classes = info.model_config.num_classes
+    if len(info.labels) != classes:
+        raise BundleError(
+            f"{os.path.join(path, shared.MANIFEST)}: labels: {len(info.labels)} classes, "
+            f"model_config.num_classes is {classes}"
+        )
+    return info, block_outputs, modules
+
+
+def main(argv=None) -> int:
+    """The command line (see the module docstring) -> the exit status."""
+    return shared.main(
+        argv, prog="python -m multiqt_jax.export", what="a MultiQT", export_bundle=_export_bundle
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

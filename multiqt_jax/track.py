@@ -1,0 +1,593 @@
+r"""Question (or symptom) tracking in calls with a trained MultiQT, streamed block by block.
+
+    python -m multiqt_jax.track MODEL CALL... [--format table|jsonl|csv] [--block-ms 200]
+        [--realtime] [--asr none|pocketsphinx | --words FILE.json | --posteriors FILE.npy
+        | --no-text] [--smoothing-frames K] [--keep-going] [--quiet]
+    arecord -q -f S16_LE -r 16000 -c 1 -t raw | python -m multiqt_jax.track MODEL -
+
+MODEL is a bundle folder (`multiqt_jax.bundle.save`, e.g. WORKDIR/multimodal/bundle-fold0)
+or a folder `python -m multiqt_jax.export` wrote (recognised by its export.json; the
+exported step runs, no model code). CALL is any mix of audio files, folders and `-`
+(`speechkit.stream_inputs`: WAV, FLAC, OGG at any rate and channel count, mixed to mono
+and resampled to the model's rate; folders searched recursively; `-` raw 16-bit PCM at
+16 kHz on standard input). Each call is one stream: the samples go through
+`speechkit.frontend.FeatureStream` and the model's streaming step (`MultiQT.step`), one
+block of `--block-ms` of audio at a time, and each segment is printed as soon as it
+closes: a contiguous run of output frames (40 ms) of one class other than the background
+(class 0), with its label, start and end (s), and `emitted`, the seconds of audio
+consumed when it closed (the end of the block whose output ended the run; the call's
+length for a run still open at its end). The segments are those of the whole-call
+forward's argmax labels (tests/multiqt_jax/test_track.py).
+
+`--smoothing-frames K` passes the labels through `multiqt_jax.decode`'s causal
+minimum-duration rule (K consecutive frames to switch class). Its output lags by
+`SmoothingConfig.latency_frames` (K - 1) frames; start and end are moved back by that
+lag, so `emitted` is at least that much after `end`.
+
+Text. An audio-only model needs none. A model that reads text gets it per call, built
+by the training pipeline's own function (`multiqt_jax.input_pipeline.text_input`) from
+one of, in this order: `--posteriors FILE.npy` or `--words FILE.json` (one call only),
+`--asr pocketsphinx` (the call recognised with `speechkit.asr.recognize`, words placed
+at their emission times), or beside the call `<call>.npy` (character posteriors at 20 ms)
+or `<call>.json` (timed words in its 'asr' list, or that list alone): the annotated_calls
+formats (`multiqt_jax.datasets.annotated_calls`). A call without any is an error saying
+these options. `--no-text` instead marks the text missing (`present`), as modality
+dropout trains the model to take it. Text is built from the whole file before
+streaming; with the bundle's `causal_text` (the default) text frame t only holds words
+the recogniser had emitted by then, so what is printed is what a live run would print;
+standard input therefore works only without text.
+
+Bad input stops the run with an error that names the file (missing, empty, unreadable,
+silent, too short, non-finite samples, no text for a text model, a bad words or
+posteriors file); exit status 1. With `--keep-going` a bad call is skipped, listed at the
+end, and the exit status is 1. A bad model folder (missing, broken, of another task)
+exits with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import functools
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from multiqt_jax import bundle, decode, export, input_pipeline, model
+from multiqt_jax.datasets import annotated_calls
+from multiqt_jax.datasets.features import word_fields
+from speechkit import asr, audio_io, frontend, streaming
+from speechkit import export as export_lib
+from speechkit.bundle import Bundle, BundleError
+from speechkit.stream_inputs import (
+    STDIN,
+    STDIN_RATE,
+    CheckedChunks,
+    InputError,
+    block_outputs,
+    expand_paths,
+    file_chunks,
+    main_in_pipe,
+    read_samples,
+    stdin_chunks,
+)
+
+FORMATS = ("table", "jsonl", "csv")
+FIELDS = ("file", "label", "class_id", "start", "end", "emitted")
+ASR_CHOICES = ("none", "pocketsphinx")
+BACKGROUND = 0  # class id of the background ("none") class
+DEFAULT_BLOCK_MS = 200.0
+INPUT_ERRORS = (audio_io.AudioFileError, annotated_calls.AnnotationError, InputError)
+_smooth = jax.jit(decode.step, static_argnames="config")
+
+
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """A closed run of one class; times in seconds from the start of its call."""
+
+    label: str
+    class_id: int  # the label's index in the model's labels
+    start: float
+    end: float
+    emitted: float  # audio consumed when the run closed
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclasses.dataclass(frozen=True)
+class Tracker:
+    """A MultiQT streaming step with what it needs around it.
+
+    step(inputs, mask, present, state) -> ({"logits" [1, n, C]}, out_mask [1, n], state):
+    one block of `block_frames[name]` frames of each of `modalities`, present bool [1, 2];
+    `initial_state()` the state before a call's first block. Either the live model of a
+    bundle (`from_bundle`) or an exported step (`from_export`)."""
+
+    step: Callable
+    initial_state: Callable[[], object]
+    info: Bundle  # labels, features, decoding, model_config
+    block_outputs: int
+
+    @property
+    def config(self) -> model.MultiQTConfig:
+        return self.info.model_config
+
+    @functools.cached_property
+    def spec(self) -> streaming.StreamingSpec:
+        return model.streaming_spec(self.config)
+
+    @property
+    def block_frames(self) -> dict[str, int]:
+        """Input frames of each modality per block."""
+        return {name: self.block_outputs * s.block for name, s in self.spec.inputs.items()}
+
+    @property
+    def audio_block(self) -> int:
+        """10 ms audio frames per block (the stream's clock, text-only models too)."""
+        return round(self.block_outputs * self.spec.output_hop_s / self.info.features.hop_s)
+
+    @property
+    def reads_text(self) -> bool:
+        return "text" in self.config.modalities
+
+
+def from_bundle(path, block_ms: float | None) -> Tracker:
+    """The live model of a bundle folder, stepping blocks of `block_ms` (None: 200 ms)."""
+    net, params, info = bundle.load(path)
+    hop_s = model.streaming_spec(net.config).output_hop_s
+    outputs = block_outputs(DEFAULT_BLOCK_MS if block_ms is None else block_ms, hop_s)
+
+    @jax.jit
+    def step(inputs, mask, present, state):
+        return net.apply(params, inputs, mask, state, present, method=net.step)
+
+    def initial_state():
+        return net.apply(params, 1, method=net.initial_state)
+
+    return Tracker(step, initial_state, info, outputs)
+
+
+def from_export(path, block_ms: float | None) -> Tracker:
+    """The exported step of an export folder; its block is fixed at export time, so
+    `block_ms` must be None or that block's length."""
+    info, outputs, modules = export.read_folder(path)
+    if "step" not in modules:
+        raise BundleError(f"{Path(path) / export_lib.MANIFEST}: modules: no 'step'")
+    exported = modules["step"]
+    if block_ms is not None:
+        hop_s = model.streaming_spec(info.model_config).output_hop_s
+        if block_outputs(block_ms, hop_s) != outputs:
+            raise InputError(
+                f"--block-ms: {block_ms:g} ms; the step exported in {path} takes blocks of "
+                f"{outputs * hop_s * 1000:g} ms (export again with --block-outputs)"
+            )
+    return Tracker(jax.jit(exported.call), lambda: export.initial_state(exported, 1), info, outputs)
+
+
+def load(path, block_ms: float | None) -> Tracker:
+    """`from_export` for an export folder (with export.json), else `from_bundle`."""
+    if export_lib.is_folder(path):
+        return from_export(path, block_ms)
+    return from_bundle(path, block_ms)
+
+
+# ---------------------------------------------------------------------------- text
+
+
+@dataclasses.dataclass(frozen=True)
+class TextOptions:
+    """Where a call's text comes from (see the module docstring)."""
+
+    words: str | None = None  # a words JSON for the one call
+    posteriors: str | None = None  # a posteriors .npy for the one call
+    recogniser: str = "none"  # "pocketsphinx": recognise each call
+    missing: bool = False  # mark the text missing (present = False)
+
+
+def call_text(name: str, samples: np.ndarray, tracker: Tracker, options: TextOptions):
+    """(text float32 [frames // 2, V] or None, present bool [1, 2]) of one call of
+    `samples` (frames: its 10 ms audio frames); None when the model reads no text or
+    the text is marked missing."""
+    if not tracker.reads_text:
+        return None, np.ones((1, 2), bool)
+    if options.missing:
+        return None, np.array([[True, False]])
+    frames = frontend.num_frames(len(samples), tracker.info.features)
+    record = _text_record(name, samples, frames, options)
+    if record is None:
+        stem = os.path.splitext(name)[0]
+        raise InputError(
+            f"{name}: the model reads text ({'+'.join(tracker.config.modalities)}) and this "
+            f"call has none: give --asr pocketsphinx (recognise it), --words FILE.json or "
+            f"{stem}.json beside it (timed words), --posteriors FILE.npy or {stem}.npy beside "
+            "it (character posteriors), or --no-text (text marked missing)"
+        )
+    text = input_pipeline.text_input(record, frames, tracker.info.decoding.causal_text)
+    return text, np.ones((1, 2), bool)
+
+
+def _text_record(name: str, samples, frames: int, options: TextOptions) -> dict | None:
+    """The record fields `input_pipeline.text_input` reads (asr_* words,
+    text_posteriors) from the first source there is (module docstring); None: none."""
+    stem = os.path.splitext(name)[0]
+    if options.posteriors:
+        return _posteriors_record(options.posteriors, frames)
+    if options.words:
+        words = annotated_calls.read_words(options.words)
+    elif options.recogniser == "pocketsphinx":
+        words = list(asr.recognize(samples).words)
+    elif os.path.exists(stem + ".npy"):
+        return _posteriors_record(stem + ".npy", frames)
+    elif os.path.exists(stem + ".json"):
+        words = annotated_calls.read_words(stem + ".json")
+    else:
+        return None
+    return {**word_fields(words), "text_posteriors": np.zeros((0, asr.NUM_SYMBOLS), np.float32)}
+
+
+def _posteriors_record(path: str, frames: int) -> dict:
+    posteriors = annotated_calls.read_posteriors(path, frames // 2)
+    return {**word_fields([]), "text_posteriors": posteriors}
+
+
+# ------------------------------------------------------------------------ segments
+
+
+class SegmentStream:
+    """Output frames' labels in (valid frames only, in order), closed segments out: a
+    run of one non-background class closes at the first frame of another class or at
+    `close`. `shift` frames are taken off start and end (a smoother's lag)."""
+
+    def __init__(self, labels, hop_s: float, shift: int = 0):
+        self.labels, self.hop_s, self.shift = tuple(labels), hop_s, shift
+        self.frames = 0  # frames received
+        self._class, self._start = BACKGROUND, 0
+
+    def push(self, classes, emitted: float) -> list[Segment]:
+        """classes int [n]: the next frames' class ids; emitted: audio consumed (s)."""
+        closed = []
+        for class_id in np.asarray(classes).tolist():
+            if class_id != self._class:
+                if self._class != BACKGROUND:
+                    closed.append(self._segment(self.frames - self.shift, emitted))
+                self._class, self._start = class_id, self.frames
+            self.frames += 1
+        return closed
+
+    def close(self, emitted: float, end: float) -> list[Segment]:
+        """The run still open at the end of the call, ending at `end` (s)."""
+        if self._class == BACKGROUND:
+            return []
+        segment = self._segment(self.frames - self.shift, emitted)
+        self._class = BACKGROUND
+        return [dataclasses.replace(segment, end=max(segment.start, end))]
+
+    def _segment(self, end_frame: int, emitted: float) -> Segment:
+        start = max(0, self._start - self.shift) * self.hop_s
+        return Segment(
+            self.labels[self._class], self._class, start, end_frame * self.hop_s, emitted
+        )
+
+
+class CallStream:
+    """One call through a `Tracker`: log-mel frames in (any number at a time), closed
+    segments out. `close()` ends the call as `BlockRunner.run` does (the last block
+    padded with masked zero frames), so the labels are the whole-call forward's.
+    text: float32 [frames // 2, V] of the whole call, or None (zeros: a model without
+    text, or its text marked missing in `present`)."""
+
+    def __init__(self, tracker: Tracker, text, present, smoothing_frames: int = 1):
+        self.tracker, self.text, self.present = tracker, text, np.asarray(present, bool)
+        self.state = tracker.initial_state()
+        self.audio_width = tracker.info.features.num_mels
+        self._buffer = np.zeros((0, self.audio_width), np.float32)
+        self.frames = 0  # real audio frames received
+        self.blocks = 0  # blocks stepped
+        self.smoothing = decode.SmoothingConfig(min_frames=smoothing_frames)
+        self._smoothing_state = decode.initial_state(1, self.smoothing)
+        self.segments = SegmentStream(
+            tracker.info.labels, tracker.spec.output_hop_s, self.smoothing.latency_frames
+        )
+
+    def push(self, features: np.ndarray) -> list[Segment]:
+        """features float32 [frames, 40] -> the segments closed by the blocks they
+        complete."""
+        self.frames += len(features)
+        self._buffer = np.concatenate([self._buffer, features])
+        size, closed = self.tracker.audio_block, []
+        while len(self._buffer) >= size:
+            block, self._buffer = self._buffer[:size], self._buffer[size:]
+            closed += self._step(block, np.ones(size, bool))
+        return closed
+
+    def close(self) -> list[Segment]:
+        """Ends the call: the rest of the last block, then masked blocks until every
+        output frame of the whole call is out."""
+        tracker, closed = self.tracker, []
+        total = max(1, -(-self._output_frames() // tracker.block_outputs))
+        while self.blocks < total:
+            real = len(self._buffer)
+            block = np.zeros((tracker.audio_block, self.audio_width), np.float32)
+            block[:real] = self._buffer
+            self._buffer = self._buffer[real:]
+            closed += self._step(block, np.arange(tracker.audio_block) < real)
+        hop_s = self.tracker.info.features.hop_s
+        return closed + self.segments.close(self._consumed(), self.frames * hop_s)
+
+    def _output_frames(self) -> int:
+        """Output frames of the whole call (`StreamingSpec.output_frames`)."""
+        frames = {"audio": self.frames, "text": self.frames // 2}
+        spec = self.tracker.spec
+        return spec.output_frames({name: frames[name] for name in spec.inputs})
+
+    def _consumed(self) -> float:
+        """Seconds of audio the blocks stepped so far have consumed."""
+        frames = min(self.blocks * self.tracker.audio_block, self.frames)
+        return frames * self.tracker.info.features.hop_s
+
+    def _step(self, audio: np.ndarray, audio_mask: np.ndarray) -> list[Segment]:
+        inputs, mask = self._block_inputs(audio, audio_mask)
+        outputs, out_mask, self.state = self.tracker.step(inputs, mask, self.present, self.state)
+        self.blocks += 1
+        labels, _, self._smoothing_state = _smooth(
+            outputs["logits"], out_mask, self._smoothing_state, config=self.smoothing
+        )
+        valid = np.asarray(out_mask[0])
+        return self.segments.push(np.asarray(labels[0])[valid], self._consumed())
+
+    def _block_inputs(self, audio, audio_mask) -> tuple[dict, dict]:
+        """(inputs, mask) of the block being stepped, for the model's modalities."""
+        inputs, mask = {}, {}
+        if "audio" in self.tracker.config.modalities:
+            inputs["audio"], mask["audio"] = audio[None], audio_mask[None]
+        if self.tracker.reads_text:
+            size = self.tracker.block_frames["text"]
+            begin = self.blocks * size
+            piece = np.zeros((size, self.tracker.config.text_symbols), np.float32)
+            if self.text is not None:
+                real = self.text[begin : begin + size]
+                piece[: len(real)] = real
+            text_frames = self.frames // 2  # the call's text frames (20 ms) so far
+            inputs["text"] = piece[None]
+            mask["text"] = (begin + np.arange(size) < text_frames)[None]
+        return inputs, mask
+
+
+# ------------------------------------------------------------------------- output
+
+
+class Output:
+    """Writes segments to a text stream as a table, JSON lines or CSV, a line as soon as
+    a segment closes (the stream is flushed)."""
+
+    def __init__(self, form: str, stream):
+        self.form, self.stream = form, stream
+        self._csv = csv.writer(stream, lineterminator="\n") if form == "csv" else None
+
+    def header(self) -> None:
+        if self.form == "table":
+            self._line(f"{'label':<22} {'start':>8} {'end':>8} {'emitted':>8}  file")
+        elif self.form == "csv":
+            self._csv.writerow(FIELDS)
+            self.stream.flush()
+
+    def write(self, name: str, segment: Segment) -> None:
+        row = {"file": name, **dataclasses.asdict(segment)}
+        for key in ("start", "end", "emitted"):
+            row[key] = round(row[key], 6)
+        if self.form == "jsonl":
+            self._line(json.dumps({key: row[key] for key in FIELDS}))
+        elif self.form == "csv":
+            self._csv.writerow([row[key] for key in FIELDS])
+            self.stream.flush()
+        else:
+            s = segment
+            self._line(f"{s.label:<22} {s.start:>8.2f} {s.end:>8.2f} {s.emitted:>8.2f}  {name}")
+
+    def _line(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+# ---------------------------------------------------------------------------- run
+
+
+def track_stream(chunks, stream: CallStream, features: frontend.FeatureConfig, emit) -> int:
+    """Streams sample chunks through the front end and `stream`, calling `emit` with
+    each segment as it closes; returns the number of segments."""
+    frontend_stream = frontend.FeatureStream(features, stream.tracker.audio_block)
+    count = 0
+    for chunk in chunks:
+        for segment in stream.push(frontend_stream.push(chunk)):
+            emit(segment)
+            count += 1
+    for segment in stream.close():
+        emit(segment)
+        count += 1
+    return count
+
+
+def run_input(name: str, tracker: Tracker, args, output: Output) -> tuple[int, float]:
+    """Segments of one call, printed as they close -> (count, seconds of audio)."""
+    features = tracker.info.features
+    rate = features.sample_rate
+    size = tracker.audio_block * features.hop_samples
+    emit = lambda segment: output.write(name, segment)  # noqa: E731
+    if name != STDIN:
+        samples = read_samples(name, features)
+        text, present = call_text(name, samples, tracker, text_options(args))
+        stream = CallStream(tracker, text, present, args.smoothing_frames)
+        chunks = file_chunks(samples, size, rate, args.realtime)
+        return track_stream(chunks, stream, features, emit), len(samples) / rate
+    if rate != STDIN_RATE:
+        raise InputError(f"{STDIN}: raw PCM is read at {STDIN_RATE} Hz; the model wants {rate} Hz")
+    if tracker.reads_text and not args.no_text:
+        raise InputError(
+            f"{STDIN}: standard input carries audio only and the model reads text: give a "
+            "file with its text, or --no-text"
+        )
+    present = np.array([[True, not tracker.reads_text]])
+    stream = CallStream(tracker, None, present, args.smoothing_frames)
+    checked = CheckedChunks(stdin_chunks(sys.stdin.buffer, size))
+    count = track_stream(checked, stream, features, emit)
+    checked.check()
+    return count, checked.samples / rate
+
+
+def text_options(args) -> TextOptions:
+    return TextOptions(args.words, args.posteriors, args.asr, args.no_text)
+
+
+def run_inputs(inputs: list, tracker: Tracker, args, output: Output) -> list[str]:
+    """Runs every call in turn, with progress on stderr when there are several.
+    Returns what was wrong with the bad ones; without `--keep-going` the first bad
+    one's error is raised."""
+    skipped = []
+    for number, item in enumerate(inputs, start=1):
+        started = time.perf_counter()
+        try:
+            if isinstance(item, InputError):
+                raise item
+            count, seconds = run_input(item, tracker, args, output)
+        except INPUT_ERRORS as err:
+            if not args.keep_going:
+                raise
+            skipped.append(str(err))
+            continue
+        if len(inputs) > 1 and not args.quiet:
+            print(
+                f"[{number}/{len(inputs)}] {item}: {count} segment(s) in {seconds:.1f} s of "
+                f"audio ({time.perf_counter() - started:.1f} s)",
+                file=sys.stderr,
+            )
+    return skipped
+
+
+def parser() -> argparse.ArgumentParser:
+    parse = argparse.ArgumentParser(
+        prog="python -m multiqt_jax.track",
+        description="Track questions (or symptoms: the model's labels) in calls with a MultiQT\n"
+        "bundle or export, streamed block by block; each segment is printed when it closes.",
+        epilog="Example: python -m multiqt_jax.track out/multimodal/bundle-fold0 calls/ "
+        "--asr pocketsphinx\nMicrophone (audio-only model): arecord -q -f S16_LE -r 16000 -c 1 "
+        "-t raw | python -m multiqt_jax.track MODEL -\nText for a model that reads it: --asr, "
+        "--words, --posteriors, <call>.npy or <call>.json beside the call, or --no-text.\n"
+        "Exit status: 0 when every call was used, 1 when one was bad (with --keep-going: "
+        "skipped), 2 for a bad model folder or bad arguments.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parse.add_argument(
+        "model", help="bundle folder (multiqt_jax.bundle.save) or export folder (with export.json)"
+    )
+    parse.add_argument(
+        "calls",
+        nargs="+",
+        help="audio files (wav, flac, ogg; any rate and channels), folders (searched "
+        "recursively), or - for raw 16-bit little-endian 16 kHz mono PCM on stdin",
+    )
+    parse.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    parse.add_argument(
+        "--block-ms",
+        type=float,
+        default=None,
+        help="audio per model step (default 200 ms; an export's own block)",
+    )
+    parse.add_argument(
+        "--realtime", action="store_true", help="feed files at the pace of a live stream"
+    )
+    text = parse.add_mutually_exclusive_group()
+    text.add_argument(
+        "--asr",
+        choices=ASR_CHOICES,
+        default="none",
+        help="recognise each call for the text (default none: text from the files beside it)",
+    )
+    text.add_argument("--words", help="timed words JSON (annotated_calls 'asr') of the one call")
+    text.add_argument("--posteriors", help="character posteriors .npy [frames, 29] at 20 ms")
+    text.add_argument(
+        "--no-text",
+        action="store_true",
+        help="mark the text missing (for a model trained with modality dropout)",
+    )
+    parse.add_argument(
+        "--smoothing-frames",
+        type=int,
+        default=1,
+        help="frames a class must hold to switch (multiqt_jax.decode; default 1: none)",
+    )
+    parse.add_argument(
+        "--keep-going", action="store_true", help="skip bad calls (listed at the end)"
+    )
+    parse.add_argument("--quiet", action="store_true", help="no progress lines or notes on stderr")
+    return parse
+
+
+def _check_text_arguments(args, tracker: Tracker) -> None:
+    """Arguments that cannot work with this model (InputError)."""
+    if (args.words or args.posteriors) and len(args.inputs) != 1:
+        raise InputError(
+            "--words / --posteriors: give the text of one call; for several, put "
+            "<call>.json or <call>.npy beside each"
+        )
+    if args.no_text and tracker.config.modalities == ("text",):
+        raise InputError("--no-text: the model reads text only")
+    if args.smoothing_frames < 1:
+        raise InputError(f"--smoothing-frames: expected at least 1, got {args.smoothing_frames}")
+
+
+def _notes(args, tracker: Tracker) -> list[str]:
+    """Warnings for stderr about how the model's text is used."""
+    if not tracker.reads_text or args.quiet:
+        return []
+    if args.no_text:
+        if tracker.config.modality_dropout == 0:
+            return [
+                "note: --no-text: the model was trained without modality dropout; its "
+                "outputs without text are outside what it learnt"
+            ]
+        return []
+    if not tracker.info.decoding.causal_text:
+        return [
+            "note: the model reads offline text (decoding.causal_text false: words at "
+            "their recognised times, before the recogniser emitted them); segments and "
+            "`emitted` are those of a replay, not of a live run"
+        ]
+    return []
+
+
+def main(argv=None) -> int:
+    """The command line (see the module docstring) -> the exit status."""
+    args = parser().parse_args(argv)
+    args.inputs = list(expand_paths(args.calls))
+    try:
+        tracker = load(args.model, args.block_ms)
+        _check_text_arguments(args, tracker)
+    except (BundleError, InputError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for note in _notes(args, tracker):
+        print(note, file=sys.stderr)
+    output = Output(args.format, sys.stdout)
+    output.header()
+    try:
+        skipped = run_inputs(args.inputs, tracker, args, output)
+    except INPUT_ERRORS as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if skipped:
+        print(f"skipped {len(skipped)} input(s):", file=sys.stderr)
+        for reason in skipped:
+            print(f"  {reason}", file=sys.stderr)
+    return 1 if skipped else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_in_pipe(main))
