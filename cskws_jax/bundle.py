@@ -11,7 +11,10 @@ settings a `cskws_jax.train.DecodeConfig`, the labels the keywords in class orde
 (`num_keywords` of them), and the features the log-mel front end the model was trained on
 (`cskws_jax.datasets.features.FEATURES` for the project's corpora). `load` refuses a
 bundle of another task, and parameters whose shapes differ from what the config's model
-has; `python -m cskws_jax.detect` runs a bundle on audio files.
+has; `python -m cskws_jax.detect` runs a bundle on audio files. The decoding settings
+may hold operating points (`cskws_jax.train.OperatingPoint`: per-keyword thresholds for a
+false-alarm budget, chosen by `cskws_jax.operating_points.choose`), each with one
+threshold per label; bundles saved before them load with none.
 """
 
 from __future__ import annotations
@@ -42,13 +45,30 @@ def save(
     """Writes `net`'s config and `params` (the variables `net.init` gives, e.g.
     `TrainState.params`) as a bundle folder at `path`; `keywords` name the classes in
     order (`net.config.num_keywords` of them). Returns the folder."""
+    if decode_config is not None:
+        _check_operating_points(
+            decode_config, len(keywords), f"{Path(path) / bundle_lib.MANIFEST} (to save)"
+        )
     return _FORMAT.save(path, net, params, keywords, decode_config, corpus, features)
 
 
 def load(path: str | os.PathLike) -> tuple[model.AfKws, dict, bundle_lib.Bundle]:
     """(net, params, info) of a bundle folder; a `speechkit.bundle.BundleError` naming
     the file and the field for anything missing or inconsistent."""
-    return _FORMAT.load(path)
+    net, params, info = _FORMAT.load(path)
+    where = str(Path(info.path) / bundle_lib.MANIFEST)
+    _check_operating_points(info.decoding, len(info.labels), where)
+    return net, params, info
+
+
+def _check_operating_points(decoding: train.DecodeConfig, num_keywords: int, where: str):
+    """Each operating point holds one threshold per keyword."""
+    for index, point in enumerate(decoding.operating_points):
+        if len(point.thresholds) != num_keywords:
+            raise bundle_lib.BundleError(
+                f"{where}: decoding.operating_points[{index}].thresholds: "
+                f"{len(point.thresholds)} thresholds, labels has {num_keywords} keywords"
+            )
 
 
 def expected_params(config: model.AfKwsConfig):

@@ -1,7 +1,8 @@
 r"""Keyword detection with a trained AF-KWS bundle, streamed block by block.
 
     python -m cskws_jax.detect BUNDLE AUDIO... [--format table|jsonl|csv] [--block-ms 200]
-        [--realtime] [--refractory-s S] [--min-score P] [--keep-going] [--quiet]
+        [--realtime] [--refractory-s S] [--min-score P] [--fa-per-hour B] [--keep-going]
+        [--quiet]
     arecord -q -f S16_LE -r 16000 -c 1 -t raw | python -m cskws_jax.detect BUNDLE -
 
 AUDIO is any mix of files (WAV, FLAC, OGG; any sample rate and channel count: mixed to
@@ -17,6 +18,14 @@ end). Every decided peak is printed (no `max_detections` cut); without a refract
 window they are the detections of `StreamDetector.detect` on the same features.
 `--refractory-s` drops a detection of a keyword whose centre is within that many seconds
 of the last printed detection of the same keyword (first come, first kept).
+
+`--fa-per-hour B` runs the bundle at one of its stored operating points
+(`cskws_jax.train.DecodeConfig.operating_points`, chosen by
+`cskws_jax.operating_points.choose` on labelled data, e.g. the test split by
+`experiments.cskws`): a detection of keyword k is printed only when its score >= that
+point's threshold for k (before the refractory window), which held B false alarms per hour
+of audio, all keywords together, on the data it was chosen on (new audio may give more).
+A budget the bundle does not store is an error listing those it does.
 
 Bad input stops the run with an error that names the file (missing, empty, unreadable,
 silent, too short, non-finite samples; a bundle of another task or a broken one); with
@@ -84,8 +93,13 @@ class KeywordStream:
     `cskws_jax.streaming.StreamDetector.detect` does (the last block and the flush
     padded with masked zero frames), so the detections are the same."""
 
-    def __init__(self, detector: StreamDetector, keywords, refractory_s: float = 0.0):
+    def __init__(
+        self, detector: StreamDetector, keywords, refractory_s: float = 0.0, thresholds=None
+    ):
+        """`thresholds`: one score threshold per keyword (a detection below its
+        keyword's is dropped), or None for none."""
         self.detector, self.keywords, self.refractory_s = detector, tuple(keywords), refractory_s
+        self.thresholds = None if thresholds is None else tuple(thresholds)
         self.block = detector.block_frames["audio"]
         self.width = detector.config.features
         self.state = detector.initial_state(1)
@@ -141,9 +155,13 @@ class KeywordStream:
                 score=float(found["score"][position, label]),
                 emitted=float(found["emitted"][position]),
             )
-            if self._keep(detection):
+            if self._passes(detection) and self._keep(detection):
                 detections.append(detection)
         return detections
+
+    def _passes(self, detection: Detection) -> bool:
+        """True at or above its keyword's threshold (always without thresholds)."""
+        return self.thresholds is None or detection.score >= self.thresholds[detection.label]
 
     def _keep(self, detection: Detection) -> bool:
         """False within the refractory window of the last kept detection of its keyword."""
@@ -263,11 +281,14 @@ class Output:
 # ------------------------------------------------------------------------------- run
 
 
-def detect_stream(chunks, detector: StreamDetector, info, refractory_s: float, emit) -> int:
+def detect_stream(
+    chunks, detector: StreamDetector, info, refractory_s: float, emit, thresholds=None
+) -> int:
     """Streams sample chunks through the front end and the detector, calling `emit`
-    with each detection as it is decided; returns the number of detections."""
+    with each detection as it is decided (those below their keyword's `thresholds`, when
+    given, dropped); returns the number of detections."""
     frontend_stream = frontend.FeatureStream(info.features, detector.block_frames["audio"])
-    stream = KeywordStream(detector, info.labels, refractory_s)
+    stream = KeywordStream(detector, info.labels, refractory_s, thresholds)
     count = 0
     for chunk in chunks:
         for detection in stream.push(frontend_stream.push(chunk)):
@@ -298,19 +319,36 @@ def run_input(name: str, detector, info, args, output: Output) -> tuple[int, flo
     rate = info.features.sample_rate
     size = detector.block_frames["audio"] * info.features.hop_samples
     emit = lambda detection: output.write(name, detection)  # noqa: E731
+    thresholds = operating_thresholds(info, args.fa_per_hour)
     if name != STDIN:
         samples = read_samples(name, info.features)
         chunks = file_chunks(samples, size, rate, args.realtime)
-        return detect_stream(chunks, detector, info, args.refractory_s, emit), len(samples) / rate
+        count = detect_stream(chunks, detector, info, args.refractory_s, emit, thresholds)
+        return count, len(samples) / rate
     if rate != STDIN_RATE:
         raise InputError(f"{STDIN}: raw PCM is read at {STDIN_RATE} Hz; the bundle wants {rate} Hz")
     checked = _Checked(stdin_chunks(sys.stdin.buffer, size))
-    count = detect_stream(checked, detector, info, args.refractory_s, emit)
+    count = detect_stream(checked, detector, info, args.refractory_s, emit, thresholds)
     if checked.samples == 0:
         raise InputError(f"{STDIN}: holds no samples")
     if checked.peak < SILENCE:
         raise InputError(f"{STDIN}: silent (every sample zero)")
     return count, checked.samples / rate
+
+
+def operating_thresholds(info, fa_per_hour: float | None) -> tuple[float, ...] | None:
+    """The per-keyword thresholds of the bundle's operating point for `--fa-per-hour`
+    (None without it); an InputError listing the stored budgets when it has none."""
+    if fa_per_hour is None:
+        return None
+    try:
+        return info.decoding.operating_point(fa_per_hour).thresholds
+    except ValueError:
+        stored = [f"{point.fa_per_hour:g}" for point in info.decoding.operating_points]
+        raise InputError(
+            f"--fa-per-hour: {info.path} has no operating point for {fa_per_hour:g} false "
+            "alarms per hour; " + (f"it stores {', '.join(stored)}" if stored else "it stores none")
+        ) from None
 
 
 def block_outputs(block_ms: float, hop_s: float) -> int:
@@ -360,6 +398,14 @@ def parser() -> argparse.ArgumentParser:
         "--min-score", type=float, default=None, help="peak threshold (default: the bundle's)"
     )
     parse.add_argument(
+        "--fa-per-hour",
+        type=float,
+        default=None,
+        metavar="B",
+        help="keep a detection only when its score reaches its keyword's threshold at the "
+        "bundle's operating point for B false alarms per hour (all keywords together)",
+    )
+    parse.add_argument(
         "--keep-going", action="store_true", help="skip bad inputs (listed at the end)"
     )
     parse.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -372,6 +418,7 @@ def main(argv=None) -> int:
     try:
         net, params, info = bundle.load(args.bundle)
         steps = block_outputs(args.block_ms, info.features.hop_s * net.config.output_stride)
+        operating_thresholds(info, args.fa_per_hour)  # a budget it lacks: before any audio
     except (BundleError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -19,10 +19,24 @@ with the same parameters and evaluator (`WORKDIR/<model>/heldout/detections.npz`
 "transfer" = heldout mAP / test mAP (None when the test mAP is 0), and the corpus's
 "heldout_engine". Saved scores without "heldout" while the corpus has the split are
 recomputed (training resumes from its last checkpoint, so only evaluation runs again).
+
+Operating points: from each model's test detections, `cskws_jax.operating_points.choose`
+picks per-keyword score thresholds for every false-alarm budget in `config.eval.fa_budgets`
+(FA per hour, all keywords together; each keyword an equal share), and the AF-KWS bundles
+store them (`python -m cskws_jax.detect BUNDLE AUDIO --fa-per-hour 5`). Each model's
+`WORKDIR/<model>/det.json` holds the test DET curves (FA/h against miss rate, pooled
+under one shared threshold and per keyword, thinned to `DET_CURVE_POINTS` cuts), and
+results.json per model "operating_points" (`operating_point_summary`): per budget the
+false alarms it allows on the test hours, the FA/h and miss rate the thresholds give on
+the test split, and, with a heldout split, on that. Thresholds chosen on the test split
+and read on it meet the budget by construction, so their test miss rate is optimistic;
+the held-out-engine numbers are the out-of-sample check. Saved scores without
+"operating_points" are recomputed as above.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -34,7 +48,7 @@ import tensorflow_datasets as tfds
 from absl import app, flags
 from ml_collections import config_flags
 
-from cskws_jax import baselines, bundle, input_pipeline, losses, model, train
+from cskws_jax import baselines, bundle, input_pipeline, losses, model, operating_points, train
 from cskws_jax.datasets import synthetic_kws
 from experiments import common, training
 from experiments.evaluators import detection
@@ -45,6 +59,7 @@ MODELS = ("afkws", "afkws_no_unknown", "sliding_window")
 REPORTED = ("mAP", "AP@0.05", "AP@0.75", "FRR@5", "FRR@25")
 HELDOUT = "heldout"  # the split spoken by the held-out engine, when the corpus has one
 HELDOUT_REPORTED = (*REPORTED, "test_hours")
+DET_CURVE_POINTS = 400  # cuts per DET curve in det.json, at most
 
 
 log = common.logger("cskws")
@@ -196,9 +211,83 @@ def evaluate_heldout(candidate: Candidate, params, config, source, workdir: str)
 
 
 def reusable(saved: dict, heldout: bool) -> bool:
-    """Whether a model's saved scores.json answers this run: it must hold the heldout
-    scores whenever the corpus has that split (older runs' scores do not)."""
-    return not heldout or (HELDOUT in saved and "transfer" in saved)
+    """Whether a model's saved scores.json answers this run: it must hold the operating
+    points, and the heldout scores whenever the corpus has that split (older runs'
+    scores do not)."""
+    has_points = "operating_points" in saved
+    return has_points and (not heldout or (HELDOUT in saved and "transfer" in saved))
+
+
+def saved_outcomes(folder: str, num_keywords: int) -> operating_points.Outcomes:
+    """The `cskws_jax.operating_points.Outcomes` of the detections that
+    `evaluate_candidate` saved in `folder`."""
+    with np.load(os.path.join(folder, "detections.npz")) as saved:
+        parts = {prefix: {} for prefix in ("detection", "truth")}
+        for key in saved.files:
+            prefix, _, field = key.partition("_")
+            if prefix in parts:
+                parts[prefix][field] = saved[key]
+        hours = float(saved["hours"])
+    return operating_points.outcomes(
+        parts["detection"], parts["truth"], num_keywords=num_keywords, hours=hours
+    )
+
+
+def choose_operating_points(config, folder: str, keywords, heldout: bool) -> tuple:
+    """(operating points, their summary for results.json) of the model whose test (and
+    heldout) detections are saved in `folder`; writes `folder/det.json`."""
+    test = saved_outcomes(folder, len(keywords))
+    budgets = tuple(float(b) for b in config.eval.fa_budgets)
+    points = operating_points.choose(test, budgets, split=f"{config.dataset}:test")
+    other = saved_outcomes(os.path.join(folder, HELDOUT), len(keywords)) if heldout else None
+    curves = operating_points.det_curves(test)
+    files.write_json(
+        os.path.join(folder, "det.json"),
+        {
+            "split": "test",
+            "iou": test.iou,
+            "hours": test.hours,
+            "pooled": curves["pooled"].thinned(DET_CURVE_POINTS).to_json(),
+            "per_keyword": {
+                keyword: curve.thinned(DET_CURVE_POINTS).to_json()
+                for keyword, curve in zip(keywords, curves["per_keyword"], strict=True)
+            },
+        },
+    )
+    return points, operating_point_summary(points, test, curves["pooled"], other)
+
+
+def operating_point_summary(points, test, pooled, heldout=None) -> dict:
+    """results.json's "operating_points": the rule, and per budget (FA/h, all keywords)
+    the false alarms it allows on the test hours (in all, and per keyword under the
+    equal share), what the thresholds give on the test split (`measure`: false alarms,
+    hits, FA/h, miss rate) and on the heldout split when given, and the test miss rate
+    of one shared threshold at the budget (FRR@budget, for comparison)."""
+    num_keywords = test.num_keywords
+    entries = []
+    for point in points:
+        budget = point.fa_per_hour
+        within = pooled.fa_per_hour <= budget
+        shared = float(np.min(pooled.miss_rate[within]))
+        entry = {
+            "fa_per_hour": budget,
+            "allowed_false_alarms": operating_points.allowed_false_alarms(budget, test.hours),
+            "allowed_per_keyword": operating_points.allowed_false_alarms(
+                budget / num_keywords, test.hours
+            ),
+            "test": operating_points.measure(test, point.thresholds),
+            "shared_threshold_miss_rate": shared if np.isfinite(shared) else None,
+        }
+        if heldout is not None:
+            entry[HELDOUT] = operating_points.measure(heldout, point.thresholds)
+        entries.append(entry)
+    return {
+        "rule": "equal share: each keyword's threshold is its lowest score cut with FA/h <= "
+        "budget / keywords on the test split",
+        "iou": test.iou,
+        "test_hours": test.hours,
+        "budgets": entries,
+    }
 
 
 def _number(value, width: int = 10) -> str:
@@ -250,7 +339,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
                 results[name] = saved
                 log(f"{name}: scores found, skipped")
                 continue
-            log(f"{name}: saved scores lack the heldout split, recomputing")
+            log(f"{name}: saved scores lack the heldout split or operating points, recomputing")
         started = time.perf_counter()
         candidate = Candidate(name, config, len(keywords))
         state = train_candidate(candidate, config, sources["train"], folder)
@@ -259,6 +348,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
             heldout = evaluate_heldout(candidate, state.params, config, sources[HELDOUT], folder)
             results[name][HELDOUT] = heldout
             results[name]["transfer"] = common.transfer_ratio(heldout["mAP"], results[name]["mAP"])
+        points, results[name]["operating_points"] = choose_operating_points(
+            config, folder, keywords, has_heldout
+        )
         results[name]["seconds"] = time.perf_counter() - started  # training + evaluation
         if candidate.net is not None:  # the sliding-window baseline is no AF-KWS model
             bundle.save(
@@ -266,7 +358,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
                 candidate.net,
                 state.params,
                 keywords,
-                candidate.decoding,
+                dataclasses.replace(candidate.decoding, operating_points=points),
                 corpus=config.dataset,
             )
         files.write_json(path, results[name])

@@ -6,8 +6,9 @@ r"""The main job: corpora, MultiQT cross-validation, CS-KWS, and a report to ope
 Stages (each timed and reported): build any missing corpus (experiments.build_data),
 experiments.multiqt, experiments.cskws, then `WORKDIR/report.md` with both tables beside
 the papers' figures, each task's in-engine vs held-out-engine scores (models scored on
-a synthesiser never heard in training, with the transfer ratio) and PNG figures in
-`WORKDIR/figures/`; training curves are in
+a synthesiser never heard in training, with the transfer ratio), the KWS operating
+points (per-keyword thresholds for false-alarm budgets: a DET table and figure) and PNG
+figures in `WORKDIR/figures/`; training curves are in
 `WORKDIR/*/*/tensorboard` (`tensorboard --logdir WORKDIR`). Rerunning resumes: finished
 stages are read back, interrupted training continues from its checkpoints.
 """
@@ -167,6 +168,42 @@ def kws_figures(workdir: str, models: list[str], paths: dict) -> None:
         plt.close(figure)
 
 
+def kws_det_figure(workdir: str, kws: dict, path: str) -> None:
+    """The pooled test DET curve (FA/h on a log axis against miss rate, one shared
+    threshold) of each model with a bundle (the AF-KWS ones; `det.json` of
+    `experiments.cskws`), with its operating points (per-keyword thresholds) marked."""
+    figure, axes = plt.subplots(figsize=(5.5, 4))
+    budgets = set()
+    for name, scores in kws["models"].items():
+        folder = os.path.join(workdir, "cskws", name)
+        det = files.read_json(os.path.join(folder, "det.json"))
+        if det is None or not os.path.exists(os.path.join(folder, "bundle", "bundle.json")):
+            continue
+        pooled = det["pooled"]
+        fa = np.array([np.nan if v is None else v for v in pooled["fa_per_hour"]])
+        miss = np.array([np.nan if v is None else v for v in pooled["miss_rate"]])
+        (line,) = axes.plot(fa, miss, label=KWS_NAMES.get(name, name))
+        for entry in scores.get("operating_points", {}).get("budgets", []):
+            budgets.add(entry["fa_per_hour"])
+            test = entry["test"]
+            if test["fa_per_hour"] > 0 and test["miss_rate"] is not None:
+                axes.plot(test["fa_per_hour"], test["miss_rate"], "o", color=line.get_color())
+    for budget in sorted(budgets):
+        axes.axvline(budget, color="grey", linestyle=":", linewidth=0.8)
+    axes.set_xscale("log", nonpositive="mask")
+    axes.set(
+        xlabel="false alarms per hour (log; dotted: budgets)",
+        ylabel="miss rate",
+        title="KWS DET, pooled (IoU 0.05); dots: operating points",
+    )
+    axes.set_ylim(0, 1.02)
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
 # -------------------------------------------------------------------------------- report
 
 
@@ -211,6 +248,48 @@ def kws_table(results: dict) -> list[str]:
                 cell += f" (paper {paper[column]})"
             cells.append(cell)
         lines.append(f"| {KWS_NAMES.get(name, name)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _rate(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def kws_det_table(kws: dict) -> list[str]:
+    """Per model and false-alarm budget: the false alarms the budget allows on the test
+    hours, the test miss rate and FA/h of the per-keyword operating points (chosen on
+    the test split), the miss rate of one shared threshold there, and what the same
+    thresholds give on the held-out engine's split (when there is one)."""
+    models = {n: s["operating_points"] for n, s in kws["models"].items() if "operating_points" in s}
+    if not models:
+        return ["No operating points in these results."]
+    hours = next(iter(models.values()))["test_hours"]
+    lines = [
+        f"Thresholds per keyword for a budget of B false alarms per hour, all keywords "
+        f"together: each keyword gets B / {len(kws['keywords'])} and its lowest score cut "
+        f"within that share on the test split ({hours:.2f} h; `cskws_jax.operating_points`). "
+        "Chosen and read on the same split, the test columns meet the budget by "
+        "construction and are optimistic; the held-out engine's are out of sample. "
+        "Shared threshold: the pooled DET curve's miss rate at the budget (FRR@B).",
+        "",
+        "| Model | budget (FA/h) | allowed FAs on test (per keyword) | test miss rate | "
+        "test FA/h | shared-threshold miss rate | held-out miss rate | held-out FA/h |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, summary in models.items():
+        for entry in summary["budgets"]:
+            test, heldout = entry["test"], entry.get(cskws.HELDOUT)
+            lines.append(
+                f"| {KWS_NAMES.get(name, name)} | {entry['fa_per_hour']:g} | "
+                f"{entry['allowed_false_alarms']} ({entry['allowed_per_keyword']}) | "
+                f"{_rate(test['miss_rate'])} | {test['fa_per_hour']:.2f} | "
+                f"{_rate(entry['shared_threshold_miss_rate'])} | "
+                + (
+                    f"{_rate(heldout['miss_rate'])} | {heldout['fa_per_hour']:.2f} |"
+                    if heldout
+                    else "- | - |"
+                )
+            )
     return lines
 
 
@@ -290,12 +369,14 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         "timeline": _figure_path(workdir, "multiqt_timeline.png"),
         "pr": _figure_path(workdir, "kws_precision_recall.png"),
         "frr": _figure_path(workdir, "kws_frr_vs_false_alarms.png"),
+        "det": _figure_path(workdir, "kws_det.png"),
     }
     per_class_figure(mq["models"], classes, figures["per_class"])
     timeline = _first_timeline(workdir, mq)
     if timeline is not None:
         timeline_figure(timeline, figures["timeline"])
     kws_figures(workdir, list(kws["models"]), figures)
+    kws_det_figure(workdir, kws, figures["det"])
     calls = build["configs"].get(f"synthetic_calls/{multiqt.corpus_name(config.multiqt)}", {})
     kws_build = build["configs"].get(config.cskws.dataset, {})
     lines = [
@@ -345,6 +426,12 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         "",
         "![precision-recall](figures/kws_precision_recall.png)",
         "![FRR](figures/kws_frr_vs_false_alarms.png)",
+        "",
+        "### Operating points (DET)",
+        "",
+        *kws_det_table(kws),
+        "",
+        "![DET](figures/kws_det.png)",
         "",
         "Training curves: `tensorboard --logdir " + os.path.abspath(workdir) + "`.",
         "",

@@ -56,6 +56,9 @@ PARAMS = "params.npz"
 _SEPARATOR = "/"  # between the keys of a tree path
 _DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
 _DTYPES |= {"float16", "float32", "float64"}
+# A dataclass field whose metadata holds this key (set True) was added after bundles
+# were written: `from_dict` gives it its default when the JSON lacks it.
+OPTIONAL = "bundle_optional"
 _FIELDS = (
     "format",
     "format_version",
@@ -459,20 +462,28 @@ def from_dict(cls: type, values, where: str):
     """`cls(**values)` from JSON values, safely: `values` must be a dict with exactly
     the fields of the dataclass `cls`; each value is converted by the field's type hint
     (int, float, bool, str, None, `X | None`, tuple[X, ...], fixed tuples, nested
-    dataclasses) and nothing else is accepted. Errors (TypeError, ValueError, and the
-    dataclass's own checks) name `where` and the field, e.g. "model_config.stages[1].stride".
+    dataclasses) and nothing else is accepted. Only a field marked `OPTIONAL` in its
+    metadata (one added after bundles were written) may be missing: it takes its default.
+    Errors (TypeError, ValueError, and the dataclass's own checks) name `where` and the
+    field, e.g. "model_config.stages[1].stride".
     """
     if not isinstance(values, dict):
         raise TypeError(f"{where}: expected an object of {cls.__name__}'s fields, got {values!r}")
-    names = [field.name for field in dataclasses.fields(cls)]
+    fields = dataclasses.fields(cls)
+    names = [field.name for field in fields]
     unknown = sorted(set(values) - set(names))
     if unknown:
         raise ValueError(f"{where}.{unknown[0]}: not a field of {cls.__name__} (fields: {names})")
-    missing = [name for name in names if name not in values]
+    optional = {field.name for field in fields if field.metadata.get(OPTIONAL)}
+    missing = [name for name in names if name not in values and name not in optional]
     if missing:
         raise ValueError(f"{where}.{missing[0]}: missing (fields missing: {missing})")
     hints = typing.get_type_hints(cls)
-    built = {name: _convert(hints[name], values[name], f"{where}.{name}") for name in names}
+    built = {
+        name: _convert(hints[name], values[name], f"{where}.{name}")
+        for name in names
+        if name in values
+    }
     try:
         return cls(**built)
     except (TypeError, ValueError) as err:

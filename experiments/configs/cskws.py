@@ -19,7 +19,8 @@ runner sets num_keywords from the corpus and unknown_class per model; `stages` a
 (gain, noise, SpecAugment-style masks),
 `loss` -> `cskws_jax.losses.LossConfig`, `decode` -> `cskws_jax.train.DecodeConfig`,
 `optimizer` -> `speechkit.optim.OptimizerConfig` (total_steps = train.steps), `window`
--> `cskws_jax.baselines.WindowConfig`.
+-> `cskws_jax.baselines.WindowConfig`; `eval` holds the evaluation batch size and the
+false-alarm budgets of the operating points (`eval.fa_budgets`, FA per hour).
 """
 
 import ml_collections
@@ -103,6 +104,10 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
 
     config.eval = ml_collections.ConfigDict()
     config.eval.batch_size = 16
+    # False-alarm budgets (per hour, all keywords together) of the operating points each
+    # model gets from its test detections (cskws_jax.operating_points: an equal share
+    # per keyword), stored in the AF-KWS bundles for `cskws_jax.detect --fa-per-hour`.
+    config.eval.fa_budgets = (1.0, 5.0, 25.0)
     if preset in ("smoke", "quick"):  # CPU-sized detector
         config.model.stem_channels = 32
         config.model.stages = ((32, 2, 1, 1), (48, 2, 1, 1), (64, 1, 1, 2), (64, 1, 1, 4))

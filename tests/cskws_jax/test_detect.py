@@ -4,6 +4,7 @@ loaded and run on random audio; its printed detections are those of
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import subprocess
@@ -196,7 +197,51 @@ def test_realtime_paces_and_refractory_thins(saved, tmp_path, capsys):
     assert "not a whole number" in capsys.readouterr().err
 
 
+def _between(scores: list[float]) -> float:
+    """A threshold between two of the printed scores near their median (at least 1e-5
+    from both, so that the 6-decimal rounding of the output cannot decide it)."""
+    distinct = sorted(set(scores))
+    if len(distinct) < 2:
+        return distinct[0] + 1e-3 if distinct else 0.0  # drop the only one, if any
+    pairs = zip(distinct, distinct[1:], strict=False)
+    gaps = [
+        (abs(i - len(distinct) // 2), (a + b) / 2) for i, (a, b) in enumerate(pairs) if b - a > 2e-5
+    ]
+    return min(gaps)[1]
+
+
+def test_fa_per_hour_keeps_the_detections_of_the_operating_point(saved, tmp_path, capsys):
+    folder, net, params, wav = saved
+    assert detect.main([str(folder), str(wav), "--format=jsonl"]) == 0
+    everything = _rows(capsys.readouterr().out)
+    thresholds = tuple(
+        _between([row["score"] for row in everything if row["label"] == label])
+        for label in range(len(KEYWORDS))
+    )
+    points = (
+        train.OperatingPoint(1.0, (2.0,) * len(KEYWORDS), "made up", 0.5),
+        train.OperatingPoint(5.0, thresholds, "made up", 0.5),
+    )
+    decoding = dataclasses.replace(DECODING, operating_points=points)
+    bundle.save(tmp_path / "points", net, params, KEYWORDS, decoding, "random")
+    args = [str(tmp_path / "points"), str(wav), "--format=jsonl"]
+    assert detect.main([*args, "--fa-per-hour", "5"]) == 0
+    kept = _rows(capsys.readouterr().out)
+    expected = [row for row in everything if row["score"] >= thresholds[row["label"]]]
+    assert 0 < len(kept) < len(everything)  # some cut, some kept
+    assert kept == expected
+    assert detect.main([*args, "--fa-per-hour=1"]) == 0  # thresholds above any score
+    assert _rows(capsys.readouterr().out) == []
+    assert detect.main([*args, "--fa-per-hour=3"]) == 2
+    err = capsys.readouterr().err
+    assert "--fa-per-hour:" in err and "no operating point for 3 false alarms per hour" in err
+    assert "it stores 1, 5" in err
+    assert detect.main([str(folder), str(wav), "--fa-per-hour=5"]) == 2
+    assert "it stores none" in capsys.readouterr().err
+
+
 def test_help_explains_the_inputs():
     text = detect.parser().format_help()
     for phrase in ("--keep-going", "--realtime", "raw 16-bit", "jsonl", "Exit status"):
         assert phrase in text
+    assert "--fa-per-hour" in text and "false alarms per hour" in text

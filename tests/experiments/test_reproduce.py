@@ -8,7 +8,10 @@ import json
 import numpy as np
 import pytest
 
+from cskws_jax import bundle
+from cskws_jax import operating_points as op
 from experiments import common, cskws, reproduce
+from experiments.configs import cskws as cskws_config
 
 
 @pytest.mark.slow
@@ -28,7 +31,8 @@ def test_smoke_main_job_writes_results_and_the_report(
     assert "# Reproduction report (smoke)" in report
     assert "synthetic_calls/questions-smoke" in report and "synthetic_kws/smoke" in report
     assert "MultiQT (audio only)" in report and "| AF-KWS |" in report
-    for figure in ("multiqt_per_class_f1", "multiqt_timeline", "kws_precision_recall"):
+    figures = ("multiqt_per_class_f1", "multiqt_timeline", "kws_precision_recall", "kws_det")
+    for figure in figures:
         assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 1000, figure
     multiqt = json.loads((tmp_path / "multiqt" / "results.json").read_text())
     assert set(multiqt["models"]) == {"audio", "rf"} and multiqt["num_folds"] == 2
@@ -67,11 +71,53 @@ def test_smoke_main_job_writes_results_and_the_report(
         assert len(curves["pr"]["recall"]) == len(curves["pr"]["precision"]) > 0
         assert curves["det"]["miss_rate"][-1] <= 1
         assert (kws / name / "tensorboard").is_dir()
+        check_operating_points(kws / name, scores, results["keywords"])
     assert (kws / "afkws" / "bundle" / "bundle.json").exists()
     assert "sliding_window" in done.stdout and "RTF" in done.stdout
     assert "heldout mAP" in done.stdout and "transfer" in done.stdout
     assert results["heldout_engine"] == multiqt["heldout_engine"]
     assert f"| {reproduce.KWS_NAMES['afkws']} | {results['models']['afkws']['mAP']:.3f} |" in report
+    det_part = report.split("### Operating points (DET)")[1]
+    for name, scores in results["models"].items():
+        entry = scores["operating_points"]["budgets"][1]
+        row = f"| {reproduce.KWS_NAMES[name]} | {entry['fa_per_hour']:g} | "
+        assert (
+            row + f"{entry['allowed_false_alarms']} ({entry['allowed_per_keyword']}) |" in det_part
+        )
+    # Only the AF-KWS models have bundles, and each stores the operating points of its scores.
+    assert not (kws / "sliding_window" / "bundle").exists()
+
+
+def check_operating_points(folder, scores: dict, keywords: list) -> None:
+    """A model's operating points: recomputed from its saved test detections, the bundle
+    (AF-KWS models) stores the same ones, and results.json reports what they give on
+    the test and held-out splits; det.json holds the test DET curves."""
+    budgets = tuple(cskws_config.get_config("smoke").eval.fa_budgets)
+    test = cskws.saved_outcomes(str(folder), len(keywords))
+    heldout = cskws.saved_outcomes(str(folder / cskws.HELDOUT), len(keywords))
+    points = op.choose(test, budgets, split="synthetic_kws/smoke:test")
+    summary = scores["operating_points"]
+    assert summary["test_hours"] == pytest.approx(scores["test_hours"])
+    assert [entry["fa_per_hour"] for entry in summary["budgets"]] == list(budgets)
+    for point, entry in zip(points, summary["budgets"], strict=True):
+        budget = point.fa_per_hour
+        assert entry["allowed_false_alarms"] == op.allowed_false_alarms(budget, test.hours)
+        assert entry["test"] == op.measure(test, point.thresholds)
+        assert entry["test"]["fa_per_hour"] <= budget  # chosen there: met by construction
+        assert entry[cskws.HELDOUT] == op.measure(heldout, point.thresholds)
+        assert entry[cskws.HELDOUT]["hours"] == pytest.approx(scores["heldout"]["test_hours"])
+        if f"FRR@{budget:g}" in scores and np.isfinite(scores[f"FRR@{budget:g}"]):
+            frr = scores[f"FRR@{budget:g}"]  # one shared threshold: the metric's FRR
+            assert entry["shared_threshold_miss_rate"] == pytest.approx(frr, abs=1e-6)
+    if (folder / "bundle").exists():
+        _, _, info = bundle.load(folder / "bundle")
+        assert info.decoding.operating_points == points
+    det = json.loads((folder / "det.json").read_text())
+    assert set(det["per_keyword"]) == set(keywords) and det["hours"] == test.hours
+    pooled = det["pooled"]
+    assert pooled["threshold"][0] is None and pooled["miss_rate"][0] in (1.0, None)
+    assert 1 < len(pooled["fa_per_hour"]) <= cskws.DET_CURVE_POINTS
+    assert pooled["fa_per_hour"] == sorted(pooled["fa_per_hour"])
 
 
 def test_report_transfer_tables_without_heldout_scores():
@@ -80,7 +126,12 @@ def test_report_transfer_tables_without_heldout_scores():
     mq = {"models": {"audio": {"mean": {}, "std": {}}}}
     assert "No held-out-engine calls" in reproduce.multiqt_transfer_table(mq)[0]
     assert not cskws.reusable({"mAP": 0.5}, heldout=True)
-    assert cskws.reusable({"mAP": 0.5}, heldout=False)
+    assert not cskws.reusable({"mAP": 0.5}, heldout=False)  # no operating points
+    with_points = {"mAP": 0.5, "operating_points": {"budgets": []}}
+    assert cskws.reusable(with_points, heldout=False)
+    assert not cskws.reusable(with_points, heldout=True)
+    assert cskws.reusable({**with_points, "heldout": {}, "transfer": None}, heldout=True)
+    assert reproduce.kws_det_table(kws) == ["No operating points in these results."]
     assert common.transfer_ratio(0.2, 0.0) is None
     assert common.transfer_ratio(None, 0.4) is None
     assert common.transfer_ratio(0.2, 0.4) == pytest.approx(0.5)
