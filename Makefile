@@ -13,8 +13,10 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
 	@touch $@
 
+# Test files run in parallel worker processes (pytest-xdist), one file per worker at a
+# time so a module's fixtures are built once; a worker per core, at most 4.
 test: $(STAMP) lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --maxprocesses=4 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
