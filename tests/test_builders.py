@@ -4,7 +4,11 @@ usual TFDS calls work without TensorFlow."""
 import pytest
 import tensorflow_datasets as tfds
 
-from cskws_jax.datasets import libritop20, synthetic_kws  # noqa: F401 (registers builders)
+from cskws_jax.datasets import (  # noqa: F401 (registers builders)
+    folder_kws,
+    libritop20,
+    synthetic_kws,
+)
 from multiqt_jax.datasets import annotated_calls, synthetic_calls  # noqa: F401
 
 BUILDERS = (
@@ -12,6 +16,7 @@ BUILDERS = (
     "synthetic_calls/questions-smoke",
     "synthetic_kws/smoke",
     "libritop20/top20",
+    "folder_kws/shipped",
 )
 
 

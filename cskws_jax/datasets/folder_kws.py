@@ -1,0 +1,366 @@
+"""TFDS builder `folder_kws`: a user's own recordings with keyword intervals, from `manual_dir`.
+
+For scoring a trained detector on real audio (`python -m experiments.evaluate`): one
+split, "test", holding every annotated file. Layout of the manual folder (subfolders
+are walked too; an utterance's id is its path under manual_dir without the suffix):
+
+    <manual_dir>/<dir>/<name>.wav        audio: .wav, .flac or .ogg, any sample rate and
+                                         channel count (mixed to mono, resampled to 16 kHz)
+    <manual_dir>/<dir>/<name>.json       its keyword intervals, a JSON list (below), or
+    <manual_dir>/<dir>/keywords.json     one file per folder: {"<name>.wav": [intervals],
+                                         ...} for the audio files of that folder
+    <manual_dir>/keyword_list.json       config "from_folder" only: {"keywords": [...]}
+
+An interval is `{"keyword": "people", "start": 1.20, "end": 1.61}`, seconds from the
+start of the file, 0 <= start < end <= the audio's duration (an end up to
+`TIME_TOLERANCE_S` later is clipped). An empty list is a file with no keyword in it
+(its detections are all false alarms). Every audio file needs its intervals from exactly
+one of its `<name>.json` and its folder's keywords.json; two audio files with one name
+and different suffixes in a folder, two overlapping intervals in a file, and more than
+`features.MAX_KEYWORDS` intervals in a file are refused. Every violation (bad JSON, an
+unknown keyword, start >= end, an interval past the audio, audio without annotation, an
+annotation without audio, unreadable / empty / non-finite audio) raises `FolderKwsError`
+naming the file and the entry ("a.json: intervals[2] ..." or "keywords.json: 'a.wav'[0] ...").
+
+Keywords (class ids follow their order, `info.metadata["keywords"]`): config "shipped"
+is the project's 20 (`cskws_jax.keywords.load_keywords`, as `synthetic_kws`);
+"from_folder" reads `<manual_dir>/keyword_list.json`; or your own
+`FolderKwsConfig(name=..., keywords=(...))`. A keyword must be written exactly as in
+the list.
+
+Records follow `cskws_jax.datasets.features` (64 log-mel at 10 ms by the same front
+end as the other KWS corpora) with no other words (`other_start` empty: annotations
+name keywords only), `text` empty, `speaker` the folder under manual_dir, `snr_db` and
+`aligned_fraction` NaN (recorded audio; intervals given, not aligned).
+
+    import tensorflow_datasets as tfds
+    from cskws_jax.datasets import folder_kws
+
+    builder = folder_kws.FolderKws(config="shipped", data_dir="/data/tfds")
+    builder.download_and_prepare(
+        download_config=tfds.download.DownloadConfig(manual_dir="/data/my_keywords"))
+    test = tfds.data_source("folder_kws/shipped", data_dir="/data/tfds")["test"]
+
+A changed folder needs a fresh build: delete `<data_dir>/folder_kws/<config>` first
+(TFDS reuses a prepared dataset of the same version).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import tensorflow_datasets as tfds
+
+from cskws_jax import keywords as shipped
+from cskws_jax.datasets.features import (
+    FEATURES,
+    MAX_KEYWORDS,
+    Word,
+    interval_fields,
+    kws_features,
+)
+from speechkit import audio_io, corpus, frontend
+
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
+FOLDER_ANNOTATION = "keywords.json"  # one per folder: file name -> intervals
+KEYWORD_LIST = "keyword_list.json"  # config "from_folder": {"keywords": [...]}
+TIME_TOLERANCE_S = 0.05  # an interval may end this much after the audio; it is clipped
+
+
+class FolderKwsError(ValueError):
+    """A file of the manual folder that breaks the documented layout; the message names
+    it (and the entry)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Annotated:
+    """An audio file and where its intervals are: `source` the JSON file, `entries` the
+    raw interval list, `where` the prefix naming the list inside it ("intervals" or
+    'keywords.json: "a.wav"')."""
+
+    audio: str
+    source: str
+    entries: object
+    where: str
+
+
+@dataclasses.dataclass(eq=False)
+class FolderKwsConfig(tfds.core.BuilderConfig):
+    """`keywords` (distinct, non-empty strings) or, when None, the project's list;
+    `from_folder` reads them from `<manual_dir>/keyword_list.json` instead."""
+
+    keywords: tuple[str, ...] | None = None
+    from_folder: bool = False
+
+    def __post_init__(self):
+        if self.keywords is not None:
+            self.keywords = check_keyword_list(self.keywords, "FolderKwsConfig.keywords")
+            if self.from_folder:
+                raise ValueError("FolderKwsConfig: give keywords or from_folder, not both")
+
+
+def check_keyword_list(keywords, where: str) -> tuple[str, ...]:
+    """`keywords` as a tuple, or a FolderKwsError naming `where` unless it is a non-empty
+    list of distinct non-empty strings."""
+    if (
+        not isinstance(keywords, list | tuple)
+        or not keywords
+        or not all(isinstance(k, str) and k.strip() for k in keywords)
+        or len(set(keywords)) < len(keywords)
+    ):
+        raise FolderKwsError(f"{where}: expected a list of distinct keywords, got {keywords!r}")
+    return tuple(keywords)
+
+
+def read_keyword_list(manual_dir: str) -> tuple[str, ...]:
+    """`<manual_dir>/keyword_list.json`'s {"keywords": [...]}."""
+    path = os.path.join(manual_dir, KEYWORD_LIST)
+    if not os.path.exists(path):
+        raise FolderKwsError(f"{path}: missing (config from_folder reads the keywords from it)")
+    data = read_json(path)
+    if not isinstance(data, dict) or "keywords" not in data:
+        raise FolderKwsError(f'{path}: expected {{"keywords": ["word", ...]}}')
+    return check_keyword_list(data["keywords"], f"{path}: keywords")
+
+
+# ---------------------------------------------------------------------------- JSON
+
+
+def _no_duplicate_keys(pairs):
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise FolderKwsError(f"the key {repeated[0]!r} appears twice")
+    return dict(pairs)
+
+
+def read_json(path: str):
+    """The JSON value of `path` (an object may not repeat a key)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle, object_pairs_hook=_no_duplicate_keys)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise FolderKwsError(f"{path}: not valid JSON ({err})") from None
+    except FolderKwsError as err:
+        raise FolderKwsError(f"{path}: {err}") from None
+
+
+def _seconds(where: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise FolderKwsError(f"{where} must be a finite number of seconds, got {value!r}")
+    return float(value)
+
+
+def parse_intervals(annotated: Annotated, keywords: Sequence[str], duration: float) -> list[Word]:
+    """The checked intervals of one audio file (`duration` seconds), in time order,
+    clipped to the audio."""
+    entries = annotated.entries
+    place = f"{annotated.source}: {annotated.where}"
+    if not isinstance(entries, list):
+        raise FolderKwsError(f"{place}: expected a list of {{keyword, start, end}}")
+    if len(entries) > MAX_KEYWORDS:
+        raise FolderKwsError(
+            f"{place}: {len(entries)} intervals, more than a record's {MAX_KEYWORDS} slots "
+            "(cut the file into shorter ones)"
+        )
+    words, places = [], []
+    for i, entry in enumerate(entries):
+        where = f"{place}[{i}]"
+        if not isinstance(entry, dict) or not {"keyword", "start", "end"} <= set(entry):
+            raise FolderKwsError(f"{where} needs 'keyword', 'start' and 'end', got {entry!r}")
+        if entry["keyword"] not in keywords:
+            raise FolderKwsError(
+                f"{where} has keyword {entry['keyword']!r}, not one of the config's keywords "
+                f"{list(keywords)}"
+            )
+        start = _seconds(f"{where}.start", entry["start"])
+        end = _seconds(f"{where}.end", entry["end"])
+        if not 0 <= start < end:
+            raise FolderKwsError(f"{where} needs 0 <= start < end, got {start}, {end}")
+        if end > duration + TIME_TOLERANCE_S:
+            raise FolderKwsError(
+                f"{where} ends at {end} s, after the audio {annotated.audio} ({duration:.3f} s)"
+            )
+        words.append(Word(entry["keyword"], start, min(end, duration)))
+        places.append(where)
+    order = sorted(range(len(words)), key=lambda i: words[i].start)
+    for before, after in zip(order, order[1:], strict=False):
+        if words[after].start < words[before].end:
+            raise FolderKwsError(f"{places[after]} overlaps {annotated.where}[{before}]")
+    return [words[i] for i in order]
+
+
+# ---------------------------------------------------------------------------- the folder
+
+
+def _folder_annotations(folder: str, audio_names: list[str]) -> dict[str, Annotated]:
+    """audio file name -> its entry of the folder's keywords.json (none if absent)."""
+    path = os.path.join(folder, FOLDER_ANNOTATION)
+    if not os.path.exists(path):
+        return {}
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise FolderKwsError(f'{path}: expected an object {{"<audio file name>": [intervals]}}')
+    for name in data:
+        if name not in audio_names:
+            raise FolderKwsError(
+                f"{path}: {name!r}: no such audio file in {folder} (keys are audio file "
+                "names with their suffix)"
+            )
+    return {
+        name: Annotated(os.path.join(folder, name), path, entries, f"{name!r}")
+        for name, entries in data.items()
+    }
+
+
+def _audio_stems(folder: str, names: list[str]) -> dict[str, str]:
+    """stem -> audio file name, for the audio files among `names`; one file per stem."""
+    stems: dict[str, str] = {}
+    for name in names:
+        stem = os.path.splitext(name)[0]
+        if stem in stems:
+            raise FolderKwsError(
+                f"{os.path.join(folder, name)}: {stems[stem]} has the same name; one audio "
+                "file per name"
+            )
+        stems[stem] = name
+    return stems
+
+
+def _check_orphans(folder: str, names: list[str], stems: dict[str, str]) -> None:
+    """Every `<name>.json` of the folder (other than keywords.json and
+    keyword_list.json) has its audio file."""
+    for name in names:
+        stem, suffix = os.path.splitext(name)
+        reserved = name in (FOLDER_ANNOTATION, KEYWORD_LIST)
+        if suffix == ".json" and not reserved and stem not in stems:
+            raise FolderKwsError(f"{os.path.join(folder, name)}: no audio file for this annotation")
+
+
+def _annotation_of(folder: str, name: str, shared: dict[str, Annotated]) -> Annotated:
+    """Audio file `name`'s intervals: its own `<stem>.json` or its keywords.json entry."""
+    own = os.path.join(folder, os.path.splitext(name)[0] + ".json")
+    path = os.path.join(folder, name)
+    if os.path.exists(own) and name in shared:
+        raise FolderKwsError(
+            f"{path}: annotated twice, in {own} and in {shared[name].source}; keep one"
+        )
+    if os.path.exists(own):
+        return Annotated(path, own, read_json(own), "intervals")
+    if name in shared:
+        return shared[name]
+    raise FolderKwsError(
+        f"{path}: no annotation ({own}, or an entry {name!r} in "
+        f"{os.path.join(folder, FOLDER_ANNOTATION)})"
+    )
+
+
+def folder_files(folder: str) -> list[Annotated]:
+    """The audio files of one folder (not its subfolders) with their annotations."""
+    names = sorted(os.listdir(folder))
+    audio = [n for n in names if n.lower().endswith(AUDIO_SUFFIXES)]
+    stems = _audio_stems(folder, audio)
+    _check_orphans(folder, names, stems)
+    shared = _folder_annotations(folder, audio)
+    return [_annotation_of(folder, name, shared) for name in audio]
+
+
+def find_files(manual_dir: str) -> list[Annotated]:
+    """Every annotated audio file under manual_dir, in sorted path order."""
+    if not os.path.isdir(manual_dir):
+        raise FolderKwsError(f"{manual_dir}: the manual_dir does not exist")
+    found = []
+    for folder, subfolders, _ in os.walk(manual_dir, followlinks=True):
+        subfolders.sort()
+        found.extend(folder_files(folder))
+    if not found:
+        raise FolderKwsError(f"{manual_dir}: no audio files ({', '.join(AUDIO_SUFFIXES)})")
+    return found
+
+
+# ---------------------------------------------------------------------------- records
+
+
+def read_samples(path: str) -> np.ndarray:
+    """float32 [samples] at 16 kHz, mono; a FolderKwsError naming the file if unusable."""
+    try:
+        samples, _ = audio_io.read_audio(
+            path, target_rate=FEATURES.sample_rate, channels=None, mix_to_mono=True
+        )
+    except audio_io.AudioFileError as err:
+        raise FolderKwsError(str(err)) from None
+    return samples
+
+
+def convert_file(annotated: Annotated, keywords: Sequence[str], manual_dir: str) -> dict:
+    """One annotated audio file -> a record (`features.kws_features()`)."""
+    samples = read_samples(annotated.audio)
+    duration = samples.size / FEATURES.sample_rate
+    words = parse_intervals(annotated, keywords, duration)
+    relative = os.path.relpath(annotated.audio, manual_dir)
+    utterance_id = os.path.splitext(relative)[0]
+    return {
+        "audio": frontend.waveform_log_mel(samples, FEATURES),
+        **interval_fields(words, keywords, utterance_id),
+        "text": "",
+        "duration": duration,
+        "utterance_id": utterance_id,
+        "speaker": os.path.dirname(relative),
+        "snr_db": math.nan,
+        "noise": "recorded",
+        "aligned_fraction": math.nan,
+    }
+
+
+def folder_records(manual_dir: str, keywords: Sequence[str]) -> Iterator[tuple[str, dict]]:
+    """(utterance id, record) of every annotated audio file under manual_dir; the whole
+    layout is checked (`find_files`) before the first file is converted."""
+    annotated = find_files(manual_dir)
+    for item in annotated:
+        record = convert_file(item, keywords, manual_dir)
+        yield record["utterance_id"], record
+
+
+class FolderKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder):
+    """A user's own recordings with keyword intervals, for scoring a keyword detector."""
+
+    name = "folder_kws"
+    VERSION = tfds.core.Version("1.0.0")
+    MANUAL_DOWNLOAD_INSTRUCTIONS = __doc__
+    BUILDER_CONFIGS = [
+        FolderKwsConfig(name="shipped", description="the project's 20 keywords"),
+        FolderKwsConfig(
+            name="from_folder",
+            from_folder=True,
+            description=f"the keywords of <manual_dir>/{KEYWORD_LIST}",
+        ),
+    ]
+
+    def _info(self) -> tfds.core.DatasetInfo:
+        return tfds.core.DatasetInfo(
+            builder=self,
+            description=__doc__,
+            features=kws_features(),
+            metadata=tfds.core.MetadataDict(keywords=list(self._given_keywords() or [])),
+        )
+
+    def _given_keywords(self) -> tuple[str, ...] | None:
+        config = self.builder_config
+        if config.from_folder:
+            return None
+        return config.keywords or tuple(shipped.load_keywords())
+
+    def _split_generators(self, dl_manager):
+        manual_dir = os.fspath(dl_manager.manual_dir)
+        find_files(manual_dir)  # layout errors before any audio is read
+        keywords = self._given_keywords() or read_keyword_list(manual_dir)
+        self.info.metadata["keywords"] = list(keywords)
+        return {"test": self._generate_examples(manual_dir, keywords)}
+
+    def _generate_examples(self, manual_dir: str, keywords: Sequence[str]):
+        yield from folder_records(manual_dir, keywords)

@@ -1,0 +1,457 @@
+r"""Scores a trained bundle on a corpus: the experiments' evaluators, without training.
+
+    python -m experiments.evaluate --bundle=/tmp/cskws/afkws/bundle \
+        --dataset=folder_kws/shipped --manual_dir=/data/my_keywords --workdir=/tmp/eval
+    python -m experiments.evaluate --bundle=/tmp/multiqt/multimodal \
+        --dataset=annotated_calls/questions --manual_dir=/data/my_calls --workdir=/tmp/eval
+
+The task comes from the bundle (bundle.json's "task"):
+
+* cskws (`cskws_jax.bundle`): scored on a keyword corpus (synthetic_kws/<config>,
+  libritop20/<config>, folder_kws/<config>) with the CS-KWS experiment's own evaluation
+  (`experiments.cskws.evaluate_candidate`): WORKDIR/detections.npz and
+  detection_curves.json, and in results.json the experiment's scores (mAP, AP@0.05,
+  AP@0.75, FRR@5, FRR@25, RTF, test_hours) and AP@0.05 per keyword. Keywords are matched
+  by name: only the keywords both the bundle and the corpus have are scored (class ids of
+  either side mapped onto them, in the bundle's order); results.json's "keywords" lists
+  the scored ones and those dropped from each side, and the log names the dropped ones.
+  `--keywords=strict` makes any difference an error; no shared keyword is always one.
+* multiqt (`multiqt_jax.bundle`): `--bundle` is one bundle folder or a folder of fold
+  bundles (`bundle-fold<k>`, as `experiments.multiqt` writes them), scored on a call
+  corpus (annotated_calls/<task>, synthetic_calls/<task>-<size>...) with the tracking
+  evaluator, raw and smoothed (`experiments.multiqt.score_fold`); results.json holds the
+  summary over the bundles as experiments.multiqt writes a model's (per bundle in
+  "folds", mean, std, "smoothed"). The bundle's classes must be the corpus task's, in
+  order (a class cannot be dropped from a frame labelling). A fold bundle scored on the
+  corpus it was trained on (its bundle.json "corpus") sees only its own fold's calls
+  (fold id % `--num_folds`); on any other corpus it sees every call of the split.
+
+`--split` defaults to "test" for a keyword corpus and "train" for a call corpus (its one
+split holding every call with its fold). With `--manual_dir` the corpus is (re)built
+from that folder first (a manual corpus's folder may have changed); without it, a
+corpus that is not prepared in `--data_dir` is built if its builder can (synthetic ones).
+The bundle's front end must be the corpus's (`features` of bundle.json). Writes
+WORKDIR/results.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import re
+import time
+import types
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import tensorflow_datasets as tfds
+from absl import app, flags
+
+from cskws_jax import bundle as kws_bundle
+from cskws_jax import train as kws_train
+from cskws_jax.datasets import folder_kws, libritop20, synthetic_kws  # noqa: F401 (registers)
+from cskws_jax.datasets.features import FEATURES as KWS_FEATURES
+from experiments import common, cskws, multiqt
+from experiments.configs import multiqt as multiqt_presets
+from multiqt_jax import bundle as calls_bundle
+from multiqt_jax import decode, input_pipeline, labels, model
+from multiqt_jax import train as calls_train
+from multiqt_jax.datasets import annotated_calls, synthetic_calls  # noqa: F401 (registers)
+from multiqt_jax.datasets.features import FEATURES as CALL_FEATURES
+from multiqt_jax.datasets.features import NUM_FOLDS
+from speechkit import files
+from speechkit.bundle import MANIFEST, BundleError
+
+KEYWORD_POLICIES = ("shared", "strict")
+FOLD_BUNDLE = re.compile(r"bundle-fold(\d+)$")
+
+log = common.logger("evaluate")
+
+
+class EvaluationError(ValueError):
+    """A bundle and a corpus that cannot be scored together; the message says why."""
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def bundle_task(path: str) -> str:
+    """The task of a bundle folder, or of the first fold bundle in a folder of them."""
+    folders = bundle_folders(path)
+    manifest = os.path.join(folders[0][1], MANIFEST)
+    try:
+        with open(manifest, encoding="utf-8") as source:
+            task = json.load(source).get("task")
+    except (OSError, ValueError, AttributeError) as err:
+        raise BundleError(f"{manifest}: not readable bundle JSON ({err})") from None
+    if task not in (kws_bundle.TASK, calls_bundle.TASK):
+        raise BundleError(f"{manifest}: task: {task!r} is not one this runner scores")
+    return task
+
+
+def bundle_folders(path: str) -> list[tuple[int | None, str]]:
+    """(fold or None, folder) of a bundle folder, or of every `bundle-fold<k>` folder in
+    `path` (in fold order)."""
+    path = os.path.abspath(path)
+    if os.path.isfile(os.path.join(path, MANIFEST)):
+        match = FOLD_BUNDLE.search(os.path.basename(path))
+        return [(int(match.group(1)) if match else None, path)]
+    if not os.path.isdir(path):
+        raise BundleError(f"{path}: no such bundle folder")
+    found = sorted(
+        (int(match.group(1)), os.path.join(path, name))
+        for name in os.listdir(path)
+        if (match := FOLD_BUNDLE.fullmatch(name)) and os.path.isdir(os.path.join(path, name))
+    )
+    if not found:
+        raise BundleError(f"{path}: neither a bundle ({MANIFEST}) nor a folder of bundle-fold<k>")
+    return found
+
+
+def corpus_builder(name: str, data_dir: str):
+    """The TFDS builder of corpus `name` (e.g. "folder_kws/shipped") in `data_dir`."""
+    try:
+        return tfds.builder(name, data_dir=data_dir)
+    except (tfds.core.registered.DatasetNotFoundError, ValueError) as err:
+        raise EvaluationError(f"--dataset={name}: {err}") from None
+
+
+def prepare(builder, manual_dir: str | None) -> None:
+    """Builds the corpus: from `manual_dir` when one is given (always anew, the folder may
+    have changed), else only when it is not prepared yet (synthetic corpora)."""
+    if manual_dir:
+        builder.download_and_prepare(
+            download_config=tfds.download.DownloadConfig(
+                manual_dir=manual_dir,
+                download_mode=tfds.download.GenerateMode.REUSE_CACHE_IF_EXISTS,
+            )
+        )
+    elif not builder.is_prepared():
+        log(f"{builder.info.full_name}: not prepared in {builder.data_dir}, building it")
+        builder.download_and_prepare()
+
+
+def split_source(builder, split: str):
+    """The data source of one split of a prepared corpus."""
+    sources = builder.as_data_source()
+    if split not in sources:
+        raise EvaluationError(f"{builder.name}: no {split!r} split (has {sorted(sources)})")
+    return sources[split]
+
+
+# ------------------------------------------------------------------------- keywords
+
+
+@dataclasses.dataclass(frozen=True)
+class KeywordMatch:
+    """The keywords scored: those of both the bundle and the corpus, in the bundle's
+    order, and each side's class id -> shared id (-1: dropped)."""
+
+    scored: tuple[str, ...]
+    bundle_only: tuple[str, ...]
+    corpus_only: tuple[str, ...]
+    bundle_to_scored: np.ndarray  # int32 [bundle keywords]
+    corpus_to_scored: np.ndarray  # int32 [corpus keywords]
+
+    @classmethod
+    def of(cls, bundle_keywords, corpus_keywords, policy: str) -> KeywordMatch:
+        if policy not in KEYWORD_POLICIES:
+            raise EvaluationError(f"--keywords: expected one of {KEYWORD_POLICIES}, got {policy!r}")
+        scored = tuple(k for k in bundle_keywords if k in corpus_keywords)
+        match = cls(
+            scored=scored,
+            bundle_only=tuple(k for k in bundle_keywords if k not in scored),
+            corpus_only=tuple(k for k in corpus_keywords if k not in scored),
+            bundle_to_scored=_positions(bundle_keywords, scored),
+            corpus_to_scored=_positions(corpus_keywords, scored),
+        )
+        if not scored:
+            raise EvaluationError(
+                f"no keyword in common: the bundle has {list(bundle_keywords)}, the corpus "
+                f"{list(corpus_keywords)}"
+            )
+        if policy == "strict" and (match.bundle_only or match.corpus_only):
+            raise EvaluationError(
+                f"--keywords=strict: the bundle's keywords differ from the corpus's (only in "
+                f"the bundle: {list(match.bundle_only)}; only in the corpus: "
+                f"{list(match.corpus_only)})"
+            )
+        return match
+
+    def report(self) -> dict:
+        return {
+            "scored": list(self.scored),
+            "dropped_bundle_only": list(self.bundle_only),
+            "dropped_corpus_only": list(self.corpus_only),
+        }
+
+
+def _positions(names, scored) -> np.ndarray:
+    return np.array([scored.index(n) if n in scored else -1 for n in names], np.int32)
+
+
+class ScoredKeywordSource:
+    """A KWS data source whose keyword labels are the shared ids (`KeywordMatch`);
+    occurrences of keywords the bundle lacks become invalid."""
+
+    def __init__(self, source, corpus_to_scored: np.ndarray):
+        self.source, self.table = source, corpus_to_scored
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __getitem__(self, index: int) -> dict:
+        record = dict(self.source[index])
+        valid = np.asarray(record["keyword_valid"], bool)
+        shared = self.table[np.asarray(record["keyword_label"], np.int64)]
+        record["keyword_valid"] = valid & (shared >= 0)
+        record["keyword_label"] = np.maximum(shared, 0).astype(np.int32)
+        return record
+
+
+def scored_detections(detections: dict, bundle_to_scored) -> dict:
+    """Detections (label = bundle class id) with labels as shared ids; detections of
+    keywords the corpus lacks become invalid."""
+    shared = jnp.asarray(bundle_to_scored)[detections["label"]]
+    return {
+        **detections,
+        "label": jnp.maximum(shared, 0),
+        "valid": detections["valid"] & (shared >= 0),
+    }
+
+
+# ------------------------------------------------------------------------------ cskws
+
+
+def kws_detector(net, decoding, match: KeywordMatch):
+    """An object with `num_keywords` and `detect(params, batch)` (jitted), as
+    `experiments.cskws.evaluate_candidate` uses a candidate."""
+
+    def detect(params, batch):
+        found = kws_train.detect(net, params, batch, decoding)
+        return scored_detections(found, match.bundle_to_scored)
+
+    return types.SimpleNamespace(num_keywords=len(match.scored), detect=jax.jit(detect))
+
+
+def evaluate_kws(path: str, builder, source, settings, workdir: str) -> dict:
+    """results.json's payload for a cskws bundle scored on a keyword corpus split."""
+    net, params, info = kws_bundle.load(path)
+    if info.features != KWS_FEATURES:
+        raise EvaluationError(
+            f"{path}: the bundle's front end {info.features} is not the keyword corpora's "
+            f"{KWS_FEATURES}"
+        )
+    corpus_keywords = list(builder.info.metadata["keywords"])
+    match = KeywordMatch.of(info.labels, corpus_keywords, settings.keywords)
+    if match.bundle_only or match.corpus_only:
+        log(
+            f"scoring {len(match.scored)} shared keywords; dropped, only in the bundle: "
+            f"{list(match.bundle_only)}, only in the corpus: {list(match.corpus_only)}"
+        )
+    config = ml_collections.ConfigDict({"eval": {"batch_size": settings.batch_size}})
+    scores = cskws.evaluate_candidate(
+        kws_detector(net, info.decoding, match),
+        params,
+        config,
+        ScoredKeywordSource(source, match.corpus_to_scored),
+        workdir,
+    )
+    per_keyword = scores.pop("AP_per_keyword@0.05")
+    return {
+        "keywords": match.report(),
+        "utterances": len(source),
+        "scores": _finite_or_none(scores),
+        "AP_per_keyword@0.05": {
+            k: _finite_or_none(v) for k, v in zip(match.scored, per_keyword, strict=True)
+        },
+    }
+
+
+def _finite_or_none(value):
+    """`value` with every NaN and inf (no ground truth) as None, in nested dicts and
+    lists too, so results.json stays strict JSON."""
+    if isinstance(value, dict):
+        return {key: _finite_or_none(v) for key, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_none(v) for v in value]
+    if isinstance(value, float | np.floating) and not np.isfinite(value):
+        return None
+    return value
+
+
+def kws_table(payload: dict) -> str:
+    """The experiment's score table, then AP@0.05 per scored keyword."""
+    scores = {k: (np.nan if v is None else v) for k, v in payload["scores"].items()}
+    lines = [cskws.table({"bundle": scores}), "", f"{'keyword':<18}{'AP@0.05':>10}"]
+    for keyword, ap in payload["AP_per_keyword@0.05"].items():
+        lines.append(f"{keyword:<18}" + (f"{ap:>10.3f}" if ap is not None else f"{'-':>10}"))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- multiqt
+
+
+def calls_task(builder) -> str:
+    """The labelling task of a call corpus (its config's task, or its name's first part)."""
+    config = builder.builder_config
+    task = getattr(config, "task", None) or config.name.split("-")[0]
+    if task not in labels.TASKS:
+        raise EvaluationError(f"{builder.name}/{config.name}: not a call corpus of a known task")
+    return task
+
+
+def smoothing_record(settings: decode.SmoothingConfig, hop_s: float) -> dict:
+    """The smoothing rule and its latency, as experiments.multiqt's results.json has it."""
+    return {
+        **dataclasses.asdict(settings),
+        "latency_frames": settings.latency_frames,
+        "latency_ms": round(settings.latency_frames * hop_s * 1000, 3),
+    }
+
+
+def _calls_config(task: str, causal: bool, batch_size: int):
+    """The experiment config fields `experiments.multiqt.score_fold` reads."""
+    config = multiqt_presets.get_config("quick")
+    config.task, config.train.batch_size = task, batch_size
+    config.text_stream = "causal" if causal else "offline"
+    return config
+
+
+def score_calls_bundle(fold, path, source, index, dataset, settings, task):
+    """({"raw", "smoothed"} scores, (which calls, how many), the smoothing record) of
+    one MultiQT bundle (`fold` None: not a fold bundle)."""
+    net, params, info = calls_bundle.load(path)
+    if tuple(info.labels) != labels.classes(task):
+        raise EvaluationError(
+            f"{path}: the bundle's classes {list(info.labels)} are not the {task} task's "
+            f"{list(labels.classes(task))}"
+        )
+    if "audio" in net.config.modalities and info.features != CALL_FEATURES:
+        raise EvaluationError(f"{path}: the bundle's front end is not the call corpora's")
+    config = _calls_config(task, info.decoding.causal_text, settings.batch_size)
+    calls, which = np.arange(len(source)), "all"
+    if fold is not None and info.corpus == dataset:
+        calls = np.flatnonzero(index.folds % settings.num_folds == fold)
+        which = f"fold {fold} of {settings.num_folds} (its training corpus)"
+    predict = jax.jit(functools.partial(calls_train.predict, net))
+    batches = multiqt._eval_batches(source, calls, config, index)
+    scored = multiqt.score_fold(
+        lambda batch: predict(params, batch),
+        batches,
+        None,
+        config,
+        multiqt.decoders(config),
+        len(info.labels),
+    )
+    hop_s = model.streaming_spec(net.config).output_hop_s
+    return scored, (which, len(calls)), smoothing_record(multiqt.smoothing_config(config), hop_s)
+
+
+def evaluate_calls(path: str, builder, source, settings, dataset: str) -> dict:
+    """results.json's payload for MultiQT bundle(s) scored on a call corpus split."""
+    task = calls_task(builder)
+    index = input_pipeline.CorpusIndex.read(source)
+    per_fold, bundles = {"raw": [], multiqt.SMOOTHED: []}, []
+    for fold, folder in bundle_folders(path):
+        scored, (which, count), smoothing = score_calls_bundle(
+            fold, folder, source, index, dataset, settings, task
+        )
+        for decoding in per_fold:
+            per_fold[decoding].append(scored[decoding])
+        bundles.append({"bundle": folder, "fold": fold, "calls": which, "scored_calls": count})
+        f1 = scored["raw"]["timestep"]["f1"]
+        log(f"{folder}: {count} calls ({which}), TIMESTEP F1 {f1:.3f}")
+    return {
+        "calls_task": task,
+        "calls": len(source),
+        "bundles": bundles,
+        "scores": multiqt.summarise_decodings(per_fold, smoothing),
+    }
+
+
+# ------------------------------------------------------------------------------- main
+
+
+def evaluate(settings, workdir: str) -> dict:
+    """Scores `settings.bundle` on `settings.dataset`; writes WORKDIR/results.json."""
+    os.makedirs(workdir, exist_ok=True)
+    task = bundle_task(settings.bundle)
+    kws = task == kws_bundle.TASK
+    builder = corpus_builder(settings.dataset, common.data_dir(settings))
+    _check_corpus_kind(builder, kws, settings.dataset)
+    prepare(builder, settings.manual_dir)
+    split = settings.split or ("test" if kws else "train")
+    source = split_source(builder, split)
+    started = time.perf_counter()
+    if kws:
+        result = evaluate_kws(settings.bundle, builder, source, settings, workdir)
+    else:
+        result = evaluate_calls(settings.bundle, builder, source, settings, settings.dataset)
+    payload = {
+        "task": task,
+        "bundle": os.path.abspath(settings.bundle),
+        "dataset": settings.dataset,
+        "split": split,
+        **result,
+        "seconds": time.perf_counter() - started,
+    }
+    files.write_json(os.path.join(workdir, "results.json"), payload)
+    name = os.path.basename(os.path.normpath(settings.bundle))
+    print(kws_table(payload) if kws else multiqt.table({name: payload["scores"]}))
+    return payload
+
+
+def _check_corpus_kind(builder, kws: bool, dataset: str) -> None:
+    features = builder.info.features
+    if kws and "keyword_label" not in features:
+        raise EvaluationError(
+            f"--dataset={dataset}: a cskws bundle needs a keyword corpus (synthetic_kws, "
+            "libritop20, folder_kws)"
+        )
+    if not kws and "labels" not in features:
+        raise EvaluationError(
+            f"--dataset={dataset}: a multiqt bundle needs a call corpus (annotated_calls, "
+            "synthetic_calls)"
+        )
+
+
+def main(argv) -> None:
+    del argv
+    settings = types.SimpleNamespace(**{name: getattr(flags.FLAGS, name) for name in _FLAGS})
+    if not settings.bundle or not settings.dataset or not settings.workdir:
+        raise app.UsageError("--bundle, --dataset and --workdir are required")
+    common.cli_main(evaluate, settings, settings.workdir)
+
+
+def define_flags() -> tuple[str, ...]:
+    """Defines the command line's flags; returns their names."""
+    flags.DEFINE_string("bundle", None, "a bundle folder, or a folder of bundle-fold<k>")
+    flags.DEFINE_string("dataset", None, "TFDS name with config, e.g. folder_kws/shipped")
+    flags.DEFINE_string("split", "", "default: test (keyword corpus), train (call corpus)")
+    flags.DEFINE_string("data_dir", "", "TFDS data folder (default ~/tensorflow_datasets)")
+    flags.DEFINE_string("manual_dir", "", "build the corpus from this folder first")
+    flags.DEFINE_string("workdir", None, "output folder")
+    flags.DEFINE_enum("keywords", "shared", KEYWORD_POLICIES, "keyword mismatch policy")
+    flags.DEFINE_integer("batch_size", 16, "utterances or calls per evaluation batch")
+    flags.DEFINE_integer("num_folds", NUM_FOLDS, "folds of the bundles' cross-validation")
+    return (
+        "bundle",
+        "dataset",
+        "split",
+        "data_dir",
+        "manual_dir",
+        "workdir",
+        "keywords",
+        "batch_size",
+        "num_folds",
+    )
+
+
+if __name__ == "__main__":  # flags only here: the runners import each other
+    _FLAGS = define_flags()
+    app.run(main)

@@ -1,0 +1,235 @@
+"""experiments.evaluate: trained bundles scored on another corpus, end to end, and the
+keyword matching between a bundle and a corpus."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import types
+
+import jax
+import numpy as np
+import pytest
+
+from cskws_jax import bundle as kws_bundle
+from cskws_jax import keywords as shipped
+from cskws_jax import model as kws_model
+from experiments import cskws, evaluate
+from experiments.evaluators import tracking
+from multiqt_jax import bundle as calls_bundle
+from multiqt_jax import labels, model
+from speechkit import audio_io
+
+RATE = 16_000
+BUNDLE_KEYWORDS = ("people", "hundred", "weather")  # "weather" is no corpus keyword
+
+
+def tone(seconds: float, seed: int) -> np.ndarray:
+    """float32 [samples]: a tone over a little noise, 16 kHz."""
+    t = np.arange(int(seconds * RATE)) / RATE
+    noise = 0.01 * np.random.default_rng(seed).normal(size=t.size)
+    return (0.3 * np.sin(2 * np.pi * (300 + 100 * seed) * t) + noise).astype(np.float32)
+
+
+@pytest.fixture
+def kws_folder(tmp_path):
+    """A folder_kws manual folder: three files, keyword intervals of the shipped list."""
+    folder = tmp_path / "keywords"
+    folder.mkdir()
+    annotations = {
+        "one.wav": [{"keyword": "people", "start": 0.2, "end": 0.6}],
+        "two.wav": [
+            {"keyword": "hundred", "start": 0.1, "end": 0.5},
+            {"keyword": "about", "start": 0.9, "end": 1.3},
+        ],
+        "three.wav": [],
+    }
+    for seed, name in enumerate(annotations):
+        audio_io.write_audio(folder / name, tone(1.5, seed), RATE)
+    (folder / "keywords.json").write_text(json.dumps(annotations))
+    return folder
+
+
+@pytest.fixture
+def kws_bundle_path(tmp_path):
+    """An untrained 3-keyword AF-KWS bundle (BUNDLE_KEYWORDS), small enough to build in
+    a second."""
+    net = kws_model.AfKws(
+        kws_model.AfKwsConfig(
+            num_keywords=len(BUNDLE_KEYWORDS),
+            stem_channels=8,
+            kernel=3,
+            stages=(kws_model.Stage(8, 2, 1), kws_model.Stage(8, 2, 1)),
+            head_channels=8,
+            delay=2,
+        )
+    )
+    params = jax.jit(net.init)(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
+    path = tmp_path / "afkws" / "bundle"
+    kws_bundle.save(path, net, params, BUNDLE_KEYWORDS, corpus="synthetic_kws/smoke")
+    return path
+
+
+def settings(bundle, dataset, data_dir, manual_dir, **overrides):
+    values = {
+        "bundle": str(bundle),
+        "dataset": dataset,
+        "split": "",
+        "data_dir": str(data_dir),
+        "manual_dir": str(manual_dir),
+        "keywords": "shared",
+        "batch_size": 2,
+        "num_folds": 5,
+    }
+    return types.SimpleNamespace(**{**values, **overrides})
+
+
+def test_a_kws_bundle_is_scored_on_a_folder_corpus_from_the_command_line(
+    tmp_path, kws_folder, kws_bundle_path
+):
+    workdir = tmp_path / "out"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.evaluate",
+            f"--bundle={kws_bundle_path}",
+            "--dataset=folder_kws/shipped",
+            f"--data_dir={tmp_path / 'tfds'}",
+            f"--manual_dir={kws_folder}",
+            f"--workdir={workdir}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((workdir / "results.json").read_text())
+    assert (results["task"], results["split"], results["utterances"]) == ("cskws", "test", 3)
+    assert results["keywords"]["scored"] == ["people", "hundred"]
+    assert results["keywords"]["dropped_bundle_only"] == ["weather"]
+    corpus_only = [k for k in shipped.load_keywords() if k not in ("people", "hundred")]
+    assert results["keywords"]["dropped_corpus_only"] == corpus_only
+    scores = results["scores"]
+    assert set(scores) >= {*cskws.REPORTED, "RTF", "test_hours"}
+    assert scores["test_hours"] == pytest.approx(3 * 1.5 / 3600, rel=1e-3)
+    for name in cskws.REPORTED:
+        assert 0 <= scores[name] <= 1, name
+    assert scores["RTF"] > 0
+    assert set(results["AP_per_keyword@0.05"]) == {"people", "hundred"}
+    assert all(0 <= ap <= 1 for ap in results["AP_per_keyword@0.05"].values())
+    assert "dropped, only in the bundle: ['weather']" in done.stderr
+    assert "mAP" in done.stdout and "hundred" in done.stdout
+    with np.load(workdir / "detections.npz") as saved:
+        truth = saved["truth_label"][saved["truth_valid"]]
+    assert sorted(truth.tolist()) == [0, 1]  # people, hundred; "about" is dropped
+    assert (workdir / "detection_curves.json").exists()
+
+
+def test_strict_keywords_refuse_a_mismatch(tmp_path, kws_folder, kws_bundle_path):
+    strict = settings(
+        kws_bundle_path, "folder_kws/shipped", tmp_path / "tfds", kws_folder, keywords="strict"
+    )
+    with pytest.raises(evaluate.EvaluationError, match=r"only in the bundle: \['weather'\]"):
+        evaluate.evaluate(strict, str(tmp_path / "out"))
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_keyword_match_maps_both_sides_onto_the_shared_keywords():
+    match = evaluate.KeywordMatch.of(("a", "b", "c"), ("c", "x", "a"), "shared")
+    assert match.scored == ("a", "c")
+    assert (match.bundle_only, match.corpus_only) == (("b",), ("x",))
+    np.testing.assert_array_equal(match.bundle_to_scored, [0, -1, 1])
+    np.testing.assert_array_equal(match.corpus_to_scored, [1, -1, 0])
+    with pytest.raises(evaluate.EvaluationError, match="no keyword in common"):
+        evaluate.KeywordMatch.of(("a",), ("b",), "shared")
+    found = evaluate.scored_detections(
+        {"label": np.array([[0, 1, 2]]), "valid": np.array([[True, True, False]])},
+        match.bundle_to_scored,
+    )
+    np.testing.assert_array_equal(found["label"], [[0, 0, 1]])
+    np.testing.assert_array_equal(found["valid"], [[True, False, False]])
+    record = {
+        "keyword_label": np.array([0, 1, 2, 0], np.int32),
+        "keyword_valid": np.array([True, True, True, False]),
+    }
+    remapped = evaluate.ScoredKeywordSource([record], match.corpus_to_scored)[0]
+    np.testing.assert_array_equal(remapped["keyword_label"], [1, 0, 0, 1])
+    np.testing.assert_array_equal(remapped["keyword_valid"], [True, False, True, False])
+
+
+TINY_MULTIQT = model.MultiQTConfig(
+    num_classes=len(labels.QUESTION_CLASSES),
+    audio_channels=(8, 8),
+    audio_kernels=(3, 3),
+    audio_strides=(2, 2),
+    audio_dilations=(1, 1),
+    text_channels=(8, 8),
+    text_kernels=(3, 3),
+    text_strides=(2, 1),
+    text_dilations=(1, 1),
+    dense=(8,),
+)
+
+
+def _write_call(folder, name: str, seed: int, fold: int) -> None:
+    audio_io.write_audio(folder / f"{name}.wav", tone(2.0, seed), RATE)
+    annotation = {
+        "segments": [{"label": "address", "start": 0.4, "end": 1.2}],
+        "fold": fold,
+        "asr": [
+            {"word": "where", "start": 0.4, "end": 0.7},
+            {"word": "are", "start": 0.7, "end": 0.9},
+            {"word": "you", "start": 0.9, "end": 1.2},
+        ],
+    }
+    (folder / f"{name}.json").write_text(json.dumps(annotation))
+
+
+def test_multiqt_fold_bundles_are_scored_on_an_annotated_calls_folder(tmp_path):
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    for seed in range(3):
+        _write_call(calls, f"call{seed}", seed, fold=seed)
+    net = model.MultiQT(TINY_MULTIQT)
+    inputs = {
+        "audio": np.zeros((1, 40, 40), np.float32),
+        "text": np.zeros((1, 20, 29), np.float32),
+    }
+    trained_on = ("annotated_calls/questions", "synthetic_calls/questions-smoke")
+    for fold, corpus in enumerate(trained_on):
+        params = jax.jit(net.init)(jax.random.key(fold), inputs)
+        calls_bundle.save(
+            tmp_path / "multimodal" / f"bundle-fold{fold}",
+            net,
+            params,
+            labels.classes("questions"),
+            corpus=corpus,
+        )
+    run = settings(tmp_path / "multimodal", "annotated_calls/questions", tmp_path / "tfds", calls)
+    results = evaluate.evaluate(run, str(tmp_path / "out"))
+    assert results == json.loads((tmp_path / "out" / "results.json").read_text())
+    assert (results["task"], results["split"], results["calls"]) == ("multiqt", "train", 3)
+    assert [b["fold"] for b in results["bundles"]] == [0, 1]
+    own_fold, other = results["bundles"]  # fold 0 was trained on this very corpus
+    assert own_fold["calls"].startswith("fold 0 of 5") and own_fold["scored_calls"] == 1
+    assert (other["calls"], other["scored_calls"]) == ("all", 3)
+    scores = results["scores"]
+    assert len(scores["folds"]) == 2 and len(scores["smoothed"]["folds"]) == 2
+    for summary in (scores, scores["smoothed"]):
+        for score in tracking.SCORES:
+            for part in tracking.PARTS:
+                assert 0 <= summary["mean"][score][part] <= 1, (score, part)
+    assert not math.isnan(scores["mean"]["timestep"]["f1"])
+    assert scores["smoothed"]["smoothing"]["latency_ms"] > 0
+
+
+def test_a_bundle_of_one_task_refuses_a_corpus_of_the_other(tmp_path, kws_bundle_path):
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    _write_call(calls, "call0", 0, fold=0)
+    run = settings(kws_bundle_path, "annotated_calls/questions", tmp_path / "tfds", calls)
+    with pytest.raises(evaluate.EvaluationError, match="needs a keyword corpus"):
+        evaluate.evaluate(run, str(tmp_path / "out"))
