@@ -1,35 +1,46 @@
-r"""Keyword detection with a trained AF-KWS bundle, streamed block by block.
+r"""Keyword detection with a trained AF-KWS bundle or its export, streamed block by block.
 
-    python -m cskws_jax.detect BUNDLE AUDIO... [--format table|jsonl|csv] [--block-ms 200]
+    python -m cskws_jax.detect MODEL AUDIO... [--format table|jsonl|csv] [--block-ms 200]
         [--realtime] [--refractory-s S] [--min-score P] [--fa-per-hour B] [--keep-going]
         [--quiet]
-    arecord -q -f S16_LE -r 16000 -c 1 -t raw | python -m cskws_jax.detect BUNDLE -
+    arecord -q -f S16_LE -r 16000 -c 1 -t raw | python -m cskws_jax.detect MODEL -
 
-AUDIO is any mix of files (WAV, FLAC, OGG; any sample rate and channel count: mixed to
-mono and resampled to the bundle's rate, 16 kHz) and folders (searched recursively for
-those suffixes), or `-`: raw 16-bit little-endian PCM at 16 kHz mono on standard input,
-e.g. a microphone pipe. Each input is one stream: the samples go through
-`speechkit.frontend.FeatureStream` (the bundle's causal log-mel front end, computed as
-the samples arrive) and `cskws_jax.streaming.StreamDetector`, one block of `--block-ms` of
-audio at a time, and each detection is printed when the detector decides it: keyword,
-start and end (s), score, and `emitted`, the seconds of audio consumed at the decision
+MODEL is a bundle folder (`cskws_jax.bundle.save`, e.g. WORKDIR/cskws/afkws/bundle) or a
+folder `python -m cskws_jax.export` wrote (recognised by its export.json: the network runs
+as the exported StableHLO step, no parameters or model code loaded, with the bundle's
+decoding settings and operating points from export.json; its block is fixed when
+exporting, so `--block-ms` may only repeat it).
+AUDIO is any mix of files, folders and `-` (`speechkit.stream_inputs`: WAV, FLAC, OGG at
+any sample rate and channel count, mixed to mono and resampled to the model's rate,
+16 kHz; folders searched recursively for those suffixes; `-` raw 16-bit little-endian
+PCM at 16 kHz mono on standard input, e.g. a microphone pipe). Each input is one stream:
+the samples go through `speechkit.frontend.FeatureStream` (the model's causal log-mel
+front end, computed as the samples arrive) and `cskws_jax.streaming.StreamDetector`, one
+block of `--block-ms` of audio (default 200 ms; an export's own block) at a time, and
+each detection is printed when the detector decides it: keyword, start and end (s),
+score, and `emitted`, the seconds of audio consumed at the decision
 (`StreamDetector.latency_s` after the keyword's centre, plus the wait for the block's
 end). Every decided peak is printed (no `max_detections` cut); without a refractory
-window they are the detections of `StreamDetector.detect` on the same features.
+window they are the detections of `StreamDetector.detect` on the same features, and an
+export prints those of its bundle (tests/cskws_jax/test_detect.py).
 `--refractory-s` drops a detection of a keyword whose centre is within that many seconds
 of the last printed detection of the same keyword (first come, first kept).
 
-`--fa-per-hour B` runs the bundle at one of its stored operating points
+`--fa-per-hour B` runs the model at one of its bundle's stored operating points
 (`cskws_jax.train.DecodeConfig.operating_points`, chosen by
 `cskws_jax.operating_points.choose` on labelled data, e.g. the test split by
 `experiments.cskws`): a detection of keyword k is printed only when its score >= that
 point's threshold for k (before the refractory window), which held B false alarms per hour
 of audio, all keywords together, on the data it was chosen on (new audio may give more).
-A budget the bundle does not store is an error listing those it does.
+A budget the bundle does not store is an error listing those it does. The thresholds are
+chosen on the experiment's offline detections, at most `DecodeConfig.max_detections` per
+utterance, while detect prints every decided peak, so on a long stream the false alarms
+per hour can come out slightly above the budget.
 
 Bad input stops the run with an error that names the file (missing, empty, unreadable,
-silent, too short, non-finite samples; a bundle of another task or a broken one); with
-`--keep-going` a bad file is skipped, listed at the end, and the exit status is 1.
+silent, too short, non-finite samples); exit status 1. With `--keep-going` a bad file is
+skipped, listed at the end, and the exit status is 1. A bad model folder (missing,
+broken, of another task) or bad arguments exit with 2.
 """
 
 from __future__ import annotations
@@ -38,31 +49,34 @@ import argparse
 import csv
 import dataclasses
 import json
-import math
-import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from cskws_jax import bundle
+from cskws_jax import bundle, export
 from cskws_jax.streaming import StreamDetector
 from speechkit import audio_io, frontend
-from speechkit.bundle import BundleError
+from speechkit import export as export_lib
+from speechkit.bundle import Bundle, BundleError
+from speechkit.stream_inputs import (
+    STDIN,
+    STDIN_RATE,
+    CheckedChunks,
+    InputError,
+    block_outputs,
+    expand_paths,
+    file_chunks,
+    main_in_pipe,
+    read_samples,
+    stdin_chunks,
+)
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
-STDIN = "-"
-STDIN_RATE = 16_000  # Hz: raw PCM on standard input is 16-bit little-endian mono at this rate
 FORMATS = ("table", "jsonl", "csv")
 FIELDS = ("file", "keyword", "label", "start", "end", "score", "emitted")
-SILENCE = 1 / 32768  # peak below one 16-bit step: silent
-
-
-class InputError(ValueError):
-    """An input that cannot be used; the message names it."""
+DEFAULT_BLOCK_MS = 200.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +95,55 @@ class Detection:
         return (self.start + self.end) / 2
 
 
-# ------------------------------------------------------------------------ front end
+# --------------------------------------------------------------------------- model
+
+
+def from_bundle(path, block_ms: float | None, min_score: float | None):
+    """(detector, info) of a bundle folder's live model, stepping blocks of `block_ms`
+    (None: 200 ms), peaks from `min_score` (None: the bundle's)."""
+    net, params, info = bundle.load(path)
+    hop_s = info.features.hop_s * net.config.output_stride
+    outputs = block_outputs(DEFAULT_BLOCK_MS if block_ms is None else block_ms, hop_s)
+    min_score = info.decoding.min_score if min_score is None else min_score
+    return StreamDetector(net, params, outputs, info.decoding.radius, min_score), info
+
+
+def from_export(path, block_ms: float | None, min_score: float | None):
+    """(detector, info) of an export folder's step; its block is fixed at export time,
+    so `block_ms` must be None or that block's length."""
+    info, outputs, modules = export.read_folder(path)
+    if "step" not in modules:
+        raise BundleError(f"{Path(path) / export_lib.MANIFEST}: modules: no 'step'")
+    exported = modules["step"]
+    hop_s = info.features.hop_s * info.model_config.output_stride
+    wanted = None if block_ms is None else block_outputs(block_ms, hop_s)
+    if wanted is not None and wanted != outputs:
+        raise InputError(
+            f"--block-ms: {block_ms:g} ms; the step exported in {path} takes blocks of "
+            f"{outputs * hop_s * 1000:g} ms (export again with --block-outputs {wanted} for "
+            f"{block_ms:g} ms blocks)"
+        )
+
+    def model_step(inputs, mask, state):
+        return exported.call(inputs["audio"], mask["audio"], state)
+
+    min_score = info.decoding.min_score if min_score is None else min_score
+    detector = StreamDetector.from_step(
+        info.model_config,
+        model_step,
+        lambda batch_size: export.initial_state(exported, batch_size),
+        outputs,
+        info.decoding.radius,
+        min_score,
+    )
+    return detector, info
+
+
+def load(path, block_ms: float | None, min_score: float | None) -> tuple[StreamDetector, Bundle]:
+    """`from_export` for an export folder (with export.json), else `from_bundle`."""
+    if export_lib.is_folder(path):
+        return from_export(path, block_ms, min_score)
+    return from_bundle(path, block_ms, min_score)
 
 
 # ------------------------------------------------------------------------- detection
@@ -172,73 +234,6 @@ class KeywordStream:
         return True
 
 
-# ---------------------------------------------------------------------------- inputs
-
-
-def audio_inputs(paths) -> Iterator[str | InputError]:
-    """Each path as given, a folder as its audio files (sorted, recursive), `-` as is;
-    a folder without audio files as an InputError (yielded, not raised)."""
-    for path in paths:
-        folder = Path(path)
-        if path == STDIN or not folder.is_dir():
-            yield path
-            continue
-        found = sorted(
-            str(p) for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES
-        )
-        if not found:
-            yield InputError(f"{path}: a folder without audio files ({', '.join(AUDIO_SUFFIXES)})")
-        yield from found
-
-
-def read_samples(path: str, features: frontend.FeatureConfig) -> np.ndarray:
-    """A file's samples, mono float32 [n] at the front end's rate, checked for use."""
-    samples, _ = audio_io.read_audio(
-        path, target_rate=features.sample_rate, channels=None, mix_to_mono=True
-    )
-    check_samples(path, samples, features)
-    return samples
-
-
-def check_samples(name: str, samples: np.ndarray, features: frontend.FeatureConfig) -> None:
-    """Enough samples for one feature window, not silent (InputError naming `name`)."""
-    if len(samples) < features.window_samples:
-        raise InputError(
-            f"{name}: too short: {len(samples)} samples at {features.sample_rate} Hz, expected "
-            f"at least one {features.window_ms:g} ms window ({features.window_samples})"
-        )
-    if np.max(np.abs(samples)) < SILENCE:
-        raise InputError(f"{name}: silent (every sample below one 16-bit step)")
-
-
-def file_chunks(samples: np.ndarray, size: int, rate: int, realtime: bool) -> Iterator:
-    """The samples in chunks of `size`; with `realtime`, each one when it would have
-    arrived from a live source (paced by the wall clock)."""
-    started = time.monotonic()
-    for begin in range(0, len(samples), size):
-        chunk = samples[begin : begin + size]
-        if realtime:
-            time.sleep(max(0.0, started + (begin + len(chunk)) / rate - time.monotonic()))
-        yield chunk
-
-
-def stdin_chunks(stream, size: int) -> Iterator[np.ndarray]:
-    """Raw 16-bit little-endian PCM from a binary stream, as float32 chunks of up to
-    `size` samples, each as soon as it is complete (a trailing odd byte is dropped)."""
-    while True:
-        data = stream.read(2 * size)
-        if not data:
-            return
-        while len(data) < 2 * size:  # a pipe may return less than asked
-            more = stream.read(2 * size - len(data))
-            if not more:
-                break
-            data += more
-        data = data[: len(data) // 2 * 2]
-        if data:
-            yield np.frombuffer(data, "<i2").astype(np.float32) / 32768
-
-
 # --------------------------------------------------------------------------- output
 
 
@@ -300,20 +295,6 @@ def detect_stream(
     return count
 
 
-class _Checked:
-    """Chunks passed through, their length and peak recorded (for the checks of a
-    stream whose end is not known in advance)."""
-
-    def __init__(self, chunks):
-        self.chunks, self.samples, self.peak = chunks, 0, 0.0
-
-    def __iter__(self):
-        for chunk in self.chunks:
-            self.samples += len(chunk)
-            self.peak = max(self.peak, float(np.max(np.abs(chunk), initial=0.0)))
-            yield chunk
-
-
 def run_input(name: str, detector, info, args, output: Output) -> tuple[int, float]:
     """Detections of one input, printed as they come -> (count, seconds of audio)."""
     rate = info.features.sample_rate
@@ -326,13 +307,10 @@ def run_input(name: str, detector, info, args, output: Output) -> tuple[int, flo
         count = detect_stream(chunks, detector, info, args.refractory_s, emit, thresholds)
         return count, len(samples) / rate
     if rate != STDIN_RATE:
-        raise InputError(f"{STDIN}: raw PCM is read at {STDIN_RATE} Hz; the bundle wants {rate} Hz")
-    checked = _Checked(stdin_chunks(sys.stdin.buffer, size))
+        raise InputError(f"{STDIN}: raw PCM is read at {STDIN_RATE} Hz; the model wants {rate} Hz")
+    checked = CheckedChunks(stdin_chunks(sys.stdin.buffer, size))
     count = detect_stream(checked, detector, info, args.refractory_s, emit, thresholds)
-    if checked.samples == 0:
-        raise InputError(f"{STDIN}: holds no samples")
-    if checked.peak < SILENCE:
-        raise InputError(f"{STDIN}: silent (every sample zero)")
+    checked.check()
     return count, checked.samples / rate
 
 
@@ -351,29 +329,22 @@ def operating_thresholds(info, fa_per_hour: float | None) -> tuple[float, ...] |
         ) from None
 
 
-def block_outputs(block_ms: float, hop_s: float) -> int:
-    """Output frames per block for `--block-ms` (a whole number of output hops)."""
-    count = block_ms / (hop_s * 1000)
-    if count < 1 or not math.isclose(count, round(count), abs_tol=1e-6):
-        raise InputError(
-            f"--block-ms: {block_ms:g} ms is not a whole number of the model's {hop_s * 1000:g} ms "
-            "output hops"
-        )
-    return round(count)
-
-
 def parser() -> argparse.ArgumentParser:
     parse = argparse.ArgumentParser(
         prog="python -m cskws_jax.detect",
-        description="Detect keywords in audio with a trained AF-KWS bundle, streamed block\n"
-        "by block; each detection is printed when the detector decides it.",
+        description="Detect keywords in audio with a trained AF-KWS bundle or export, streamed\n"
+        "block by block; each detection is printed when the detector decides it.",
         epilog="Example: python -m cskws_jax.detect out/cskws/afkws/bundle calls/ --format jsonl\n"
         "Microphone: arecord -q -f S16_LE -r 16000 -c 1 -t raw | python -m cskws_jax.detect "
-        "BUNDLE -\nExit status: 0 when every input was used, 1 when one was bad (with "
-        "--keep-going: skipped), 2 for a bad bundle or bad arguments.",
+        "MODEL -\nExported (python -m cskws_jax.export BUNDLE OUT_DIR): python -m "
+        "cskws_jax.detect OUT_DIR AUDIO...\nExit status: 0 when every input was used, 1 when "
+        "one was bad (with --keep-going: skipped), 2 for a bad model folder or bad arguments.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parse.add_argument("bundle", help="bundle folder (saved by cskws_jax.bundle.save)")
+    parse.add_argument(
+        "model",
+        help="bundle folder (cskws_jax.bundle.save) or export folder (with export.json)",
+    )
     parse.add_argument(
         "audio",
         nargs="+",
@@ -382,7 +353,10 @@ def parser() -> argparse.ArgumentParser:
     )
     parse.add_argument("--format", choices=FORMATS, default="table", help="output format")
     parse.add_argument(
-        "--block-ms", type=float, default=200.0, help="audio per detector step (default 200 ms)"
+        "--block-ms",
+        type=float,
+        default=None,
+        help="audio per detector step (default 200 ms; an export's own block)",
     )
     parse.add_argument(
         "--realtime", action="store_true", help="feed files at the pace of a live stream"
@@ -395,7 +369,7 @@ def parser() -> argparse.ArgumentParser:
         "keep all)",
     )
     parse.add_argument(
-        "--min-score", type=float, default=None, help="peak threshold (default: the bundle's)"
+        "--min-score", type=float, default=None, help="peak threshold (default: the model's)"
     )
     parse.add_argument(
         "--fa-per-hour",
@@ -416,18 +390,15 @@ def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
     args = parser().parse_args(argv)
     try:
-        net, params, info = bundle.load(args.bundle)
-        steps = block_outputs(args.block_ms, info.features.hop_s * net.config.output_stride)
+        detector, info = load(args.model, args.block_ms, args.min_score)
         operating_thresholds(info, args.fa_per_hour)  # a budget it lacks: before any audio
     except (BundleError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    min_score = info.decoding.min_score if args.min_score is None else args.min_score
-    detector = StreamDetector(net, params, steps, info.decoding.radius, min_score)
     output = Output(args.format, sys.stdout)
     output.header()
     try:
-        skipped = run_inputs(list(audio_inputs(args.audio)), detector, info, args, output)
+        skipped = run_inputs(list(expand_paths(args.audio)), detector, info, args, output)
     except (audio_io.AudioFileError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -463,14 +434,5 @@ def run_inputs(inputs: list, detector, info, args, output: Output) -> list[str]:
     return skipped
 
 
-def _main_in_pipe() -> int:
-    """`main`, ending quietly when the reader of standard output goes away (`| head`)."""
-    try:
-        return main()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-
-
 if __name__ == "__main__":
-    sys.exit(_main_in_pipe())
+    sys.exit(main_in_pipe(main))

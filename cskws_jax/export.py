@@ -26,13 +26,16 @@ exports share (flat state, write / read, the export folder, the command line) ar
     python -m cskws_jax.export BUNDLE OUT_DIR [--block-outputs 5] [--platforms cpu,cuda]
 
 OUT_DIR gets forward.stablehlo, step.stablehlo and export.json (labels, front end,
-decoding, block size: `speechkit.export.write_folder`).
+decoding settings with the bundle's operating points, block size:
+`speechkit.export.write_folder`); `read_folder` reads it back, checked, and `python -m
+cskws_jax.detect OUT_DIR AUDIO...` runs the exported step on audio.
 
 Serializing needs the `flatbuffers` package (an optional dependency of jax.export).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -40,12 +43,21 @@ import jax
 import jax.numpy as jnp
 from jax import export as jax_export
 
-from cskws_jax import bundle, model
+from cskws_jax import bundle, model, train
 from speechkit import checks
 from speechkit import export as shared
+from speechkit.bundle import Bundle
 from speechkit.export import initial_state, read, write
 
-__all__ = ["export_forward", "export_step", "from_bundle", "initial_state", "read", "write"]
+__all__ = [
+    "export_forward",
+    "export_step",
+    "from_bundle",
+    "initial_state",
+    "read",
+    "read_folder",
+    "write",
+]
 
 
 def export_forward(
@@ -97,6 +109,24 @@ def _export_bundle(path, block_outputs: int, platforms) -> tuple[dict, dict]:
         "step": export_step(net, params, block_outputs, platforms),
     }
     return modules, shared.manifest(info, block_outputs)
+
+
+def read_folder(path: str | os.PathLike) -> tuple[Bundle, int, dict[str, jax_export.Exported]]:
+    """(info, block_outputs, {"forward", "step"}) of a folder the command line wrote;
+    info as a bundle's (`cskws_jax.bundle.load`): keywords, features, decoding (with its
+    operating points), model config. A `speechkit.bundle.BundleError` names the file
+    and the field for anything missing, an export of another task, or keywords, a front
+    end or operating points that do not fit the model."""
+    info, block_outputs, modules = shared.read_folder(
+        path,
+        task=bundle.TASK,
+        model_config_type=model.AfKwsConfig,
+        decoding_type=train.DecodeConfig,
+    )
+    where = os.path.join(path, shared.MANIFEST)
+    bundle._check_parts(info.model_config, info.features, info.labels, where)
+    bundle._check_operating_points(info.decoding, len(info.labels), where)
+    return info, block_outputs, modules
 
 
 def main(argv=None) -> int:

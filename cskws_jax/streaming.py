@@ -7,7 +7,9 @@
     detections, emitted = detector.detect(features, mask)     # or a whole batch at once
 
 `StreamDetector` is a `speechkit.streaming.BlockRunner` whose step is the model's step
-followed by peak decoding. A block holds `block_frames["audio"]` (= block_outputs *
+followed by peak decoding; `StreamDetector.from_step(config, step, initial_state, ...)`
+takes the model's step as a function instead (an exported step: `python -m
+cskws_jax.detect EXPORT_DIR`). A block holds `block_frames["audio"]` (= block_outputs *
 output_stride) log-mel frames of 10 ms; any multiple of output_stride works (each new
 size compiles once). `found` holds, for each output position decided in that step, the
 keyword peaks (`peak` bool [B, n, K]) with `score`, `start`, `end` (s) and `emitted` (s
@@ -37,6 +39,9 @@ from speechkit import streaming
 
 
 class StreamDetector(streaming.BlockRunner):
+    """The live model `net` with `params` (or, by `from_step`, any step of its protocol,
+    e.g. an exported one) followed by peak decoding; see the module docstring."""
+
     def __init__(
         self,
         net: model_lib.AfKws,
@@ -45,9 +50,36 @@ class StreamDetector(streaming.BlockRunner):
         radius: int = 1,
         min_score: float = 0.1,
     ):
-        self.net, self.params, self.config = net, params, net.config
-        self.radius, self.min_score = radius, min_score
-        model_spec = model_lib.streaming_spec(self.config)
+        def model_step(inputs, mask, state):
+            return net.apply(params, inputs, mask, state, method=net.step)
+
+        def model_initial_state(batch_size: int):
+            return net.apply(params, batch_size, method=net.initial_state)
+
+        self._setup(net.config, model_step, model_initial_state, block_outputs, radius, min_score)
+
+    @classmethod
+    def from_step(
+        cls,
+        config: model_lib.AfKwsConfig,
+        model_step,
+        model_initial_state,
+        block_outputs: int = 1,
+        radius: int = 1,
+        min_score: float = 0.1,
+    ) -> StreamDetector:
+        """A detector over another implementation of `AfKws(config)`'s streaming step:
+        model_step(inputs, mask, state) -> (heads, head_mask, state) on blocks of
+        `block_outputs` output frames, model_initial_state(batch_size) -> state (e.g.
+        an exported step, `cskws_jax.export`)."""
+        detector = cls.__new__(cls)
+        detector._setup(config, model_step, model_initial_state, block_outputs, radius, min_score)
+        return detector
+
+    def _setup(self, config, model_step, model_initial_state, block_outputs, radius, min_score):
+        self.config, self.radius, self.min_score = config, radius, min_score
+        self._model_step, self._model_initial_state = model_step, model_initial_state
+        model_spec = model_lib.streaming_spec(config)
         spec = dataclasses.replace(model_spec, output_latency=model_spec.output_latency + radius)
         super().__init__(self._decide, self._initial_state_of, spec, block_outputs)
 
@@ -63,7 +95,7 @@ class StreamDetector(streaming.BlockRunner):
     def _initial_state_of(self, batch_size: int):
         edge = 2 * self.radius
         return {
-            "model": self.net.apply(self.params, batch_size, method=self.net.initial_state),
+            "model": self._model_initial_state(batch_size),
             "probability": jnp.zeros((batch_size, edge, self.config.num_classes), jnp.float32),
             "length": jnp.zeros((batch_size, edge), jnp.float32),
             "offset": jnp.zeros((batch_size, edge), jnp.float32),
@@ -75,9 +107,7 @@ class StreamDetector(streaming.BlockRunner):
         """One block (inputs {"audio" [B, frames, F]}, frames a multiple of output_stride)
         -> (decisions for the block's n positions, their mask [B, n], new state)."""
         stride, hop = self.config.output_stride, self.spec.output_hop_s
-        heads, head_mask, model_state = self.net.apply(
-            self.params, inputs, mask, state["model"], method=self.net.step
-        )
+        heads, head_mask, model_state = self._model_step(inputs, mask, state["model"])
         n = head_mask.shape[1]
         window = {
             "probability": jnp.concatenate(

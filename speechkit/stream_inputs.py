@@ -1,6 +1,6 @@
-"""The inputs of the streaming command lines (`python -m multiqt_jax.track`; the same
-rules as `python -m cskws_jax.detect`): audio files, folders and standard input, read,
-checked and cut into chunks the way a live source delivers them.
+"""The inputs of the streaming command lines (`python -m multiqt_jax.track` and
+`python -m cskws_jax.detect`): audio files, folders and standard input, read, checked
+and cut into chunks the way a live source delivers them.
 
     for item in expand_paths(["calls/", "one.flac", "-"]):  # paths, or InputErrors
         samples = read_samples(item, features)               # mono at the front end's rate

@@ -1,6 +1,7 @@
 """cskws_jax.bundle and `python -m cskws_jax.detect`: a tiny untrained detector saved,
 loaded and run on random audio; its printed detections are those of
-`StreamDetector.detect` on the same features."""
+`StreamDetector.detect` on the same features, and those of its export folder
+(`python -m cskws_jax.export`) are the bundle's."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ import numpy as np
 import pytest
 import soundfile
 
-from cskws_jax import bundle, detect, train
+from cskws_jax import bundle, detect, export, train
 from cskws_jax.datasets.features import FEATURES
 from cskws_jax.streaming import StreamDetector
-from speechkit import frontend
+from speechkit import frontend, stream_inputs
 from speechkit.bundle import BundleError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +84,7 @@ def test_cli_prints_the_detections_of_the_stream_detector(saved):
     printed = _rows(done.stdout)
     assert all(list(row) == list(detect.FIELDS) for row in printed)
     assert {row["file"] for row in printed} == {str(wav)}
-    samples = detect.read_samples(str(wav), FEATURES)  # mono, resampled to 16 kHz
+    samples = stream_inputs.read_samples(str(wav), FEATURES)  # mono, resampled to 16 kHz
     features = frontend.waveform_log_mel(samples, FEATURES)[None]
     detector = StreamDetector(net, params, block_outputs=5, min_score=DECODING.min_score)
     found, emitted = detector.detect(features, max_detections=1000)
@@ -238,6 +239,59 @@ def test_fa_per_hour_keeps_the_detections_of_the_operating_point(saved, tmp_path
     assert "it stores 1, 5" in err
     assert detect.main([str(folder), str(wav), "--fa-per-hour=5"]) == 2
     assert "it stores none" in capsys.readouterr().err
+
+
+def _same_detections(got: list[dict], want: list[dict]) -> None:
+    """The same detections in the same order, times and scores within float noise (the
+    exported step and the live model agree to about 1e-6)."""
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert (a["file"], a["keyword"], a["label"]) == (b["file"], b["keyword"], b["label"])
+        for name in ("start", "end", "score", "emitted"):
+            assert a[name] == pytest.approx(b[name], abs=1e-5), name
+
+
+def test_an_export_folder_detects_like_its_bundle(saved, tmp_path, capsys):
+    pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
+    folder, net, params, wav = saved
+    assert detect.main([str(folder), str(wav), "--format=jsonl"]) == 0
+    everything = _rows(capsys.readouterr().out)
+    thresholds = tuple(
+        _between([row["score"] for row in everything if row["label"] == label])
+        for label in range(len(KEYWORDS))
+    )
+    point = train.OperatingPoint(5.0, thresholds, "made up", 0.5)
+    decoding = dataclasses.replace(DECODING, operating_points=(point,))
+    bundle.save(tmp_path / "points", net, params, KEYWORDS, decoding, "random")
+    out = tmp_path / "exported"
+    assert export.main([str(tmp_path / "points"), str(out), "--block-outputs=5"]) == 0
+    capsys.readouterr()
+    assert {p.name for p in out.iterdir()} == {"export.json", "forward.stablehlo", "step.stablehlo"}
+
+    assert detect.main([str(out), str(wav), "--format=jsonl"]) == 0  # 200 ms blocks, as exported
+    from_export = _rows(capsys.readouterr().out)
+    assert len(everything) > 10  # not vacuous
+    _same_detections(from_export, everything)
+
+    # The operating points travel in export.json.
+    assert (
+        detect.main([str(tmp_path / "points"), str(wav), "--format=jsonl", "--fa-per-hour=5"]) == 0
+    )
+    kept = _rows(capsys.readouterr().out)
+    assert detect.main([str(out), str(wav), "--format=jsonl", "--fa-per-hour=5"]) == 0
+    kept_from_export = _rows(capsys.readouterr().out)
+    assert 0 < len(kept) < len(everything)
+    _same_detections(kept_from_export, kept)
+    assert detect.main([str(out), str(wav), "--fa-per-hour=3"]) == 2
+    assert f"{out} has no operating point for 3" in capsys.readouterr().err
+
+    # The exported block is fixed: --block-ms may only repeat it.
+    assert detect.main([str(out), str(wav), "--format=jsonl", "--block-ms=200"]) == 0
+    _same_detections(_rows(capsys.readouterr().out), everything)
+    assert detect.main([str(out), str(wav), "--block-ms=120"]) == 2
+    err = capsys.readouterr().err
+    assert f"--block-ms: 120 ms; the step exported in {out} takes blocks of 200 ms" in err
+    assert "export again with --block-outputs 3" in err
 
 
 def test_help_explains_the_inputs():

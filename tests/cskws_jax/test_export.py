@@ -1,6 +1,8 @@
 """cskws_jax.export: the AF-KWS forward and streaming step through serialized StableHLO
 equal the live model, for two batch sizes and lengths; the command line writes a folder
-(modules and export.json) that `speechkit.export.read_folder` reads back.
+(modules and export.json) that `speechkit.export.read_folder` reads back, and
+`cskws_jax.export.read_folder` keeps the bundle's decoding settings (operating points
+included) and checks them and the keywords against the model.
 
 Serializing needs the `flatbuffers` package (an optional dependency of jax.export);
 without it the exported modules are checked in memory and the byte round trip is skipped.
@@ -9,6 +11,7 @@ without it the exported modules are checked in memory and the byte round trip is
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import numpy as np
 import pytest
@@ -96,3 +99,38 @@ def test_cli_writes_a_folder_a_client_reads_without_the_bundle(tiny_afkws, tmp_p
     assert [str(a) for a in modules["step"].in_avals[:2]] == ["float32[b,12,64]", "bool[b,12]"]
     assert export.main([str(tmp_path / "missing"), str(tmp_path / "out2")]) == 2
     assert "no such bundle folder" in capsys.readouterr().err
+
+
+def test_read_folder_keeps_the_decoding_and_checks_it_against_the_model(tiny_afkws, tmp_path):
+    pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
+    from cskws_jax import bundle, train
+    from speechkit.bundle import BundleError
+
+    net, params = tiny_afkws
+    points = (train.OperatingPoint(2.0, (0.5, 0.6, 0.7), "test", 0.25),)
+    decoding = train.DecodeConfig(
+        max_detections=9, radius=2, min_score=0.2, operating_points=points
+    )
+    bundle.save(tmp_path / "bundle", net, params, ("alpha", "beta", "gamma"), decoding)
+    out = tmp_path / "out"
+    assert export.main([str(tmp_path / "bundle"), str(out), "--block-outputs=2"]) == 0
+    info, block_outputs, modules = export.read_folder(out)
+    assert (info.decoding, info.labels, block_outputs) == (decoding, ("alpha", "beta", "gamma"), 2)
+    assert sorted(modules) == ["forward", "step"]
+    manifest = json.loads((out / "export.json").read_text())
+    edits = [
+        (lambda m: m.update(labels=["alpha", "beta"]), "labels: 2 keywords"),
+        (
+            lambda m: m["decoding"]["operating_points"][0].update(thresholds=[0.5]),
+            r"decoding.operating_points\[0\].thresholds: 1 thresholds",
+        ),
+        (lambda m: m["features"].update(num_mels=40), "features.num_mels: 40"),
+        (lambda m: m.update(task="multiqt"), "task: expected 'cskws'"),
+    ]
+    for edit, message in edits:
+        broken = json.loads(json.dumps(manifest))
+        edit(broken)
+        (out / "export.json").write_text(json.dumps(broken))
+        with pytest.raises(BundleError, match=message) as caught:
+            export.read_folder(out)
+        assert str(out / "export.json") in str(caught.value)

@@ -59,7 +59,7 @@ def _expected(config: TinyConfig) -> dict:
     return _params(config)
 
 
-def _save(path, config=TinyConfig(), params=None, task="tiny", labels=("no", "yes")):
+def _save(path, config=TinyConfig(), params=None, task="tiny", labels=("no", "yes"), decoding=None):
     return bundle.save(
         path,
         task=task,
@@ -67,18 +67,18 @@ def _save(path, config=TinyConfig(), params=None, task="tiny", labels=("no", "ye
         model_config=config,
         features=FeatureConfig(num_mels=3),
         labels=labels,
-        decoding=TinyDecode(),
+        decoding=TinyDecode() if decoding is None else decoding,
         corpus="toy/corpus",
         expected_params=_expected(config),
     )
 
 
-def _load(path, task="tiny"):
+def _load(path, task="tiny", decoding_type=TinyDecode):
     return bundle.load(
         path,
         task=task,
         model_config_type=TinyConfig,
-        decoding_type=TinyDecode,
+        decoding_type=decoding_type,
         expected_params=_expected,
     )
 
@@ -124,6 +124,39 @@ def test_from_dict_converts_by_type_hints_and_names_the_field():
     missing = {k: v for k, v in values.items() if k != "gain"}
     with pytest.raises(ValueError, match="model_config.gain: missing"):
         bundle.from_dict(TinyConfig, missing, "model_config")
+
+
+@dataclasses.dataclass(frozen=True)
+class LaterDecode:
+    """Decoding settings that gained a field (`points`) after bundles were written."""
+
+    threshold: float
+    points: tuple[float, ...] = dataclasses.field(default=(0.5,), metadata={bundle.OPTIONAL: True})
+    radius: int = 1  # not marked OPTIONAL: required in the JSON although it has a default
+
+
+def test_an_optional_field_takes_its_default_and_a_required_one_is_named():
+    given = {"threshold": 0.3, "points": [0.1, 0.2], "radius": 2}
+    assert bundle.from_dict(LaterDecode, given, "decoding") == LaterDecode(0.3, (0.1, 0.2), 2)
+    old = {"threshold": 0.3, "radius": 2}  # written before `points` existed
+    assert bundle.from_dict(LaterDecode, old, "decoding") == LaterDecode(0.3, (0.5,), 2)
+    for required in ("threshold", "radius"):
+        values = {k: v for k, v in given.items() if k != required}
+        with pytest.raises(ValueError, match=rf"^decoding\.{required}: missing"):
+            bundle.from_dict(LaterDecode, values, "decoding")
+
+
+def test_a_bundle_lacking_an_optional_field_loads_and_one_lacking_a_required_field_does_not(
+    tmp_path,
+):
+    folder = _save(tmp_path / "b", decoding=LaterDecode(0.3, (0.1, 0.2), 2))
+    assert _load(folder, decoding_type=LaterDecode)[1].decoding == LaterDecode(0.3, (0.1, 0.2), 2)
+    _edit_manifest(folder, lambda m: m["decoding"].pop("points"))
+    assert _load(folder, decoding_type=LaterDecode)[1].decoding == LaterDecode(0.3, (0.5,), 2)
+    _edit_manifest(folder, lambda m: m["decoding"].pop("radius"))
+    with pytest.raises(bundle.BundleError, match="decoding.radius: missing") as caught:
+        _load(folder, decoding_type=LaterDecode)
+    assert str(folder / bundle.MANIFEST) in str(caught.value)
 
 
 @pytest.mark.parametrize(
