@@ -108,12 +108,9 @@ def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = 
 
 def _export_bundle(path, block_outputs: int, platforms) -> tuple[dict, dict]:
     """({"forward", "step"}, export.json payload) of a bundle folder."""
-    net, params, info = bundle.load(path)
-    modules = {
-        "forward": export_forward(net, params, platforms),
-        "step": export_step(net, params, block_outputs, platforms),
-    }
-    return modules, shared.manifest(info, block_outputs)
+    return shared.export_bundle(
+        path, bundle.load, export_forward, export_step, block_outputs, platforms
+    )
 
 
 def read_folder(path: str | os.PathLike) -> tuple[Bundle, int, dict[str, jax_export.Exported]]:

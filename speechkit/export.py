@@ -122,6 +122,25 @@ def read(path: str | os.PathLike) -> jax_export.Exported:
 # -------------------------------------------------------------------------- folders
 
 
+def export_bundle(
+    path,
+    load: Callable,
+    export_forward: Callable,
+    export_step: Callable,
+    block_outputs: int,
+    platforms: Sequence[str] | None = None,
+) -> tuple[dict[str, jax_export.Exported], dict]:
+    """({"forward", "step"}, export.json payload) of the bundle folder `path`: `load(path)`
+    -> (net, params, info) is the task's bundle loader, `export_forward(net, params,
+    platforms)` and `export_step(net, params, block_outputs, platforms)` its exporters."""
+    net, params, info = load(path)
+    modules = {
+        "forward": export_forward(net, params, platforms),
+        "step": export_step(net, params, block_outputs, platforms),
+    }
+    return modules, manifest(info, block_outputs)
+
+
 def manifest(info: bundle_lib.Bundle, block_outputs: int) -> dict:
     """The export.json payload of a bundle's export (see the module docstring);
     `block_outputs`: output frames per step of the exported step."""
