@@ -31,6 +31,28 @@ def smoke_build(tmp_path_factory):
     return data_dir, build_data.build("smoke", str(data_dir))
 
 
+@pytest.fixture(scope="session")
+def tiny_multiqt_config():
+    """make(**overrides) -> a MultiQTConfig of the questions task small enough to build in
+    a second (two 8-channel layers per encoder, one output every 40 ms), for the bundle,
+    export, tracking and evaluation tests."""
+    from multiqt_jax import labels, model
+
+    small = dict(
+        num_classes=len(labels.QUESTION_CLASSES),
+        audio_channels=(8, 8),
+        audio_kernels=(3, 3),
+        audio_strides=(2, 2),
+        audio_dilations=(1, 1),
+        text_channels=(8, 8),
+        text_kernels=(3, 3),
+        text_strides=(2, 1),
+        text_dilations=(1, 1),
+        dense=(8,),
+    )
+    return lambda **overrides: model.MultiQTConfig(**{**small, **overrides})
+
+
 @pytest.fixture
 def source_tree(tmp_path):
     """write(files, packages) -> tmp_path: an empty `__init__.py` for each package, then

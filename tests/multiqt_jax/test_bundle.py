@@ -12,31 +12,16 @@ import pytest
 from multiqt_jax import bundle, labels, model
 from speechkit.bundle import BundleError
 
-CONFIG = model.MultiQTConfig(
-    num_classes=len(labels.QUESTION_CLASSES),
-    audio_channels=(8, 8),
-    audio_kernels=(3, 3),
-    audio_strides=(2, 2),
-    audio_dilations=(1, 1),
-    text_channels=(8, 8),
-    text_kernels=(3, 3),
-    text_strides=(2, 1),
-    text_dilations=(1, 1),
-    fusion="gated",
-    fusion_size=4,
-    dense=(8,),
-)
-
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
+def saved(tmp_path_factory, tiny_multiqt_config):
     """(bundle folder, net, params, inputs) of a tiny gated-fusion MultiQT."""
     rng = np.random.default_rng(0)
     inputs = {
         "audio": rng.normal(size=(2, 40, 40)).astype(np.float32),
         "text": rng.random((2, 20, 29)).astype(np.float32),
     }
-    net = model.MultiQT(CONFIG)
+    net = model.MultiQT(tiny_multiqt_config(fusion="gated", fusion_size=4))
     params = jax.jit(net.init)(jax.random.key(0), inputs)
     folder = tmp_path_factory.mktemp("multiqt") / "bundle-fold0"
     decoding = bundle.DecodeConfig(causal_text=False)
@@ -52,7 +37,7 @@ def test_round_trip_gives_the_same_outputs(saved):
     found, found_mask = loaded_net.apply(loaded_params, inputs, None, present)
     np.testing.assert_array_equal(np.asarray(found["logits"]), np.asarray(expected["logits"]))
     np.testing.assert_array_equal(found_mask, mask)
-    assert info.model_config == CONFIG and info.labels == labels.QUESTION_CLASSES
+    assert info.model_config == net.config and info.labels == labels.QUESTION_CLASSES
     assert info.decoding == bundle.DecodeConfig(causal_text=False)
     assert (info.task, info.corpus) == ("multiqt", "calls/questions")
 

@@ -20,26 +20,12 @@ from multiqt_jax import bundle, export, labels, model, track
 from speechkit.bundle import BundleError
 
 SERIALIZABLE = importlib.util.find_spec("flatbuffers") is not None
-CONFIG = model.MultiQTConfig(
-    num_classes=len(labels.QUESTION_CLASSES),
-    audio_channels=(8, 8),
-    audio_kernels=(3, 3),
-    audio_strides=(2, 2),
-    audio_dilations=(1, 1),
-    text_channels=(8, 8),
-    text_kernels=(3, 3),
-    text_strides=(2, 1),
-    text_dilations=(1, 1),
-    fusion="gated",
-    fusion_size=4,
-    dense=(8,),
-)
 
 
 @pytest.fixture(scope="module")
-def tiny():
+def tiny(tiny_multiqt_config):
     """(net, params) of a tiny gated-fusion MultiQT, params scaled up for livelier labels."""
-    net = model.MultiQT(CONFIG)
+    net = model.MultiQT(tiny_multiqt_config(fusion="gated", fusion_size=4))
     inputs = {"audio": np.zeros((1, 40, 40), np.float32), "text": np.zeros((1, 20, 29))}
     params = jax.jit(net.init)(jax.random.key(0), inputs)
     return net, jax.tree_util.tree_map(lambda a: 3 * a, params)
@@ -104,8 +90,8 @@ def test_exported_step_streams_like_the_live_step(tiny, tmp_path):
     np.testing.assert_allclose(np.concatenate(pieces, axis=1), whole["logits"], atol=1e-5)
 
 
-def test_an_audio_only_model_exports_too(tmp_path):
-    config = model.MultiQTConfig(**{**CONFIG.__dict__, "modalities": ("audio",)})
+def test_an_audio_only_model_exports_too(tiny_multiqt_config, tmp_path):
+    config = tiny_multiqt_config(fusion="gated", fusion_size=4, modalities=("audio",))
     net = model.MultiQT(config)
     audio = np.random.default_rng(2).normal(size=(2, 24, 40)).astype(np.float32)
     params = net.init(jax.random.key(1), {"audio": audio})
@@ -131,7 +117,11 @@ def test_the_tracker_prints_the_same_from_the_export_folder(tiny, tmp_path, caps
     for name in ("forward.stablehlo", "step.stablehlo", "export.json"):
         assert (tmp_path / "out" / name).is_file() and name in printed
     info, block_outputs, modules = export.read_folder(tmp_path / "out")
-    assert (info.labels, info.model_config, block_outputs) == (labels.QUESTION_CLASSES, CONFIG, 5)
+    assert (info.labels, info.model_config, block_outputs) == (
+        labels.QUESTION_CLASSES,
+        net.config,
+        5,
+    )
     assert sorted(modules) == ["forward", "step"]
     noise = 0.1 * np.random.default_rng(3).normal(size=40000)
     soundfile.write(tmp_path / "call.wav", noise * np.sin(np.arange(40000) / 3000), 16000)

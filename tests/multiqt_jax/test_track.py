@@ -24,18 +24,6 @@ from speechkit.stream_inputs import read_samples
 
 ROOT = Path(__file__).resolve().parents[2]
 CLASSES = labels.classes("questions")
-SMALL = dict(
-    num_classes=len(CLASSES),
-    audio_channels=(8, 8),
-    audio_kernels=(3, 3),
-    audio_strides=(2, 2),
-    audio_dilations=(1, 1),
-    text_channels=(8, 8),
-    text_kernels=(3, 3),
-    text_strides=(2, 1),
-    text_dilations=(1, 1),
-    dense=(8,),
-)
 WORDS = [
     {"word": "hello", "start": 0.2, "end": 0.6, "emitted": 0.9},
     {"word": "what", "start": 1.0, "end": 1.3},
@@ -45,9 +33,10 @@ TIMED = [asr.TimedWord(w["word"], w["start"], w["end"], w.get("emitted", w["end"
 HOP_S = 0.04  # the tiny models' output hop
 
 
-def _save(folder: Path, modalities) -> tuple[model.MultiQT, dict]:
-    """A tiny MultiQT of `modalities`, params scaled up for livelier labels, saved."""
-    net = model.MultiQT(model.MultiQTConfig(**SMALL, modalities=modalities))
+def _save(folder: Path, config: model.MultiQTConfig) -> tuple[model.MultiQT, dict]:
+    """A MultiQT of `config`, params scaled up for livelier labels, saved."""
+    net = model.MultiQT(config)
+    modalities = config.modalities
     inputs = {"audio": np.zeros((1, 40, 40), np.float32), "text": np.zeros((1, 20, 29))}
     params = jax.jit(net.init)(jax.random.key(0), {m: inputs[m] for m in modalities})
     params = jax.tree_util.tree_map(lambda a: 3 * a, params)
@@ -65,15 +54,18 @@ def _call(path: Path, seconds: float, rate: int = 22050, seed: int = 0) -> Path:
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
+def saved(tmp_path_factory, tiny_multiqt_config):
     """{"text": (folder, net, params), "audio": ..., "call": a 3 s call with its words
     JSON beside it}."""
     root = tmp_path_factory.mktemp("track")
     call = _call(root / "calls" / "call.wav", 3.0)
     (root / "calls" / "call.json").write_text(json.dumps({"segments": [], "asr": WORDS}))
     return {
-        "text": (root / "text-bundle", *_save(root / "text-bundle", ("audio", "text"))),
-        "audio": (root / "audio-bundle", *_save(root / "audio-bundle", ("audio",))),
+        "text": (root / "text-bundle", *_save(root / "text-bundle", tiny_multiqt_config())),
+        "audio": (
+            root / "audio-bundle",
+            *_save(root / "audio-bundle", tiny_multiqt_config(modalities=("audio",))),
+        ),
         "call": call,
     }
 
