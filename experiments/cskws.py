@@ -32,6 +32,14 @@ the test split, and, with a heldout split, on that. Thresholds chosen on the tes
 and read on it meet the budget by construction, so their test miss rate is optimistic;
 the held-out-engine numbers are the out-of-sample check. Saved scores without
 "operating_points" are recomputed as above.
+
+Uncertainty: the test split is small (the quick preset's is about 0.2 h, so FRR@5 allows
+about one false alarm), so results.json per model also holds "intervals": 95 % percentile
+bootstrap intervals over test utterances of mAP, AP@0.05, FRR@5 and FRR@25
+(`detection.bootstrap_intervals` on the saved test detections, `config.eval.
+bootstrap_resamples` resamples drawn with `config.seed`), and "allowed_false_alarms":
+per FRR budget b, b x test hours (the false alarms it allows on the test split). Saved
+scores without "intervals" are recomputed as above.
 """
 
 from __future__ import annotations
@@ -57,6 +65,8 @@ from speechkit.optim import OptimizerConfig, TrainState
 
 MODELS = ("afkws", "afkws_no_unknown", "sliding_window")
 REPORTED = ("mAP", "AP@0.05", "AP@0.75", "FRR@5", "FRR@25")
+INTERVALS = ("mAP", "AP@0.05", "FRR@5", "FRR@25")  # the scores with bootstrap intervals
+FRR_BUDGETS = {"FRR@5": 5.0, "FRR@25": 25.0}  # FA per hour behind each reported FRR
 HELDOUT = "heldout"  # the split spoken by the held-out engine, when the corpus has one
 HELDOUT_REPORTED = (*REPORTED, "test_hours")
 DET_CURVE_POINTS = 400  # cuts per DET curve in det.json, at most
@@ -177,7 +187,8 @@ def train_candidate(candidate: Candidate, config, source, workdir: str):
 
 def evaluate_candidate(candidate: Candidate, params, config, source, workdir: str) -> dict:
     """Detects and scores every utterance of `source`; writes `workdir/detections.npz`
-    and `workdir/detection_curves.json`."""
+    (padded detections and truth per row, `durations`: seconds per row, 0 on filler
+    rows, and `hours`) and `workdir/detection_curves.json`."""
     os.makedirs(workdir, exist_ok=True)
     pipeline = input_pipeline.PipelineConfig(batch_size=config.eval.batch_size, unknown_class=False)
     batches = input_pipeline.evaluation_batches(
@@ -192,6 +203,7 @@ def evaluate_candidate(candidate: Candidate, params, config, source, workdir: st
         os.path.join(workdir, "detections.npz"),
         **{f"detection_{k}": v for k, v in result["detections"].items()},
         **{f"truth_{k}": v for k, v in result["truth"].items()},
+        durations=result["durations"],
         hours=result["hours"],
     )
     files.write_json(os.path.join(workdir, "detection_curves.json"), result["curves"])
@@ -212,10 +224,56 @@ def evaluate_heldout(candidate: Candidate, params, config, source, workdir: str)
 
 def reusable(saved: dict, heldout: bool) -> bool:
     """Whether a model's saved scores.json answers this run: it must hold the operating
-    points, and the heldout scores whenever the corpus has that split (older runs'
-    scores do not)."""
-    has_points = "operating_points" in saved
+    points, the bootstrap intervals, and the heldout scores whenever the corpus has that
+    split (older runs' scores do not)."""
+    has_points = "operating_points" in saved and "intervals" in saved
     return has_points and (not heldout or (HELDOUT in saved and "transfer" in saved))
+
+
+def saved_arrays(folder: str) -> tuple[dict, dict, dict]:
+    """(detections, truth, the rest: hours and, when saved, durations) of the arrays
+    `evaluate_candidate` saved in `folder/detections.npz`."""
+    with np.load(os.path.join(folder, "detections.npz")) as saved:
+        parts = {prefix: {} for prefix in ("detection", "truth")}
+        rest = {}
+        for key in saved.files:
+            prefix, _, field = key.partition("_")
+            if prefix in parts:
+                parts[prefix][field] = saved[key]
+            else:
+                rest[key] = saved[key]
+    return parts["detection"], parts["truth"], rest
+
+
+def bootstrap_resamples(config) -> int:
+    """`config.eval.bootstrap_resamples`, checked (an int >= 1)."""
+    value = config.eval.get("bootstrap_resamples")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"config.eval.bootstrap_resamples: expected an int >= 1, got {value!r}")
+    return value
+
+
+def score_intervals(config, folder: str, num_keywords: int) -> dict:
+    """results.json's "intervals" (`detection.bootstrap_intervals` over the test
+    utterances saved in `folder`, `config.eval.bootstrap_resamples` resamples, seed
+    `config.seed`) and "allowed_false_alarms" (per FRR budget b: b x test hours)."""
+    detections, truth, rest = saved_arrays(folder)
+    if "durations" not in rest:
+        raise ValueError(f"{folder}/detections.npz: no per-utterance durations (an older run)")
+    intervals = detection.bootstrap_intervals(
+        detections,
+        truth,
+        rest["durations"],
+        num_keywords,
+        resamples=bootstrap_resamples(config),
+        seed=config.seed,
+        fa_per_hour=tuple(FRR_BUDGETS.values()),
+    )
+    hours = float(rest["hours"])
+    return {
+        "intervals": {key: intervals[key] for key in INTERVALS},
+        "allowed_false_alarms": {key: budget * hours for key, budget in FRR_BUDGETS.items()},
+    }
 
 
 def saved_outcomes(folder: str, num_keywords: int) -> operating_points.Outcomes:
@@ -241,20 +299,24 @@ def choose_operating_points(config, folder: str, keywords, heldout: bool) -> tup
     points = operating_points.choose(test, budgets, split=f"{config.dataset}:test")
     other = saved_outcomes(os.path.join(folder, HELDOUT), len(keywords)) if heldout else None
     curves = operating_points.det_curves(test)
-    files.write_json(
-        os.path.join(folder, "det.json"),
-        {
-            "split": "test",
-            "iou": test.iou,
-            "hours": test.hours,
-            "pooled": curves["pooled"].thinned(DET_CURVE_POINTS).to_json(),
-            "per_keyword": {
-                keyword: curve.thinned(DET_CURVE_POINTS).to_json()
-                for keyword, curve in zip(keywords, curves["per_keyword"], strict=True)
-            },
-        },
-    )
+    files.write_json(os.path.join(folder, "det.json"), det_record(test, curves, keywords, "test"))
     return points, operating_point_summary(points, test, curves["pooled"], other)
+
+
+def det_record(found, curves: dict, keywords, split: str) -> dict:
+    """det.json's content: the DET curves `curves` (`operating_points.det_curves` of
+    `found`; per keyword named by `keywords`, in class order), each thinned to
+    `DET_CURVE_POINTS` cuts, with the split's name, IoU and hours."""
+    return {
+        "split": split,
+        "iou": found.iou,
+        "hours": found.hours,
+        "pooled": curves["pooled"].thinned(DET_CURVE_POINTS).to_json(),
+        "per_keyword": {
+            keyword: curve.thinned(DET_CURVE_POINTS).to_json()
+            for keyword, curve in zip(keywords, curves["per_keyword"], strict=True)
+        },
+    }
 
 
 def operating_point_summary(points, test, pooled, heldout=None) -> dict:
@@ -316,6 +378,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     unknown = set(names) - set(MODELS)
     if unknown:
         raise ValueError(f"config.models: unknown {sorted(unknown)}; expected some of {MODELS}")
+    bootstrap_resamples(config)  # checked before any training
     sources, keywords = load_corpus(config)
     has_heldout = HELDOUT in sources
     engine = heldout_engine(config) if has_heldout else None
@@ -339,11 +402,15 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
                 results[name] = saved
                 log(f"{name}: scores found, skipped")
                 continue
-            log(f"{name}: saved scores lack the heldout split or operating points, recomputing")
+            log(
+                f"{name}: saved scores lack the heldout split, operating points or "
+                "intervals, recomputing"
+            )
         started = time.perf_counter()
         candidate = Candidate(name, config, len(keywords))
         state = train_candidate(candidate, config, sources["train"], folder)
         results[name] = evaluate_candidate(candidate, state.params, config, sources["test"], folder)
+        results[name].update(score_intervals(config, folder, len(keywords)))
         if has_heldout:
             heldout = evaluate_heldout(candidate, state.params, config, sources[HELDOUT], folder)
             results[name][HELDOUT] = heldout

@@ -16,6 +16,15 @@ The task comes from the bundle (bundle.json's "task"):
   either side mapped onto them, in the bundle's order); results.json's "keywords" lists
   the scored ones and those dropped from each side, and the log names the dropped ones.
   `--keywords=strict` makes any difference an error; no shared keyword is always one.
+  Operating points: WORKDIR/det.json holds the corpus split's DET curves (pooled and per
+  scored keyword, `experiments.cskws.det_record`), and results.json's "operating_points"
+  what each operating point stored in the bundle (`cskws_jax.train.DecodeConfig.
+  operating_points`) gives on the split: per budget the false alarms it allows on the
+  split's hours (`cskws_jax.operating_points.allowed_false_alarms`), the thresholds of the
+  scored keywords (taken from the bundle's class order), and their false alarms, hits,
+  FA/h and miss rate (`cskws_jax.operating_points.measure`). Only the scored keywords'
+  detections count, while the budget was shared among all the bundle's keywords. A bundle
+  saved without operating points gets an empty "budgets" list (and a log line).
 * multiqt (`multiqt_jax.bundle`): `--bundle` is one bundle folder or a folder of fold
   bundles (`bundle-fold<k>`, as `experiments.multiqt` writes them), scored on a call
   corpus (annotated_calls/<task>, synthetic_calls/<task>-<size>...) with the tracking
@@ -52,6 +61,7 @@ import tensorflow_datasets as tfds
 from absl import app, flags
 
 from cskws_jax import bundle as kws_bundle
+from cskws_jax import operating_points
 from cskws_jax import train as kws_train
 from cskws_jax.datasets import folder_kws, libritop20, synthetic_kws  # noqa: F401 (registers)
 from cskws_jax.datasets.features import FEATURES as KWS_FEATURES
@@ -238,8 +248,52 @@ def kws_detector(net, decoding, match: KeywordMatch):
     return types.SimpleNamespace(num_keywords=len(match.scored), detect=jax.jit(detect))
 
 
-def evaluate_kws(path: str, builder, source, settings, workdir: str) -> dict:
-    """results.json's payload for a cskws bundle scored on a keyword corpus split."""
+def scored_thresholds(thresholds, match: KeywordMatch) -> tuple[float, ...]:
+    """Per-keyword `thresholds` in the bundle's class order -> those of the scored
+    keywords, in `match.scored` order (the dropped keywords' are left out)."""
+    if len(thresholds) != len(match.bundle_to_scored):
+        raise EvaluationError(
+            f"thresholds: {len(thresholds)} values, expected one per bundle keyword "
+            f"({len(match.bundle_to_scored)})"
+        )
+    scored = [0.0] * len(match.scored)
+    for bundle_id, scored_id in enumerate(match.bundle_to_scored):
+        if scored_id >= 0:
+            scored[scored_id] = float(thresholds[bundle_id])
+    return tuple(scored)
+
+
+def kws_operating_points(folder: str, points, match: KeywordMatch, split: str) -> dict:
+    """results.json's "operating_points": what each of the bundle's `points`
+    (`cskws_jax.train.OperatingPoint`) gives on the detections that
+    `experiments.cskws.evaluate_candidate` saved in `folder` (labels: scored ids); writes
+    `folder/det.json` (the split's DET curves, named `split`)."""
+    found = cskws.saved_outcomes(folder, len(match.scored))
+    curves = operating_points.det_curves(found)
+    files.write_json(
+        os.path.join(folder, "det.json"), cskws.det_record(found, curves, match.scored, split)
+    )
+    budgets = []
+    for point in points:
+        thresholds = scored_thresholds(point.thresholds, match)
+        budgets.append(
+            {
+                "fa_per_hour": point.fa_per_hour,
+                "chosen_on": point.split,
+                "chosen_hours": point.hours,
+                "allowed_false_alarms": operating_points.allowed_false_alarms(
+                    point.fa_per_hour, found.hours
+                ),
+                "thresholds": dict(zip(match.scored, thresholds, strict=True)),
+                "measured": operating_points.measure(found, thresholds),
+            }
+        )
+    return {"split": split, "iou": found.iou, "hours": found.hours, "budgets": budgets}
+
+
+def evaluate_kws(path: str, builder, source, settings, workdir: str, split: str = "test") -> dict:
+    """results.json's payload for a cskws bundle scored on a keyword corpus split
+    (`split` names it in det.json and "operating_points")."""
     net, params, info = kws_bundle.load(path)
     if info.features != KWS_FEATURES:
         raise EvaluationError(
@@ -262,6 +316,9 @@ def evaluate_kws(path: str, builder, source, settings, workdir: str) -> dict:
         workdir,
     )
     per_keyword = scores.pop("AP_per_keyword@0.05")
+    points = info.decoding.operating_points
+    if not points:
+        log(f"{path}: the bundle stores no operating points; none measured")
     return {
         "keywords": match.report(),
         "utterances": len(source),
@@ -269,6 +326,7 @@ def evaluate_kws(path: str, builder, source, settings, workdir: str) -> dict:
         "AP_per_keyword@0.05": {
             k: _finite_or_none(v) for k, v in zip(match.scored, per_keyword, strict=True)
         },
+        "operating_points": _finite_or_none(kws_operating_points(workdir, points, match, split)),
     }
 
 
@@ -290,6 +348,28 @@ def kws_table(payload: dict) -> str:
     lines = [cskws.table({"bundle": scores}), "", f"{'keyword':<18}{'AP@0.05':>10}"]
     for keyword, ap in payload["AP_per_keyword@0.05"].items():
         lines.append(f"{keyword:<18}" + (f"{ap:>10.3f}" if ap is not None else f"{'-':>10}"))
+    return "\n".join([*lines, "", operating_points_table(payload["operating_points"])])
+
+
+def operating_points_table(summary: dict) -> str:
+    """Per stored operating point: its budget, the false alarms it allows on the split's
+    hours, and what its thresholds give there."""
+    if not summary["budgets"]:
+        return "operating points: none stored in the bundle"
+    head = ("budget FA/h", "allowed FA", "false alarms", "FA/h", "miss rate")
+    lines = [
+        f"operating points on {summary['split']} ({summary['hours']:.4g} h)",
+        "".join(f"{c:>13}" for c in head) + "  chosen on",
+    ]
+    for entry in summary["budgets"]:
+        measured = entry["measured"]
+        miss = measured["miss_rate"]
+        lines.append(
+            f"{entry['fa_per_hour']:>13g}{entry['allowed_false_alarms']:>13d}"
+            f"{measured['false_alarms']:>13d}{measured['fa_per_hour']:>13.2f}"
+            + (f"{miss:>13.3f}" if miss is not None else f"{'-':>13}")
+            + f"  {entry['chosen_on'] or '?'}"
+        )
     return "\n".join(lines)
 
 
@@ -339,7 +419,7 @@ def score_calls_bundle(fold, path, source, index, dataset, settings, task):
         calls = np.flatnonzero(index.folds % settings.num_folds == fold)
         which = f"fold {fold} of {settings.num_folds} (its training corpus)"
     predict = jax.jit(functools.partial(calls_train.predict, net))
-    batches = multiqt._eval_batches(source, calls, config, index)
+    batches = multiqt.eval_batches(source, calls, config, index)
     scored = multiqt.score_fold(
         lambda batch: predict(params, batch),
         batches,
@@ -389,7 +469,9 @@ def evaluate(settings, workdir: str) -> dict:
     source = split_source(builder, split)
     started = time.perf_counter()
     if kws:
-        result = evaluate_kws(settings.bundle, builder, source, settings, workdir)
+        result = evaluate_kws(
+            settings.bundle, builder, source, settings, workdir, f"{settings.dataset}:{split}"
+        )
     else:
         result = evaluate_calls(settings.bundle, builder, source, settings, settings.dataset)
     payload = {

@@ -198,7 +198,7 @@ def score_fold(predict, test_batches, heldout, config, smoothing, num_classes: i
     )
     if heldout is not None:
         source, index = heldout
-        batches = _eval_batches(source, np.arange(len(source)), config, index)
+        batches = eval_batches(source, np.arange(len(source)), config, index)
         on_heldout = tracking.evaluate_decoded(
             predict, batches, num_classes=num_classes, decoders=smoothing
         )
@@ -206,7 +206,11 @@ def score_fold(predict, test_batches, heldout, config, smoothing, num_classes: i
     return scored
 
 
-def _eval_batches(source, indices, config, index):
+def eval_batches(source, indices, config, index):
+    """Evaluation batches of the calls `indices` of `source` (`index`: its
+    `multiqt_jax.input_pipeline.CorpusIndex`), in that order and unshuffled:
+    `config.train.batch_size` calls per batch, padded to `config.train.pad_multiple`
+    frames, text streamed as `causal_text(config)` says."""
     pipeline = input_pipeline.PipelineConfig(
         batch_size=config.train.batch_size,
         shuffle=False,
@@ -350,7 +354,7 @@ class FoldTrainer:
             test_set = np.flatnonzero(self.fold_ids == slot)
             mine[slot] = score_fold(
                 lambda batch, params=params: predict(params, batch),
-                _eval_batches(self.source, test_set, self.config, self.index),
+                eval_batches(self.source, test_set, self.config, self.index),
                 self.heldout,
                 self.config,
                 smoothing,
@@ -468,7 +472,7 @@ def run_baseline(
     for fold in owned_folds(mesh, config.num_folds):
         train_set = np.flatnonzero(fold_ids != fold)
         test_set = np.flatnonzero(fold_ids == fold)
-        segments = list(_eval_batches(source, train_set, config, index))
+        segments = list(eval_batches(source, train_set, config, index))
         features, targets = baselines.segment_dataset(segments, settings)
         if name == "rf":
             classifier = baselines.fit_random_forest(features, targets, settings)
@@ -476,7 +480,7 @@ def run_baseline(
             classifier = baselines.fit_fnn(features, targets, settings, num_classes=len(classes))
         mine[fold] = score_fold(
             functools.partial(predict, classifier),
-            _eval_batches(source, test_set, config, index),
+            eval_batches(source, test_set, config, index),
             heldout,
             config,
             smoothing,

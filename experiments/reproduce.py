@@ -28,6 +28,7 @@ from ml_collections import config_flags
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from cskws_jax import operating_points  # noqa: E402
 from cskws_jax.datasets import render as kws_render  # noqa: E402
 from experiments import build_data, common, cskws, multiqt  # noqa: E402
 from multiqt_jax import labels  # noqa: E402
@@ -236,18 +237,55 @@ def _multiqt_row(label: str, summary: dict) -> str:
     return f"| {label} | " + " | ".join(cells) + " |"
 
 
+def _interval(bounds) -> str:
+    """The text " [lo, hi]" of a bootstrap interval (2 decimals); "" when there is none."""
+    if not bounds or any(bound is None for bound in bounds):
+        return ""
+    return f" [{bounds[0]:.2f}, {bounds[1]:.2f}]"
+
+
 def kws_table(results: dict) -> list[str]:
+    """The CS-KWS scores per model (with their bootstrap intervals, when results hold
+    them, and the paper's numbers), then what the intervals are and how many false
+    alarms FRR@5 and FRR@25 allow on the test hours."""
     columns = ("mAP", "AP@0.05", "AP@0.75", "FRR@5", "FRR@25", "RTF")
     lines = ["| Model | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for name, scores in results.items():
         paper = KWS_PAPER.get(name, {})
+        intervals = scores.get("intervals", {})
         cells = []
         for column in columns:
             cell = f"{scores[column]:.3f}" if column != "RTF" else f"{scores[column]:.4f}"
+            cell += _interval(intervals.get(column))
             if column in paper:
                 cell += f" (paper {paper[column]})"
             cells.append(cell)
         lines.append(f"| {KWS_NAMES.get(name, name)} | " + " | ".join(cells) + " |")
+    if any("intervals" in scores for scores in results.values()):
+        lines += [
+            "",
+            "[lo, hi]: 95 % percentile bootstrap interval over test utterances (utterances "
+            "resampled with replacement, the detector fixed; "
+            "`experiments.evaluators.detection.bootstrap_intervals`): how much the score "
+            "moves with which utterances made up a test split this size.",
+        ]
+    if results:
+        scores = next(iter(results.values()))
+        hours = scores["test_hours"]
+        allowed = scores.get("allowed_false_alarms") or {
+            key: budget * hours for key, budget in cskws.FRR_BUDGETS.items()
+        }
+        counts = [
+            f"{key} ({budget:g} FA/h) allows {allowed[key]:.2f}, i.e. at most "
+            f"{operating_points.allowed_false_alarms(budget, hours)}"
+            for key, budget in cskws.FRR_BUDGETS.items()
+        ]
+        lines += [
+            "",
+            f"False alarms on the {hours:.2f} h of test audio, all keywords together: "
+            + "; ".join(counts)
+            + ".",
+        ]
     return lines
 
 

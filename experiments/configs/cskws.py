@@ -19,8 +19,9 @@ runner sets num_keywords from the corpus and unknown_class per model; `stages` a
 (gain, noise, SpecAugment-style masks),
 `loss` -> `cskws_jax.losses.LossConfig`, `decode` -> `cskws_jax.train.DecodeConfig`,
 `optimizer` -> `speechkit.optim.OptimizerConfig` (total_steps = train.steps), `window`
--> `cskws_jax.baselines.WindowConfig`; `eval` holds the evaluation batch size and the
-false-alarm budgets of the operating points (`eval.fa_budgets`, FA per hour).
+-> `cskws_jax.baselines.WindowConfig`; `eval` holds the evaluation batch size, the
+false-alarm budgets of the operating points (`eval.fa_budgets`, FA per hour) and the
+number of bootstrap resamples behind the score intervals (`eval.bootstrap_resamples`).
 """
 
 import ml_collections
@@ -108,6 +109,10 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # model gets from its test detections (cskws_jax.operating_points: an equal share
     # per keyword), stored in the AF-KWS bundles for `cskws_jax.detect --fa-per-hour`.
     config.eval.fa_budgets = (1.0, 5.0, 25.0)
+    # Resamples of the test utterances behind the 95 % intervals of mAP, AP@0.05, FRR@5
+    # and FRR@25 (experiments.evaluators.detection.bootstrap_intervals; about 10 s per
+    # model at the quick size on CPU, mostly compilation).
+    config.eval.bootstrap_resamples = {"smoke": 20, "quick": 200, "full": 200}[preset]
     if preset in ("smoke", "quick"):  # CPU-sized detector
         config.model.stem_channels = 32
         config.model.stages = ((32, 2, 1, 1), (48, 2, 1, 1), (64, 1, 1, 2), (64, 1, 1, 4))

@@ -14,13 +14,20 @@ after compilation. Returns
   curves:     "pr": precision and recall at IoU 0.5, "det": false alarms per hour and
               miss rate at IoU 0.05 (`metrics.pooled_matches` prefixes; at most
               `CURVE_POINTS` points each, always including the last)
-  hours, seconds, detections and truth (stacked arrays, for saving).
+  hours, seconds, detections and truth (stacked arrays, for saving), and durations
+              (float64 [rows]: seconds of each row of detections and truth, 0 on
+              the filler rows that pad the last batches; their sum / 3600 is hours, up
+              to float32 rounding).
+
+`bootstrap_intervals(detections, truth, durations, num_classes)` turns those arrays into
+percentile bootstrap intervals over test utterances for mAP, AP@0.05 and FRR@5 / FRR@25.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import jax
 import numpy as np
@@ -30,6 +37,8 @@ from cskws_jax import train
 
 CURVE_POINTS = 400
 PR_IOU, DET_IOU = 0.5, 0.05
+BOOTSTRAP_LEVEL = 0.95
+BOOTSTRAP_CHUNK = 16  # resamples scored together (vmapped); memory grows with it
 
 
 def _stack(dicts: list[dict]) -> dict[str, np.ndarray]:
@@ -93,6 +102,14 @@ def evaluate(
             "detection.evaluate: ground truth holds labels >= num_keywords (the unknown "
             "class?); build evaluation batches with PipelineConfig(unknown_class=False)"
         )
+    durations = np.concatenate(
+        [
+            np.asarray(b["duration"], np.float64) * np.asarray(b["example_mask"], bool)
+            for b in batches
+        ]
+    )
+    # Summed batch by batch in float32 as before `durations` existed, so that hours (and
+    # every FRR allowance) stay bit for bit what earlier runs saved.
     hours = (
         sum(
             float(np.sum(np.asarray(b["duration"]) * np.asarray(b["example_mask"])))
@@ -114,4 +131,104 @@ def evaluate(
         "seconds": seconds,
         "detections": detections,
         "truth": ground_truth,
+        "durations": durations,
     }
+
+
+@functools.partial(jax.jit, static_argnames=("num_classes", "fa_per_hour", "chunk"))
+def _resampled_scores(detections, truth, rows, hours, *, num_classes, fa_per_hour, chunk):
+    """`metrics.detection_scores` of each resample: rows int32 [R, N] (the utterances
+    drawn), hours float32 [R] (their summed durations)."""
+
+    def one(resample):
+        chosen, total_hours = resample
+        return metrics.detection_scores(
+            {k: v[chosen] for k, v in detections.items()},
+            {k: v[chosen] for k, v in truth.items()},
+            num_classes=num_classes,
+            total_hours=total_hours,
+            fa_per_hour=fa_per_hour,
+        )
+
+    scores = jax.lax.map(one, (rows, hours), batch_size=chunk)
+    return {key: value for key, value in scores.items() if key != "AP"}
+
+
+def bootstrap_intervals(
+    detections: Mapping[str, np.ndarray],
+    truth: Mapping[str, np.ndarray],
+    durations,
+    num_classes: int,
+    *,
+    resamples: int = 200,
+    seed: int = 0,
+    level: float = BOOTSTRAP_LEVEL,
+    fa_per_hour: Sequence[float] = (5.0, 25.0),
+) -> dict[str, list]:
+    """Percentile bootstrap intervals over test utterances for mAP, AP@0.05 and FRR.
+
+    What is resampled: the utterances (the rows of `detections` [N, D] and `truth`
+    [N, G], padded as for `metrics.detection_scores`; rows whose `durations` entry is 0,
+    the evaluator's filler rows, are dropped first). Each of `resamples` resamples draws
+    N utterances with replacement, each keeping its own detections and ground truth (an
+    utterance drawn twice counts twice), and is scored with `metrics.detection_scores`
+    over its own hours (the sum of the drawn utterances' `durations`, in seconds), so
+    FRR@b's false-alarm allowance (b x hours) moves with the audio drawn; mAP and AP
+    average over the classes with ground truth in the resample. The unit is the
+    utterance, so the keywords and false alarms of one utterance move together. The
+    resamples are scored jitted, `BOOTSTRAP_CHUNK` at a time under `jax.vmap`.
+
+    What the interval means: [lo, hi] are the (1 - level) / 2 and (1 + level) / 2
+    quantiles (linear interpolation) of the resampled scores: roughly the range the
+    score would take on other test sets of the same size drawn like this one, with the
+    detector fixed. It reflects which utterances happened to be in the test split, not
+    training randomness (seeds, steps), and need not be centred on the score. A
+    resample whose score is undefined (NaN: e.g. no ground truth drawn, for FRR) is left
+    out; a score undefined in every resample gets [None, None]. The draws come from
+    `numpy.random.default_rng(seed)`, so the same arrays and seed give the same interval.
+
+    Returns: {"mAP", "AP@0.05", "FRR@<b>" for each b in fa_per_hour: [lo, hi]} (floats).
+    """
+    if isinstance(resamples, bool) or not isinstance(resamples, int | np.integer):
+        raise TypeError(f"resamples: expected an int >= 1, got {resamples!r}")
+    if resamples < 1:
+        raise ValueError(f"resamples: expected an int >= 1, got {resamples}")
+    if not 0 < level < 1:
+        raise ValueError(f"level: expected a fraction in (0, 1), got {level!r}")
+    durations = np.asarray(durations, np.float64)
+    arrays = (*detections.values(), *truth.values())
+    if durations.ndim != 1 or any(np.shape(v)[:1] != durations.shape for v in arrays):
+        raise ValueError(
+            f"durations: expected one entry per row of detections and truth, got shape "
+            f"{durations.shape} for rows {sorted({np.shape(v)[:1] for v in arrays})}"
+        )
+    if not np.all(np.isfinite(durations) & (durations >= 0)):
+        raise ValueError("durations: expected finite seconds >= 0")
+    keep = np.flatnonzero(durations > 0)
+    if keep.size == 0:
+        raise ValueError("durations: no utterance with a duration > 0")
+    budgets = tuple(float(b) for b in fa_per_hour)
+    chosen = np.random.default_rng(seed).integers(0, keep.size, size=(resamples, keep.size))
+    # Whole chunks only (the last one topped up with repeats, scored and dropped): one
+    # compiled chunk instead of a second one for a remainder.
+    chunk = min(BOOTSTRAP_CHUNK, resamples)
+    padded = np.resize(chosen, (-(-resamples // chunk) * chunk, keep.size))
+    hours = np.sum(durations[keep][padded], axis=1) / 3600  # float64, as `evaluate` sums
+    scores = _resampled_scores(
+        {k: np.asarray(v)[keep] for k, v in detections.items()},
+        {k: np.asarray(v)[keep] for k, v in truth.items()},
+        padded.astype(np.int32),
+        hours.astype(np.float32),
+        num_classes=int(num_classes),
+        fa_per_hour=budgets,
+        chunk=chunk,
+    )
+    quantiles = (100 * (1 - level) / 2, 100 * (1 + level) / 2)
+    intervals = {}
+    for key in ("mAP", "AP@0.05", *(f"FRR@{b:g}" for b in budgets)):
+        values = np.asarray(scores[key][:resamples], np.float64)
+        values = values[np.isfinite(values)]
+        intervals[key] = (
+            [float(q) for q in np.percentile(values, quantiles)] if values.size else [None, None]
+        )
+    return intervals

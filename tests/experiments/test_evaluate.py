@@ -16,6 +16,8 @@ import pytest
 from cskws_jax import bundle as kws_bundle
 from cskws_jax import keywords as shipped
 from cskws_jax import model as kws_model
+from cskws_jax import operating_points
+from cskws_jax import train as kws_train
 from experiments import cskws, evaluate
 from experiments.evaluators import tracking
 from multiqt_jax import bundle as calls_bundle
@@ -52,13 +54,12 @@ def kws_folder(tmp_path):
     return folder
 
 
-@pytest.fixture
-def kws_bundle_path(tmp_path):
-    """An untrained 3-keyword AF-KWS bundle (BUNDLE_KEYWORDS), small enough to build in
-    a second."""
+def save_tiny_kws_bundle(path, keywords, decoding=None):
+    """Saves an untrained AF-KWS bundle of `keywords` at `path`, small enough to build in
+    a second; returns the path."""
     net = kws_model.AfKws(
         kws_model.AfKwsConfig(
-            num_keywords=len(BUNDLE_KEYWORDS),
+            num_keywords=len(keywords),
             stem_channels=8,
             kernel=3,
             stages=(kws_model.Stage(8, 2, 1), kws_model.Stage(8, 2, 1)),
@@ -67,9 +68,14 @@ def kws_bundle_path(tmp_path):
         )
     )
     params = jax.jit(net.init)(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
-    path = tmp_path / "afkws" / "bundle"
-    kws_bundle.save(path, net, params, BUNDLE_KEYWORDS, corpus="synthetic_kws/smoke")
+    kws_bundle.save(path, net, params, keywords, decoding, corpus="synthetic_kws/smoke")
     return path
+
+
+@pytest.fixture
+def kws_bundle_path(tmp_path):
+    """An untrained 3-keyword AF-KWS bundle (BUNDLE_KEYWORDS) without operating points."""
+    return save_tiny_kws_bundle(tmp_path / "afkws" / "bundle", BUNDLE_KEYWORDS)
 
 
 def settings(bundle, dataset, data_dir, manual_dir, **overrides):
@@ -126,6 +132,71 @@ def test_a_kws_bundle_is_scored_on_a_folder_corpus_from_the_command_line(
         truth = saved["truth_label"][saved["truth_valid"]]
     assert sorted(truth.tolist()) == [0, 1]  # people, hundred; "about" is dropped
     assert (workdir / "detection_curves.json").exists()
+    assert results["operating_points"]["budgets"] == []  # the bundle stores none
+    assert "stores no operating points" in done.stderr
+    assert "operating points: none stored in the bundle" in done.stdout
+    det = json.loads((workdir / "det.json").read_text())
+    assert det["split"] == "folder_kws/shipped:test"
+    assert set(det["per_keyword"]) == {"people", "hundred"}
+
+
+def test_a_bundles_operating_points_are_measured_on_the_corpus(tmp_path, kws_folder):
+    """Thresholds come in the bundle's class order ("weather", dropped, first): mapped onto
+    the scored keywords ("hundred", "people"), they must keep exactly the detections a hand
+    count over the saved detections keeps."""
+    keywords = ("weather", "hundred", "people")
+    keep_all, keep_none = 0.0, 2.0  # scores are probabilities
+    points = (  # thresholds per bundle keyword: weather, hundred, people
+        kws_train.OperatingPoint(2000.0, (keep_none, keep_none, keep_all), "made:by-hand", 0.5),
+        kws_train.OperatingPoint(5.0, (keep_all, keep_none, keep_none), "made:by-hand", 0.5),
+        kws_train.OperatingPoint(8000.0, (keep_none, keep_all, keep_all), "made:by-hand", 0.5),
+    )
+    decoding = kws_train.DecodeConfig(min_score=0.0, operating_points=points)
+    path = save_tiny_kws_bundle(tmp_path / "ordered" / "bundle", keywords, decoding)
+    run = settings(path, "folder_kws/shipped", tmp_path / "tfds", kws_folder)
+    workdir = tmp_path / "out"
+    results = evaluate.evaluate(run, str(workdir))
+    assert results == json.loads((workdir / "results.json").read_text())
+    assert results["keywords"]["scored"] == ["hundred", "people"]
+
+    with np.load(workdir / "detections.npz") as saved:
+        label = saved["detection_label"][saved["detection_valid"]]
+        hours = float(saved["hours"])
+    kept = {"hundred": int(np.sum(label == 0)), "people": int(np.sum(label == 1))}
+    assert kept["hundred"] > 0 and kept["people"] > 0  # else the test could not tell them apart
+    summary = results["operating_points"]
+    assert summary["split"] == "folder_kws/shipped:test"
+    assert summary["hours"] == pytest.approx(3 * 1.5 / 3600, rel=1e-3)
+    by_budget = {entry["fa_per_hour"]: entry for entry in summary["budgets"]}
+    assert sorted(by_budget) == [5.0, 2000.0, 8000.0]
+    people, none, both = by_budget[2000.0], by_budget[5.0], by_budget[8000.0]
+    assert people["thresholds"] == {"hundred": keep_none, "people": keep_all}
+    assert none["thresholds"] == {"hundred": keep_none, "people": keep_none}
+    # the allowed false alarms: floor(budget x 0.00125 h)
+    assert [e["allowed_false_alarms"] for e in (none, people, both)] == [0, 2, 10]
+    for entry, count in ((people, kept["people"]), (none, 0), (both, sum(kept.values()))):
+        measured = entry["measured"]
+        assert entry["chosen_on"] == "made:by-hand" and entry["chosen_hours"] == 0.5
+        assert measured["hits"] + measured["false_alarms"] == count
+        assert measured["fa_per_hour"] == pytest.approx(measured["false_alarms"] / hours)
+        assert measured["miss_rate"] == pytest.approx(1 - measured["hits"] / 2)  # 2 truths
+    assert none["measured"]["miss_rate"] == 1.0
+    found = cskws.saved_outcomes(str(workdir), 2)  # scored order: hundred, people
+    assert people["measured"] == operating_points.measure(found, (keep_none, keep_all))
+    assert both["measured"] == operating_points.measure(found, (keep_all, keep_all))
+    det = json.loads((workdir / "det.json").read_text())
+    assert set(det["per_keyword"]) == {"hundred", "people"}
+    assert det["pooled"]["false_alarms"][-1] + det["pooled"]["hits"][-1] == sum(kept.values())
+    table = evaluate.kws_table(results)
+    assert "operating points on folder_kws/shipped:test" in table
+    assert "made:by-hand" in table
+
+
+def test_scored_thresholds_follow_the_keyword_mapping():
+    match = evaluate.KeywordMatch.of(("a", "b", "c"), ("c", "x", "a"), "shared")
+    assert evaluate.scored_thresholds((0.1, 0.2, 0.3), match) == (0.1, 0.3)
+    with pytest.raises(evaluate.EvaluationError, match="thresholds: 2 values"):
+        evaluate.scored_thresholds((0.1, 0.2), match)
 
 
 def test_strict_keywords_refuse_a_mismatch(tmp_path, kws_folder, kws_bundle_path):

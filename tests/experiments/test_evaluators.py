@@ -89,3 +89,69 @@ def test_detection_refuses_the_unknown_class_in_ground_truth():
         detection.evaluate(_noisy_detector(rng), [batch], num_keywords=3, timed=False)
     with pytest.raises(ValueError, match="no batches"):
         detection.evaluate(_noisy_detector(rng), [], num_keywords=3)
+
+
+_TRUTH_FIELDS = ("start", "end", "label", "valid")
+
+
+def _scored(rng, batches=8, rows=4):
+    """detection.evaluate's result on random utterances of 3 keywords."""
+    found = [_kws_batch(rng, rows=rows) for _ in range(batches)]
+    return detection.evaluate(_noisy_detector(rng), found, num_keywords=3, timed=False)
+
+
+def test_bootstrap_of_identical_utterances_has_zero_width_at_the_score():
+    rng = np.random.default_rng(3)
+    one = _kws_batch(rng, rows=1)
+    copies = 8
+    detections = {k: np.repeat(v, copies, axis=0) for k, v in _noisy_detector(rng)(one).items()}
+    truth = {k: np.repeat(one[k], copies, axis=0) for k in _TRUTH_FIELDS}
+    durations = np.repeat(one["duration"], copies)
+    point = metrics.detection_scores(
+        detections, truth, num_classes=3, total_hours=durations.sum() / 3600
+    )
+    intervals = detection.bootstrap_intervals(detections, truth, durations, 3, resamples=20, seed=0)
+    assert set(intervals) == {"mAP", "AP@0.05", "FRR@5", "FRR@25"}
+    assert 0 < float(point["mAP"]) < 1  # a score the resamples could have moved
+    for key, (low, high) in intervals.items():
+        assert low == high == pytest.approx(float(point[key]), abs=1e-6), key
+
+
+def test_bootstrap_intervals_hold_the_score_and_follow_the_seed():
+    rng = np.random.default_rng(4)
+    result = _scored(rng)
+    rows = len(result["durations"])
+    assert result["durations"].shape == (rows,) == result["truth"]["valid"].shape[:1]
+    assert result["durations"].sum() / 3600 == pytest.approx(result["hours"])
+    arrays = (result["detections"], result["truth"], result["durations"], 3)
+    intervals = detection.bootstrap_intervals(*arrays, resamples=50, seed=0)
+    for key, (low, high) in intervals.items():
+        assert low <= result["scores"][key] <= high, key
+    assert intervals["mAP"][0] < intervals["mAP"][1]
+    assert detection.bootstrap_intervals(*arrays, resamples=50, seed=0) == intervals
+    assert detection.bootstrap_intervals(*arrays, resamples=50, seed=1) != intervals
+    # A filler row (duration 0: padding of the last batch, nothing valid) is dropped
+    # before resampling, so it changes nothing.
+    padded = [
+        {k: np.concatenate([v, np.zeros_like(v[:1])]) for k, v in part.items()}
+        for part in (result["detections"], result["truth"])
+    ]
+    durations = np.append(result["durations"], 0.0)
+    assert detection.bootstrap_intervals(*padded, durations, 3, resamples=50, seed=0) == intervals
+
+
+def test_bootstrap_refuses_bad_arguments_by_name():
+    rng = np.random.default_rng(5)
+    batch = _kws_batch(rng, rows=4)
+    truth = {k: batch[k] for k in _TRUTH_FIELDS}
+    arrays = (_noisy_detector(rng)(batch), truth, batch["duration"], 3)
+    with pytest.raises(ValueError, match="resamples"):
+        detection.bootstrap_intervals(*arrays, resamples=0)
+    with pytest.raises(TypeError, match="resamples"):
+        detection.bootstrap_intervals(*arrays, resamples=2.5)
+    with pytest.raises(ValueError, match="level"):
+        detection.bootstrap_intervals(*arrays, resamples=5, level=95)
+    with pytest.raises(ValueError, match="durations"):
+        detection.bootstrap_intervals(*arrays[:2], batch["duration"][:-1], 3, resamples=5)
+    with pytest.raises(ValueError, match="durations"):
+        detection.bootstrap_intervals(*arrays[:2], np.zeros_like(batch["duration"]), 3)

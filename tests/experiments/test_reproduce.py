@@ -65,8 +65,12 @@ def test_smoke_main_job_writes_results_and_the_report(
         # The saved scores keep them, so a resumed run does not recompute or lose them.
         saved = json.loads((kws / name / "scores.json").read_text())
         assert saved["heldout"] == heldout and cskws.reusable(saved, heldout=True)
+        assert saved["intervals"] == scores["intervals"]
         saved = np.load(kws / name / "detections.npz")
         assert saved["detection_score"].shape == saved["detection_valid"].shape
+        assert saved["durations"].shape == saved["truth_valid"].shape[:1]
+        assert saved["durations"].sum() / 3600 == pytest.approx(scores["test_hours"])
+        check_intervals(scores)
         curves = json.loads((kws / name / "detection_curves.json").read_text())
         assert len(curves["pr"]["recall"]) == len(curves["pr"]["precision"]) > 0
         assert curves["det"]["miss_rate"][-1] <= 1
@@ -76,7 +80,18 @@ def test_smoke_main_job_writes_results_and_the_report(
     assert "sliding_window" in done.stdout and "RTF" in done.stdout
     assert "heldout mAP" in done.stdout and "transfer" in done.stdout
     assert results["heldout_engine"] == multiqt["heldout_engine"]
-    assert f"| {reproduce.KWS_NAMES['afkws']} | {results['models']['afkws']['mAP']:.3f} |" in report
+    afkws = results["models"]["afkws"]
+    low, high = afkws["intervals"]["mAP"]
+    mean_ap = f"{afkws['mAP']:.3f} [{low:.2f}, {high:.2f}] (paper 0.86)"
+    assert f"| {reproduce.KWS_NAMES['afkws']} | {mean_ap} |" in report
+    assert "95 % percentile bootstrap interval over test utterances" in report
+    allowed = afkws["allowed_false_alarms"]["FRR@5"]
+    assert f"FRR@5 (5 FA/h) allows {allowed:.2f}, i.e. at most " in report
+    # The intervals come from the saved test detections alone: recomputed, they agree.
+    config = cskws_config.get_config("smoke")
+    assert cskws.score_intervals(config, str(kws / "afkws"), 20) == {
+        key: afkws[key] for key in ("intervals", "allowed_false_alarms")
+    }
     det_part = report.split("### Operating points (DET)")[1]
     for name, scores in results["models"].items():
         entry = scores["operating_points"]["budgets"][1]
@@ -86,6 +101,18 @@ def test_smoke_main_job_writes_results_and_the_report(
         )
     # Only the AF-KWS models have bundles, and each stores the operating points of its scores.
     assert not (kws / "sliding_window" / "bundle").exists()
+
+
+def check_intervals(scores: dict) -> None:
+    """A model's bootstrap intervals: one per INTERVALS score, ordered, within the
+    score's range; and the false alarms the FRR budgets allow on the test hours."""
+    assert set(scores["intervals"]) == set(cskws.INTERVALS)
+    for key, (low, high) in scores["intervals"].items():
+        assert 0 <= low <= high <= 1, key
+    hours = scores["test_hours"]
+    assert scores["allowed_false_alarms"] == pytest.approx(
+        {"FRR@5": 5 * hours, "FRR@25": 25 * hours}
+    )
 
 
 def check_operating_points(folder, scores: dict, keywords: list) -> None:
@@ -127,7 +154,9 @@ def test_report_transfer_tables_without_heldout_scores():
     assert "No held-out-engine calls" in reproduce.multiqt_transfer_table(mq)[0]
     assert not cskws.reusable({"mAP": 0.5}, heldout=True)
     assert not cskws.reusable({"mAP": 0.5}, heldout=False)  # no operating points
-    with_points = {"mAP": 0.5, "operating_points": {"budgets": []}}
+    points_only = {"mAP": 0.5, "operating_points": {"budgets": []}}
+    assert not cskws.reusable(points_only, heldout=False)  # no intervals
+    with_points = {**points_only, "intervals": {"mAP": [0.4, 0.6]}}
     assert cskws.reusable(with_points, heldout=False)
     assert not cskws.reusable(with_points, heldout=True)
     assert cskws.reusable({**with_points, "heldout": {}, "transfer": None}, heldout=True)
@@ -135,3 +164,37 @@ def test_report_transfer_tables_without_heldout_scores():
     assert common.transfer_ratio(0.2, 0.0) is None
     assert common.transfer_ratio(None, 0.4) is None
     assert common.transfer_ratio(0.2, 0.4) == pytest.approx(0.5)
+
+
+def test_kws_table_shows_intervals_and_the_false_alarms_frr_allows():
+    hours = 0.2
+    scores = {
+        "mAP": 0.294,
+        "AP@0.05": 0.3,
+        "AP@0.75": 0.2,
+        "FRR@5": 0.9,
+        "FRR@25": 0.8,
+        "RTF": 0.001,
+        "test_hours": hours,
+    }
+    old = "\n".join(reproduce.kws_table({"sliding_window": scores}))
+    assert "| 0.294 (paper 0.398 / 0.426) | 0.300 |" in old and "[" not in old
+    assert "FRR@5 (5 FA/h) allows 1.00, i.e. at most 1; FRR@25 (25 FA/h) allows 5.00" in old
+    scores["intervals"] = {"mAP": [0.251, 0.338], "AP@0.05": [0.2, 0.4], "FRR@5": [None, None]}
+    scores["allowed_false_alarms"] = {"FRR@5": 5 * hours, "FRR@25": 25 * hours}
+    table = "\n".join(reproduce.kws_table({"afkws": scores}))
+    assert (
+        "| AF-KWS | 0.294 [0.25, 0.34] (paper 0.86) | 0.300 [0.20, 0.40] (paper 0.952) |" in table
+    )
+    assert "| 0.900 (paper 0.14) | 0.800 (paper 0.049) |" in table  # no interval, none shown
+    assert "95 % percentile bootstrap interval over test utterances" in table
+
+
+def test_cskws_bootstrap_resamples_are_checked_by_field_name():
+    config = cskws_config.get_config("smoke")
+    assert cskws.bootstrap_resamples(config) == 20
+    assert cskws_config.get_config("quick").eval.bootstrap_resamples == 200
+    for bad in (0, -1):
+        config.eval.bootstrap_resamples = bad
+        with pytest.raises(ValueError, match=r"config\.eval\.bootstrap_resamples"):
+            cskws.bootstrap_resamples(config)
