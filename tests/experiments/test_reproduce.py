@@ -4,19 +4,24 @@ for a separate run of experiments.cskws, which the main job calls as it is), one
 size for both stages, and the report with its figures."""
 
 import json
+import types
 
 import numpy as np
 import pytest
+import soundfile
 
-from cskws_jax import bundle
+from cskws_jax import bundle, detect
+from cskws_jax import export as kws_export
 from cskws_jax import operating_points as op
-from experiments import common, cskws, reproduce
+from experiments import common, cskws, evaluate, reproduce
 from experiments.configs import cskws as cskws_config
+from multiqt_jax import labels, track
+from speechkit import tts
 
 
 @pytest.mark.slow
 def test_smoke_main_job_writes_results_and_the_report(
-    run_experiment, tmp_path, check_multiqt_heldout
+    run_experiment, tmp_path, tmp_path_factory, check_multiqt_heldout, capsys
 ):
     done = run_experiment(
         "reproduce",
@@ -101,6 +106,73 @@ def test_smoke_main_job_writes_results_and_the_report(
         )
     # Only the AF-KWS models have bundles, and each stores the operating points of its scores.
     assert not (kws / "sliding_window" / "bundle").exists()
+    check_the_trained_models_work_outside_the_runner(
+        tmp_path, tmp_path_factory.mktemp("use"), capsys
+    )
+
+
+def check_the_trained_models_work_outside_the_runner(workdir, tmp, capsys) -> None:
+    """The main job's trained bundles, as a user meets them: detect keywords in a
+    synthesised recording (from the bundle, at a stored operating point, and from its
+    export, which detects the same), track questions in it, and score the detector on a
+    folder corpus of that recording."""
+    speech = tts.synthesize(
+        "we need about twenty people over there", tts.Voice(variant="m3"), seed=3
+    )
+    folder = tmp / "recordings"
+    folder.mkdir()
+    wav = folder / "utt.wav"
+    soundfile.write(wav, speech.waveform, speech.sample_rate)
+    keywords = json.loads((workdir / "cskws" / "results.json").read_text())["keywords"]
+    intervals = [
+        {"keyword": word.text, "start": word.start, "end": word.end}
+        for word in speech.words
+        if word.text in keywords
+    ]
+    assert len(intervals) == 4  # about, twenty, people, over
+    (folder / "utt.json").write_text(json.dumps(intervals))
+
+    kws_bundle = workdir / "cskws" / "afkws" / "bundle"
+    capsys.readouterr()
+    every_peak = [str(wav), "--format=jsonl", "--min-score=0"]
+    assert detect.main([str(kws_bundle), *every_peak]) == 0
+    live = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert live and {found["keyword"] for found in live} <= set(keywords)
+    assert detect.main([str(kws_bundle), *every_peak, "--fa-per-hour=5"]) == 0
+    kept = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert kept == [found for found in live if found in kept]  # a subset, in order
+    assert kws_export.main([str(kws_bundle), str(tmp / "exported")]) == 0
+    capsys.readouterr()
+    assert detect.main([str(tmp / "exported"), *every_peak]) == 0
+    exported = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [found["keyword"] for found in exported] == [found["keyword"] for found in live]
+    for ours, theirs in zip(exported, live, strict=True):
+        assert ours["score"] == pytest.approx(theirs["score"], abs=2e-3)
+
+    calls_bundle = workdir / "multiqt" / "audio" / "bundle-fold0"
+    assert track.main([str(calls_bundle), str(wav), "--format=jsonl"]) == 0
+    for line in capsys.readouterr().out.splitlines():
+        segment = json.loads(line)
+        assert segment["label"] in labels.QUESTION_CLASSES[1:]
+        assert 0 <= segment["start"] < segment["end"] <= segment["emitted"]
+
+    run = types.SimpleNamespace(
+        bundle=str(kws_bundle),
+        dataset="folder_kws/shipped",
+        split="",
+        data_dir=str(tmp / "tfds"),
+        manual_dir=str(folder),
+        keywords="shared",
+        batch_size=2,
+        num_folds=5,
+    )
+    payload = evaluate.evaluate(run, str(tmp / "evaluated"))
+    assert payload["scores"]["test_hours"] == pytest.approx(speech.duration / 3600, abs=0.02 / 3600)
+    assert 0 <= payload["scores"]["mAP"] <= 1
+    budgets = payload["operating_points"]["budgets"]
+    assert [entry["fa_per_hour"] for entry in budgets] == [1.0, 5.0, 25.0]
+    for entry in budgets:
+        assert entry["measured"]["hits"] + entry["measured"]["miss_rate"] * 4 == pytest.approx(4)
 
 
 def check_intervals(scores: dict) -> None:
