@@ -33,7 +33,8 @@ The task comes from the bundle (bundle.json's "task"):
   "folds", mean, std, "smoothed"). The bundle's classes must be the corpus task's, in
   order (a class cannot be dropped from a frame labelling). A fold bundle scored on the
   corpus it was trained on (its bundle.json "corpus") sees only its own fold's calls
-  (fold id % `--num_folds`); on any other corpus it sees every call of the split.
+  (fold id % `--num_folds`) of the "train" split; on any other corpus or split (e.g.
+  synthetic_calls' "heldout", spoken by the held-out engine) it sees every call.
 
 `--split` defaults to "test" for a keyword corpus and "train" for a call corpus (its one
 split holding every call with its fold). With `--manual_dir` the corpus is (re)built
@@ -77,6 +78,7 @@ from speechkit import files
 from speechkit.bundle import MANIFEST, BundleError
 
 KEYWORD_POLICIES = ("shared", "strict")
+CROSS_VALIDATED_SPLIT = "train"  # the call corpora's split that experiments.multiqt folds
 FOLD_BUNDLE = re.compile(r"bundle-fold(\d+)$")
 
 log = common.logger("evaluate")
@@ -402,9 +404,11 @@ def _calls_config(task: str, causal: bool, batch_size: int):
     return config
 
 
-def score_calls_bundle(fold, path, source, index, dataset, settings, task):
+def score_calls_bundle(fold, path, source, index, dataset, split, settings, task):
     """({"raw", "smoothed"} scores, (which calls, how many), the smoothing record) of
-    one MultiQT bundle (`fold` None: not a fold bundle)."""
+    one MultiQT bundle (`fold` None: not a fold bundle). Only on the split its
+    cross-validation drew folds from (its training corpus's "train") does a fold bundle
+    see just its own held-out fold; any other split was never trained on."""
     net, params, info = calls_bundle.load(path)
     if tuple(info.labels) != labels.classes(task):
         raise EvaluationError(
@@ -415,7 +419,7 @@ def score_calls_bundle(fold, path, source, index, dataset, settings, task):
         raise EvaluationError(f"{path}: the bundle's front end is not the call corpora's")
     config = _calls_config(task, info.decoding.causal_text, settings.batch_size)
     calls, which = np.arange(len(source)), "all"
-    if fold is not None and info.corpus == dataset:
+    if fold is not None and info.corpus == dataset and split == CROSS_VALIDATED_SPLIT:
         calls = np.flatnonzero(index.folds % settings.num_folds == fold)
         which = f"fold {fold} of {settings.num_folds} (its training corpus)"
     predict = jax.jit(functools.partial(calls_train.predict, net))
@@ -432,14 +436,14 @@ def score_calls_bundle(fold, path, source, index, dataset, settings, task):
     return scored, (which, len(calls)), smoothing_record(multiqt.smoothing_config(config), hop_s)
 
 
-def evaluate_calls(path: str, builder, source, settings, dataset: str) -> dict:
+def evaluate_calls(path: str, builder, source, settings, dataset: str, split: str) -> dict:
     """results.json's payload for MultiQT bundle(s) scored on a call corpus split."""
     task = calls_task(builder)
     index = input_pipeline.CorpusIndex.read(source)
     per_fold, bundles = {"raw": [], multiqt.SMOOTHED: []}, []
     for fold, folder in bundle_folders(path):
         scored, (which, count), smoothing = score_calls_bundle(
-            fold, folder, source, index, dataset, settings, task
+            fold, folder, source, index, dataset, split, settings, task
         )
         for decoding in per_fold:
             per_fold[decoding].append(scored[decoding])
@@ -473,7 +477,7 @@ def evaluate(settings, workdir: str) -> dict:
             settings.bundle, builder, source, settings, workdir, f"{settings.dataset}:{split}"
         )
     else:
-        result = evaluate_calls(settings.bundle, builder, source, settings, settings.dataset)
+        result = evaluate_calls(settings.bundle, builder, source, settings, settings.dataset, split)
     payload = {
         "task": task,
         "bundle": os.path.abspath(settings.bundle),

@@ -295,6 +295,14 @@ def test_multiqt_fold_bundles_are_scored_on_an_annotated_calls_folder(tmp_path):
                 assert 0 <= summary["mean"][score][part] <= 1, (score, part)
     assert not math.isnan(scores["mean"]["timestep"]["f1"])
     assert scores["smoothed"]["smoothing"]["latency_ms"] > 0
+    # On a split that cross-validation never drew folds from (synthetic_calls' "heldout",
+    # spoken by the held-out engine), every fold bundle sees every call.
+    builder = evaluate.corpus_builder("annotated_calls/questions", str(tmp_path / "tfds"))
+    source = evaluate.split_source(builder, "train")
+    other_split = evaluate.evaluate_calls(
+        str(tmp_path / "multimodal"), builder, source, run, "annotated_calls/questions", "heldout"
+    )
+    assert [b["scored_calls"] for b in other_split["bundles"]] == [3, 3]
 
 
 def test_a_bundle_of_one_task_refuses_a_corpus_of_the_other(tmp_path, kws_bundle_path):
