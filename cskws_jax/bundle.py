@@ -46,22 +46,22 @@ def save(
     `TrainState.params`) as a bundle folder at `path`; `keywords` name the classes in
     order (`net.config.num_keywords` of them). Returns the folder."""
     if decode_config is not None:
-        _check_operating_points(
+        check_operating_points(
             decode_config, len(keywords), f"{Path(path) / bundle_lib.MANIFEST} (to save)"
         )
-    return _FORMAT.save(path, net, params, keywords, decode_config, corpus, features)
+    return TASK_FORMAT.save(path, net, params, keywords, decode_config, corpus, features)
 
 
 def load(path: str | os.PathLike) -> tuple[model.AfKws, dict, bundle_lib.Bundle]:
     """(net, params, info) of a bundle folder; a `speechkit.bundle.BundleError` naming
     the file and the field for anything missing or inconsistent."""
-    net, params, info = _FORMAT.load(path)
+    net, params, info = TASK_FORMAT.load(path)
     where = str(Path(info.path) / bundle_lib.MANIFEST)
-    _check_operating_points(info.decoding, len(info.labels), where)
+    check_operating_points(info.decoding, len(info.labels), where)
     return net, params, info
 
 
-def _check_operating_points(decoding: train.DecodeConfig, num_keywords: int, where: str):
+def check_operating_points(decoding: train.DecodeConfig, num_keywords: int, where: str):
     """Each operating point holds one threshold per keyword."""
     for index, point in enumerate(decoding.operating_points):
         if len(point.thresholds) != num_keywords:
@@ -94,6 +94,6 @@ def _check_parts(config: model.AfKwsConfig, features: FeatureConfig, keywords, w
         )
 
 
-_FORMAT = bundle_lib.TaskFormat(
+TASK_FORMAT = bundle_lib.TaskFormat(
     TASK, model.AfKws, model.AfKwsConfig, train.DecodeConfig, expected_params, _check_parts
 )

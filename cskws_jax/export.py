@@ -35,6 +35,7 @@ Serializing needs the `flatbuffers` package (an optional dependency of jax.expor
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -43,7 +44,7 @@ import jax
 import jax.numpy as jnp
 from jax import export as jax_export
 
-from cskws_jax import bundle, model, train
+from cskws_jax import bundle, model
 from speechkit import checks
 from speechkit import export as shared
 from speechkit.bundle import Bundle
@@ -101,11 +102,10 @@ def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = 
     return modules["forward"], modules["step"]
 
 
-def _export_bundle(path, block_outputs: int, platforms) -> tuple[dict, dict]:
-    """({"forward", "step"}, export.json payload) of a bundle folder."""
-    return shared.export_bundle(
-        path, bundle.load, export_forward, export_step, block_outputs, platforms
-    )
+_export_bundle = functools.partial(
+    shared.export_bundle, load=bundle.load, export_forward=export_forward, export_step=export_step
+)
+"""(path, block_outputs, platforms) -> ({"forward", "step"}, export.json payload)."""
 
 
 def read_folder(path: str | os.PathLike) -> tuple[Bundle, int, dict[str, jax_export.Exported]]:
@@ -114,15 +114,9 @@ def read_folder(path: str | os.PathLike) -> tuple[Bundle, int, dict[str, jax_exp
     operating points), model config. A `speechkit.bundle.BundleError` names the file
     and the field for anything missing, an export of another task, or keywords, a front
     end or operating points that do not fit the model."""
-    info, block_outputs, modules = shared.read_folder(
-        path,
-        task=bundle.TASK,
-        model_config_type=model.AfKwsConfig,
-        decoding_type=train.DecodeConfig,
-    )
+    info, block_outputs, modules = shared.read_task_folder(path, bundle.TASK_FORMAT)
     where = os.path.join(path, shared.MANIFEST)
-    bundle._check_parts(info.model_config, info.features, info.labels, where)
-    bundle._check_operating_points(info.decoding, len(info.labels), where)
+    bundle.check_operating_points(info.decoding, len(info.labels), where)
     return info, block_outputs, modules
 
 

@@ -53,13 +53,13 @@ def save(
     """Writes `net`'s config and `params` (the variables `net.init` gives, one fold's)
     as a bundle folder at `path`; `classes` name the outputs in order
     (`net.config.num_classes` of them). Returns the folder."""
-    return _FORMAT.save(path, net, params, classes, decode_config, corpus, features)
+    return TASK_FORMAT.save(path, net, params, classes, decode_config, corpus, features)
 
 
 def load(path: str | os.PathLike) -> tuple[model.MultiQT, dict, bundle_lib.Bundle]:
     """(net, params, info) of a bundle folder; a `speechkit.bundle.BundleError` naming
     the file and the field for anything missing or inconsistent."""
-    return _FORMAT.load(path)
+    return TASK_FORMAT.load(path)
 
 
 def expected_params(config: model.MultiQTConfig):
@@ -89,6 +89,6 @@ def _check_parts(config: model.MultiQTConfig, features: FeatureConfig, classes, 
         )
 
 
-_FORMAT = bundle_lib.TaskFormat(
+TASK_FORMAT = bundle_lib.TaskFormat(
     TASK, model.MultiQT, model.MultiQTConfig, DecodeConfig, expected_params, _check_parts
 )

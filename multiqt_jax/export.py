@@ -32,6 +32,7 @@ decoding, model config, block size: `speechkit.export.write_folder`), everything
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -43,7 +44,7 @@ from jax import export as jax_export
 from multiqt_jax import bundle, model
 from speechkit import checks
 from speechkit import export as shared
-from speechkit.bundle import Bundle, BundleError
+from speechkit.bundle import Bundle
 from speechkit.export import initial_state, read, write
 
 __all__ = [
@@ -106,31 +107,18 @@ def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = 
     return modules["forward"], modules["step"]
 
 
-def _export_bundle(path, block_outputs: int, platforms) -> tuple[dict, dict]:
-    """({"forward", "step"}, export.json payload) of a bundle folder."""
-    return shared.export_bundle(
-        path, bundle.load, export_forward, export_step, block_outputs, platforms
-    )
+_export_bundle = functools.partial(
+    shared.export_bundle, load=bundle.load, export_forward=export_forward, export_step=export_step
+)
+"""(path, block_outputs, platforms) -> ({"forward", "step"}, export.json payload)."""
 
 
 def read_folder(path: str | os.PathLike) -> tuple[Bundle, int, dict[str, jax_export.Exported]]:
     """(info, block_outputs, {"forward", "step"}) of a folder the command line wrote;
     info as a bundle's (`multiqt_jax.bundle.load`): labels, features, decoding, model
     config. A `speechkit.bundle.BundleError` names the file for anything missing, an
-    export of another task or labels that do not fit the model."""
-    info, block_outputs, modules = shared.read_folder(
-        path,
-        task=bundle.TASK,
-        model_config_type=model.MultiQTConfig,
-        decoding_type=bundle.DecodeConfig,
-    )
-    classes = info.model_config.num_classes
-    if len(info.labels) != classes:
-        raise BundleError(
-            f"{os.path.join(path, shared.MANIFEST)}: labels: {len(info.labels)} classes, "
-            f"model_config.num_classes is {classes}"
-        )
-    return info, block_outputs, modules
+    export of another task, or labels or a front end that do not fit the model."""
+    return shared.read_task_folder(path, bundle.TASK_FORMAT)
 
 
 def main(argv=None) -> int:

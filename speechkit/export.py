@@ -124,21 +124,39 @@ def read(path: str | os.PathLike) -> jax_export.Exported:
 
 def export_bundle(
     path,
+    block_outputs: int,
+    platforms: Sequence[str] | None = None,
+    *,
     load: Callable,
     export_forward: Callable,
     export_step: Callable,
-    block_outputs: int,
-    platforms: Sequence[str] | None = None,
 ) -> tuple[dict[str, jax_export.Exported], dict]:
     """({"forward", "step"}, export.json payload) of the bundle folder `path`: `load(path)`
     -> (net, params, info) is the task's bundle loader, `export_forward(net, params,
-    platforms)` and `export_step(net, params, block_outputs, platforms)` its exporters."""
+    platforms)` and `export_step(net, params, block_outputs, platforms)` its exporters
+    (a task binds them with `functools.partial` and hands the result to `main`)."""
     net, params, info = load(path)
     modules = {
         "forward": export_forward(net, params, platforms),
         "step": export_step(net, params, block_outputs, platforms),
     }
     return modules, manifest(info, block_outputs)
+
+
+def read_task_folder(
+    path: str | os.PathLike, task_format: bundle_lib.TaskFormat
+) -> tuple[bundle_lib.Bundle, int, dict[str, jax_export.Exported]]:
+    """`read_folder` for the task of `task_format` (`speechkit.bundle.TaskFormat`), with
+    its check that the labels and the front end fit the model config."""
+    info, block_outputs, modules = read_folder(
+        path,
+        task=task_format.task,
+        model_config_type=task_format.model_config_type,
+        decoding_type=task_format.decoding_type,
+    )
+    where = str(Path(path) / MANIFEST)
+    task_format.check_parts(info.model_config, info.features, info.labels, where)
+    return info, block_outputs, modules
 
 
 def manifest(info: bundle_lib.Bundle, block_outputs: int) -> dict:
