@@ -46,11 +46,8 @@ broken, of another task) or bad arguments exit with 2.
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
-import json
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -58,25 +55,14 @@ import numpy as np
 
 from cskws_jax import bundle, export
 from cskws_jax.streaming import StreamDetector
-from speechkit import audio_io, frontend
+from speechkit import audio_io, frontend, stream_inputs
 from speechkit import export as export_lib
 from speechkit.bundle import Bundle, BundleError
-from speechkit.stream_inputs import (
-    STDIN,
-    STDIN_RATE,
-    CheckedChunks,
-    InputError,
-    block_outputs,
-    expand_paths,
-    file_chunks,
-    main_in_pipe,
-    read_samples,
-    stdin_chunks,
-)
+from speechkit.stream_inputs import STDIN, InputError, Output, block_outputs
 
-FORMATS = ("table", "jsonl", "csv")
 FIELDS = ("file", "keyword", "label", "start", "end", "score", "emitted")
 DEFAULT_BLOCK_MS = 200.0
+INPUT_ERRORS = (audio_io.AudioFileError, InputError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,11 +175,9 @@ class KeywordStream:
         total = max(1, -(-(outputs + self.detector.spec.output_latency) // self.block_outputs))
         found = []
         while self.blocks < total:
-            real = len(self._buffer)
-            block = np.zeros((self.block, self.width), np.float32)
-            block[:real] = self._buffer
-            self._buffer = self._buffer[real:]
-            found += self._step(block, np.arange(self.block) < real)
+            block, mask = stream_inputs.padded_block(self._buffer, self.block)
+            self._buffer = self._buffer[:0]
+            found += self._step(block, mask)
         return found
 
     @property
@@ -237,40 +221,20 @@ class KeywordStream:
 # --------------------------------------------------------------------------- output
 
 
-class Output:
-    """Writes detections to a text stream as a table, JSON lines or CSV, a line as soon
-    as a detection is decided (the stream is flushed)."""
-
-    def __init__(self, form: str, stream):
-        self.form, self.stream = form, stream
-        self._csv = csv.writer(stream, lineterminator="\n") if form == "csv" else None
-
-    def header(self) -> None:
-        if self.form == "table":
-            self._line(f"{'keyword':<16} {'start':>8} {'end':>8} {'score':>6} {'emitted':>8}  file")
-        elif self.form == "csv":
-            self._csv.writerow(FIELDS)
-            self.stream.flush()
-
-    def write(self, name: str, detection: Detection) -> None:
-        row = {"file": name, **dataclasses.asdict(detection)}
-        for key in ("start", "end", "score", "emitted"):
-            row[key] = round(row[key], 6)
-        if self.form == "jsonl":
-            self._line(json.dumps({key: row[key] for key in FIELDS}))
-        elif self.form == "csv":
-            self._csv.writerow([row[key] for key in FIELDS])
-            self.stream.flush()
-        else:
-            d = detection
-            self._line(
-                f"{d.keyword:<16} {d.start:>8.2f} {d.end:>8.2f} {d.score:>6.3f} {d.emitted:>8.2f}"
-                f"  {name}"
-            )
-
-    def _line(self, text: str) -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
+def output(form: str, stream) -> Output:
+    """Detections written to `stream` as a table, JSON lines or CSV, a line as soon as
+    a detection is decided."""
+    return Output(
+        form,
+        stream,
+        FIELDS,
+        ("start", "end", "score", "emitted"),
+        f"{'keyword':<16} {'start':>8} {'end':>8} {'score':>6} {'emitted':>8}  file",
+        lambda name, d: (
+            f"{d.keyword:<16} {d.start:>8.2f} {d.end:>8.2f} {d.score:>6.3f} {d.emitted:>8.2f}"
+            f"  {name}"
+        ),
+    )
 
 
 # ------------------------------------------------------------------------------- run
@@ -284,31 +248,21 @@ def detect_stream(
     given, dropped); returns the number of detections."""
     frontend_stream = frontend.FeatureStream(info.features, detector.block_frames["audio"])
     stream = KeywordStream(detector, info.labels, refractory_s, thresholds)
-    count = 0
-    for chunk in chunks:
-        for detection in stream.push(frontend_stream.push(chunk)):
-            emit(detection)
-            count += 1
-    for detection in stream.close():
-        emit(detection)
-        count += 1
-    return count
+    return stream_inputs.stream_items(chunks, frontend_stream, stream, emit)
 
 
-def run_input(name: str, detector, info, args, output: Output) -> tuple[int, float]:
+def run_input(name: str, detector, info, args, out: Output) -> tuple[int, float]:
     """Detections of one input, printed as they come -> (count, seconds of audio)."""
     rate = info.features.sample_rate
     size = detector.block_frames["audio"] * info.features.hop_samples
-    emit = lambda detection: output.write(name, detection)  # noqa: E731
+    emit = lambda detection: out.write(name, detection)  # noqa: E731
     thresholds = operating_thresholds(info, args.fa_per_hour)
     if name != STDIN:
-        samples = read_samples(name, info.features)
-        chunks = file_chunks(samples, size, rate, args.realtime)
+        samples = stream_inputs.read_samples(name, info.features)
+        chunks = stream_inputs.file_chunks(samples, size, rate, args.realtime)
         count = detect_stream(chunks, detector, info, args.refractory_s, emit, thresholds)
         return count, len(samples) / rate
-    if rate != STDIN_RATE:
-        raise InputError(f"{STDIN}: raw PCM is read at {STDIN_RATE} Hz; the model wants {rate} Hz")
-    checked = CheckedChunks(stdin_chunks(sys.stdin.buffer, size))
+    checked = stream_inputs.stdin_checked_chunks(rate, size)
     count = detect_stream(checked, detector, info, args.refractory_s, emit, thresholds)
     checked.check()
     return count, checked.samples / rate
@@ -330,36 +284,21 @@ def operating_thresholds(info, fa_per_hour: float | None) -> tuple[float, ...] |
 
 
 def parser() -> argparse.ArgumentParser:
-    parse = argparse.ArgumentParser(
-        prog="python -m cskws_jax.detect",
-        description="Detect keywords in audio with a trained AF-KWS bundle or export, streamed\n"
+    parse = stream_inputs.stream_parser(
+        "python -m cskws_jax.detect",
+        "Detect keywords in audio with a trained AF-KWS bundle or export, streamed\n"
         "block by block; each detection is printed when the detector decides it.",
-        epilog="Example: python -m cskws_jax.detect out/cskws/afkws/bundle calls/ --format jsonl\n"
-        "Microphone: arecord -q -f S16_LE -r 16000 -c 1 -t raw | python -m cskws_jax.detect "
-        "MODEL -\nExported (python -m cskws_jax.export BUNDLE OUT_DIR): python -m "
-        "cskws_jax.detect OUT_DIR AUDIO...\nExit status: 0 when every input was used, 1 when "
-        "one was bad (with --keep-going: skipped), 2 for a bad model folder or bad arguments.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "Example: python -m cskws_jax.detect out/cskws/afkws/bundle calls/ --format jsonl\n"
+        f"Microphone: {stream_inputs.MICROPHONE} | python -m cskws_jax.detect MODEL -\n"
+        "Exported (python -m cskws_jax.export BUNDLE OUT_DIR): python -m cskws_jax.detect "
+        "OUT_DIR AUDIO...",
+        "input",
     )
-    parse.add_argument(
-        "model",
-        help="bundle folder (cskws_jax.bundle.save) or export folder (with export.json)",
-    )
-    parse.add_argument(
+    stream_inputs.add_stream_arguments(
+        parse,
+        "bundle folder (cskws_jax.bundle.save) or export folder (with export.json)",
         "audio",
-        nargs="+",
-        help="audio files (wav, flac, ogg; any rate and channels), folders (searched "
-        "recursively), or - for raw 16-bit little-endian 16 kHz mono PCM on stdin",
-    )
-    parse.add_argument("--format", choices=FORMATS, default="table", help="output format")
-    parse.add_argument(
-        "--block-ms",
-        type=float,
-        default=None,
-        help="audio per detector step (default 200 ms; an export's own block)",
-    )
-    parse.add_argument(
-        "--realtime", action="store_true", help="feed files at the pace of a live stream"
+        "detector",
     )
     parse.add_argument(
         "--refractory-s",
@@ -379,10 +318,7 @@ def parser() -> argparse.ArgumentParser:
         help="keep a detection only when its score reaches its keyword's threshold at the "
         "bundle's operating point for B false alarms per hour (all keywords together)",
     )
-    parse.add_argument(
-        "--keep-going", action="store_true", help="skip bad inputs (listed at the end)"
-    )
-    parse.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    stream_inputs.add_run_arguments(parse, "inputs", "no progress lines on stderr")
     return parse
 
 
@@ -395,44 +331,16 @@ def main(argv=None) -> int:
     except (BundleError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    output = Output(args.format, sys.stdout)
-    output.header()
-    try:
-        skipped = run_inputs(list(expand_paths(args.audio)), detector, info, args, output)
-    except (audio_io.AudioFileError, InputError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    if skipped:
-        print(f"skipped {len(skipped)} input(s):", file=sys.stderr)
-        for reason in skipped:
-            print(f"  {reason}", file=sys.stderr)
-    return 1 if skipped else 0
-
-
-def run_inputs(inputs: list, detector, info, args, output: Output) -> list[str]:
-    """Runs every input in turn, with progress on stderr when there are several.
-    Returns what was wrong with the bad ones; without `--keep-going` the first bad
-    one's error is raised."""
-    skipped = []
-    for number, item in enumerate(inputs, start=1):
-        started = time.perf_counter()
-        try:
-            if isinstance(item, InputError):
-                raise item
-            count, seconds = run_input(item, detector, info, args, output)
-        except (audio_io.AudioFileError, InputError) as err:
-            if not args.keep_going:
-                raise
-            skipped.append(str(err))
-            continue
-        if len(inputs) > 1 and not args.quiet:
-            print(
-                f"[{number}/{len(inputs)}] {item}: {count} detection(s) in {seconds:.1f} s of "
-                f"audio ({time.perf_counter() - started:.1f} s)",
-                file=sys.stderr,
-            )
-    return skipped
+    out = output(args.format, sys.stdout)
+    out.header()
+    return stream_inputs.run_all(
+        list(stream_inputs.expand_paths(args.audio)),
+        lambda name: run_input(name, detector, info, args, out),
+        args,
+        INPUT_ERRORS,
+        "detection(s)",
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(main_in_pipe(main))
+    sys.exit(stream_inputs.main_in_pipe(main))

@@ -47,13 +47,10 @@ exits with 2.
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import functools
-import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,23 +60,11 @@ import numpy as np
 from multiqt_jax import bundle, decode, export, input_pipeline, model
 from multiqt_jax.datasets import annotated_calls
 from multiqt_jax.datasets.features import word_fields
-from speechkit import asr, audio_io, frontend, streaming
+from speechkit import asr, audio_io, frontend, stream_inputs, streaming
 from speechkit import export as export_lib
 from speechkit.bundle import Bundle, BundleError
-from speechkit.stream_inputs import (
-    STDIN,
-    STDIN_RATE,
-    CheckedChunks,
-    InputError,
-    block_outputs,
-    expand_paths,
-    file_chunks,
-    main_in_pipe,
-    read_samples,
-    stdin_chunks,
-)
+from speechkit.stream_inputs import STDIN, InputError, Output, block_outputs
 
-FORMATS = ("table", "jsonl", "csv")
 FIELDS = ("file", "label", "class_id", "start", "end", "emitted")
 ASR_CHOICES = ("none", "pocketsphinx")
 BACKGROUND = 0  # class id of the background ("none") class
@@ -314,11 +299,9 @@ class CallStream:
         tracker, closed = self.tracker, []
         total = max(1, -(-self._output_frames() // tracker.block_outputs))
         while self.blocks < total:
-            real = len(self._buffer)
-            block = np.zeros((tracker.audio_block, self.audio_width), np.float32)
-            block[:real] = self._buffer
-            self._buffer = self._buffer[real:]
-            closed += self._step(block, np.arange(tracker.audio_block) < real)
+            block, mask = stream_inputs.padded_block(self._buffer, tracker.audio_block)
+            self._buffer = self._buffer[:0]
+            closed += self._step(block, mask)
         hop_s = self.tracker.info.features.hop_s
         return closed + self.segments.close(self._consumed(), self.frames * hop_s)
 
@@ -364,37 +347,17 @@ class CallStream:
 # ------------------------------------------------------------------------- output
 
 
-class Output:
-    """Writes segments to a text stream as a table, JSON lines or CSV, a line as soon as
-    a segment closes (the stream is flushed)."""
-
-    def __init__(self, form: str, stream):
-        self.form, self.stream = form, stream
-        self._csv = csv.writer(stream, lineterminator="\n") if form == "csv" else None
-
-    def header(self) -> None:
-        if self.form == "table":
-            self._line(f"{'label':<22} {'start':>8} {'end':>8} {'emitted':>8}  file")
-        elif self.form == "csv":
-            self._csv.writerow(FIELDS)
-            self.stream.flush()
-
-    def write(self, name: str, segment: Segment) -> None:
-        row = {"file": name, **dataclasses.asdict(segment)}
-        for key in ("start", "end", "emitted"):
-            row[key] = round(row[key], 6)
-        if self.form == "jsonl":
-            self._line(json.dumps({key: row[key] for key in FIELDS}))
-        elif self.form == "csv":
-            self._csv.writerow([row[key] for key in FIELDS])
-            self.stream.flush()
-        else:
-            s = segment
-            self._line(f"{s.label:<22} {s.start:>8.2f} {s.end:>8.2f} {s.emitted:>8.2f}  {name}")
-
-    def _line(self, text: str) -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
+def output(form: str, stream) -> Output:
+    """Segments written to `stream` as a table, JSON lines or CSV, a line as soon as a
+    segment closes."""
+    return Output(
+        form,
+        stream,
+        FIELDS,
+        ("start", "end", "emitted"),
+        f"{'label':<22} {'start':>8} {'end':>8} {'emitted':>8}  file",
+        lambda name, s: f"{s.label:<22} {s.start:>8.2f} {s.end:>8.2f} {s.emitted:>8.2f}  {name}",
+    )
 
 
 # ---------------------------------------------------------------------------- run
@@ -404,31 +367,22 @@ def track_stream(chunks, stream: CallStream, features: frontend.FeatureConfig, e
     """Streams sample chunks through the front end and `stream`, calling `emit` with
     each segment as it closes; returns the number of segments."""
     frontend_stream = frontend.FeatureStream(features, stream.tracker.audio_block)
-    count = 0
-    for chunk in chunks:
-        for segment in stream.push(frontend_stream.push(chunk)):
-            emit(segment)
-            count += 1
-    for segment in stream.close():
-        emit(segment)
-        count += 1
-    return count
+    return stream_inputs.stream_items(chunks, frontend_stream, stream, emit)
 
 
-def run_input(name: str, tracker: Tracker, args, output: Output) -> tuple[int, float]:
+def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, float]:
     """Segments of one call, printed as they close -> (count, seconds of audio)."""
     features = tracker.info.features
     rate = features.sample_rate
     size = tracker.audio_block * features.hop_samples
-    emit = lambda segment: output.write(name, segment)  # noqa: E731
+    emit = lambda segment: out.write(name, segment)  # noqa: E731
     if name != STDIN:
-        samples = read_samples(name, features)
+        samples = stream_inputs.read_samples(name, features)
         text, present = call_text(name, samples, tracker, text_options(args))
         stream = CallStream(tracker, text, present, args.smoothing_frames)
-        chunks = file_chunks(samples, size, rate, args.realtime)
+        chunks = stream_inputs.file_chunks(samples, size, rate, args.realtime)
         return track_stream(chunks, stream, features, emit), len(samples) / rate
-    if rate != STDIN_RATE:
-        raise InputError(f"{STDIN}: raw PCM is read at {STDIN_RATE} Hz; the model wants {rate} Hz")
+    checked = stream_inputs.stdin_checked_chunks(rate, size)
     if tracker.reads_text and not args.no_text:
         raise InputError(
             f"{STDIN}: standard input carries audio only and the model reads text: give a "
@@ -436,7 +390,6 @@ def run_input(name: str, tracker: Tracker, args, output: Output) -> tuple[int, f
         )
     present = np.array([[True, not tracker.reads_text]])
     stream = CallStream(tracker, None, present, args.smoothing_frames)
-    checked = CheckedChunks(stdin_chunks(sys.stdin.buffer, size))
     count = track_stream(checked, stream, features, emit)
     checked.check()
     return count, checked.samples / rate
@@ -446,62 +399,23 @@ def text_options(args) -> TextOptions:
     return TextOptions(args.words, args.posteriors, args.asr, args.no_text)
 
 
-def run_inputs(inputs: list, tracker: Tracker, args, output: Output) -> list[str]:
-    """Runs every call in turn, with progress on stderr when there are several.
-    Returns what was wrong with the bad ones; without `--keep-going` the first bad
-    one's error is raised."""
-    skipped = []
-    for number, item in enumerate(inputs, start=1):
-        started = time.perf_counter()
-        try:
-            if isinstance(item, InputError):
-                raise item
-            count, seconds = run_input(item, tracker, args, output)
-        except INPUT_ERRORS as err:
-            if not args.keep_going:
-                raise
-            skipped.append(str(err))
-            continue
-        if len(inputs) > 1 and not args.quiet:
-            print(
-                f"[{number}/{len(inputs)}] {item}: {count} segment(s) in {seconds:.1f} s of "
-                f"audio ({time.perf_counter() - started:.1f} s)",
-                file=sys.stderr,
-            )
-    return skipped
-
-
 def parser() -> argparse.ArgumentParser:
-    parse = argparse.ArgumentParser(
-        prog="python -m multiqt_jax.track",
-        description="Track questions (or symptoms: the model's labels) in calls with a MultiQT\n"
+    parse = stream_inputs.stream_parser(
+        "python -m multiqt_jax.track",
+        "Track questions (or symptoms: the model's labels) in calls with a MultiQT\n"
         "bundle or export, streamed block by block; each segment is printed when it closes.",
-        epilog="Example: python -m multiqt_jax.track out/multimodal/bundle-fold0 calls/ "
-        "--asr pocketsphinx\nMicrophone (audio-only model): arecord -q -f S16_LE -r 16000 -c 1 "
-        "-t raw | python -m multiqt_jax.track MODEL -\nText for a model that reads it: --asr, "
-        "--words, --posteriors, <call>.npy or <call>.json beside the call, or --no-text.\n"
-        "Exit status: 0 when every call was used, 1 when one was bad (with --keep-going: "
-        "skipped), 2 for a bad model folder or bad arguments.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "Example: python -m multiqt_jax.track out/multimodal/bundle-fold0 calls/ "
+        "--asr pocketsphinx\nMicrophone (audio-only model): "
+        f"{stream_inputs.MICROPHONE} | python -m multiqt_jax.track MODEL -\n"
+        "Text for a model that reads it: --asr, --words, "
+        "--posteriors, <call>.npy or <call>.json beside the call, or --no-text.",
+        "call",
     )
-    parse.add_argument(
-        "model", help="bundle folder (multiqt_jax.bundle.save) or export folder (with export.json)"
-    )
-    parse.add_argument(
+    stream_inputs.add_stream_arguments(
+        parse,
+        "bundle folder (multiqt_jax.bundle.save) or export folder (with export.json)",
         "calls",
-        nargs="+",
-        help="audio files (wav, flac, ogg; any rate and channels), folders (searched "
-        "recursively), or - for raw 16-bit little-endian 16 kHz mono PCM on stdin",
-    )
-    parse.add_argument("--format", choices=FORMATS, default="table", help="output format")
-    parse.add_argument(
-        "--block-ms",
-        type=float,
-        default=None,
-        help="audio per model step (default 200 ms; an export's own block)",
-    )
-    parse.add_argument(
-        "--realtime", action="store_true", help="feed files at the pace of a live stream"
+        "model",
     )
     text = parse.add_mutually_exclusive_group()
     text.add_argument(
@@ -523,10 +437,7 @@ def parser() -> argparse.ArgumentParser:
         default=1,
         help="frames a class must hold to switch (multiqt_jax.decode; default 1: none)",
     )
-    parse.add_argument(
-        "--keep-going", action="store_true", help="skip bad calls (listed at the end)"
-    )
-    parse.add_argument("--quiet", action="store_true", help="no progress lines or notes on stderr")
+    stream_inputs.add_run_arguments(parse, "calls", "no progress lines or notes on stderr")
     return parse
 
 
@@ -566,7 +477,7 @@ def _notes(args, tracker: Tracker) -> list[str]:
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
     args = parser().parse_args(argv)
-    args.inputs = list(expand_paths(args.calls))
+    args.inputs = list(stream_inputs.expand_paths(args.calls))
     try:
         tracker = load(args.model, args.block_ms)
         _check_text_arguments(args, tracker)
@@ -575,19 +486,16 @@ def main(argv=None) -> int:
         return 2
     for note in _notes(args, tracker):
         print(note, file=sys.stderr)
-    output = Output(args.format, sys.stdout)
-    output.header()
-    try:
-        skipped = run_inputs(args.inputs, tracker, args, output)
-    except INPUT_ERRORS as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    if skipped:
-        print(f"skipped {len(skipped)} input(s):", file=sys.stderr)
-        for reason in skipped:
-            print(f"  {reason}", file=sys.stderr)
-    return 1 if skipped else 0
+    out = output(args.format, sys.stdout)
+    out.header()
+    return stream_inputs.run_all(
+        args.inputs,
+        lambda name: run_input(name, tracker, args, out),
+        args,
+        INPUT_ERRORS,
+        "segment(s)",
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(main_in_pipe(main))
+    sys.exit(stream_inputs.main_in_pipe(main))

@@ -7,6 +7,10 @@ and cut into chunks the way a live source delivers them.
         for chunk in file_chunks(samples, size, rate, realtime=False): ...
     for chunk in stdin_chunks(sys.stdin.buffer, size): ...   # raw 16-bit PCM
 
+The command lines share their options (`add_stream_arguments`, `add_run_arguments`),
+their output (`Output`: a table, JSON lines or CSV, a line as each item is decided), the
+stream loop (`stream_items`) and the run over every input (`run_all`).
+
 Files: WAV, FLAC, OGG, any sample rate and channel count (mixed to mono and resampled
 to the front end's rate); folders are searched recursively for those suffixes; `-` is
 raw 16-bit little-endian mono PCM at 16 kHz on standard input. Every problem is an
@@ -15,11 +19,15 @@ raw 16-bit little-endian mono PCM at 16 kHz on standard input. Every problem is 
 
 from __future__ import annotations
 
+import argparse
+import csv
+import dataclasses
+import json
 import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +35,8 @@ import numpy as np
 from speechkit import audio_io, frontend
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
+FORMATS = ("table", "jsonl", "csv")
+MICROPHONE = "arecord -q -f S16_LE -r 16000 -c 1 -t raw"  # raw 16 kHz PCM for `-`
 STDIN = "-"
 STDIN_RATE = 16_000  # Hz: raw PCM on standard input is 16-bit little-endian mono at this rate
 SILENCE = 1 / 32768  # peak below one 16-bit step: silent
@@ -140,3 +150,167 @@ def main_in_pipe(main: Callable[[], int]) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+
+
+def stdin_checked_chunks(rate: int, size: int) -> CheckedChunks:
+    """Standard input's raw PCM as `CheckedChunks` of up to `size` samples; an
+    InputError when the model's `rate` is not the PCM's."""
+    if rate != STDIN_RATE:
+        raise InputError(f"{STDIN}: raw PCM is read at {STDIN_RATE} Hz; the model wants {rate} Hz")
+    return CheckedChunks(stdin_chunks(sys.stdin.buffer, size))
+
+
+def padded_block(frames: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The last frames of a stream, float32 [n <= size, F] -> (block float32 [size, F]
+    padded with zero frames, mask bool [size]: True on the real ones)."""
+    block = np.zeros((size, frames.shape[1]), np.float32)
+    block[: len(frames)] = frames
+    return block, np.arange(size) < len(frames)
+
+
+def stream_items(chunks, features: frontend.FeatureStream, stream, emit) -> int:
+    """Streams sample chunks through the front end (`features`) and `stream` (its
+    `push(frames)` and `close()` return the items they decide), calling `emit` with
+    each item as it is decided; returns the number of items."""
+    count = 0
+    for chunk in chunks:
+        for item in stream.push(features.push(chunk)):
+            emit(item)
+            count += 1
+    for item in stream.close():
+        emit(item)
+        count += 1
+    return count
+
+
+# --------------------------------------------------------------------- command line
+
+
+def stream_parser(prog: str, description: str, epilog: str, unit: str) -> argparse.ArgumentParser:
+    """The parser of a streaming command line; its epilog `epilog`, then a line on the
+    exit statuses (`unit`: what one input is, "input" or "call")."""
+    return argparse.ArgumentParser(
+        prog=prog,
+        description=description,
+        epilog=f"{epilog}\nExit status: 0 when every {unit} was used, 1 when one was bad (with "
+        "--keep-going: skipped), 2 for a bad model folder or bad arguments.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def add_stream_arguments(
+    parse: argparse.ArgumentParser, model_help: str, inputs: str, step: str
+) -> None:
+    """The model and inputs (positional, the inputs named `inputs`), --format,
+    --block-ms (help naming what steps: `step`) and --realtime."""
+    parse.add_argument("model", help=model_help)
+    parse.add_argument(
+        inputs,
+        nargs="+",
+        help="audio files (wav, flac, ogg; any rate and channels), folders (searched "
+        "recursively), or - for raw 16-bit little-endian 16 kHz mono PCM on stdin",
+    )
+    parse.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    parse.add_argument(
+        "--block-ms",
+        type=float,
+        default=None,
+        help=f"audio per {step} step (default 200 ms; an export's own block)",
+    )
+    parse.add_argument(
+        "--realtime", action="store_true", help="feed files at the pace of a live stream"
+    )
+
+
+def add_run_arguments(parse: argparse.ArgumentParser, units: str, quiet_help: str) -> None:
+    """--keep-going (skipping bad `units`) and --quiet."""
+    parse.add_argument(
+        "--keep-going", action="store_true", help=f"skip bad {units} (listed at the end)"
+    )
+    parse.add_argument("--quiet", action="store_true", help=quiet_help)
+
+
+class Output:
+    """Writes items (dataclasses) to a text stream as a table, JSON lines or CSV, a line
+    as soon as an item is decided (the stream is flushed). A row is the input's name
+    (`file`) and the item's fields, those in `rounded` to 6 decimals, in the order of
+    `fields`; the table has the line `header`, then `table_line(name, item)` each."""
+
+    def __init__(
+        self,
+        form: str,
+        stream,
+        fields: Sequence[str],
+        rounded: Sequence[str],
+        header: str,
+        table_line: Callable[[str, object], str],
+    ):
+        self.form, self.stream, self.fields, self.rounded = form, stream, tuple(fields), rounded
+        self.table_header, self.table_line = header, table_line
+        self._csv = csv.writer(stream, lineterminator="\n") if form == "csv" else None
+
+    def header(self) -> None:
+        if self.form == "table":
+            self._line(self.table_header)
+        elif self.form == "csv":
+            self._csv.writerow(self.fields)
+            self.stream.flush()
+
+    def write(self, name: str, item) -> None:
+        row = {"file": name, **dataclasses.asdict(item)}
+        for key in self.rounded:
+            row[key] = round(row[key], 6)
+        if self.form == "jsonl":
+            self._line(json.dumps({key: row[key] for key in self.fields}))
+        elif self.form == "csv":
+            self._csv.writerow([row[key] for key in self.fields])
+            self.stream.flush()
+        else:
+            self._line(self.table_line(name, item))
+
+    def _line(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def run_inputs(
+    inputs: list, run: Callable[[str], tuple[int, float]], args, errors, units: str
+) -> list[str]:
+    """`run(input) -> (count, seconds of audio)` for every input in turn, with progress
+    on stderr when there are several (`count` of `units`, e.g. "detection(s)"), unless
+    `args.quiet`. Returns what was wrong with the bad ones (`errors`); without
+    `args.keep_going` the first bad one's error is raised."""
+    skipped = []
+    for number, item in enumerate(inputs, start=1):
+        started = time.perf_counter()
+        try:
+            if isinstance(item, InputError):
+                raise item
+            count, seconds = run(item)
+        except errors as err:
+            if not args.keep_going:
+                raise
+            skipped.append(str(err))
+            continue
+        if len(inputs) > 1 and not args.quiet:
+            print(
+                f"[{number}/{len(inputs)}] {item}: {count} {units} in {seconds:.1f} s of "
+                f"audio ({time.perf_counter() - started:.1f} s)",
+                file=sys.stderr,
+            )
+    return skipped
+
+
+def run_all(inputs: list, run: Callable[[str], tuple[int, float]], args, errors, units) -> int:
+    """`run_inputs`, its errors and skipped inputs reported on stderr -> the exit status
+    (1 when an input was bad, else 0)."""
+    try:
+        skipped = run_inputs(inputs, run, args, errors, units)
+    except errors as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if skipped:
+        print(f"skipped {len(skipped)} input(s):", file=sys.stderr)
+        for reason in skipped:
+            print(f"  {reason}", file=sys.stderr)
+    return 1 if skipped else 0

@@ -32,6 +32,23 @@ def smoke_build(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_afkws_config():
+    """make(num_keywords) -> an AfKwsConfig small enough to build in a second (8-channel
+    stem, two 8-channel stages, output stride 4), for the bundle, detection, export and
+    evaluation tests."""
+    from cskws_jax import model
+
+    return lambda num_keywords: model.AfKwsConfig(
+        num_keywords=num_keywords,
+        stem_channels=8,
+        kernel=3,
+        stages=(model.Stage(8, 2, 1), model.Stage(8, 2, 1)),
+        head_channels=8,
+        delay=2,
+    )
+
+
+@pytest.fixture(scope="session")
 def tiny_multiqt_config():
     """make(**overrides) -> a MultiQTConfig of the questions task small enough to build in
     a second (two 8-channel layers per encoder, one output every 40 ms), for the bundle,
@@ -68,3 +85,57 @@ def source_tree(tmp_path):
         return tmp_path
 
     return write
+
+
+@pytest.fixture
+def bad_audio_folder():
+    """make(root, write_good) -> {name: what its error says}: the folder `root` made with
+    one good file, `a_good.flac` (written by `write_good(path)`), bad ones (empty,
+    silent, a non-finite sample, not audio) and `notes.txt` (no audio suffix), for the
+    tests of the streaming command lines' bad inputs."""
+    import numpy as np
+    import soundfile
+
+    def make(root, write_good) -> dict[str, str]:
+        root.mkdir()
+        write_good(root / "a_good.flac")
+        (root / "b_empty.wav").write_bytes(b"")
+        soundfile.write(root / "c_silent.wav", np.zeros(16000), 16000)
+        nan = np.full(16000, 0.1, np.float32)
+        nan[100] = np.nan
+        soundfile.write(root / "d_nan.wav", nan, 16000, subtype="FLOAT")
+        (root / "e_text.ogg").write_text("not audio")
+        (root / "notes.txt").write_text("ignored: not an audio suffix")
+        return {
+            "b_empty.wav": "is empty",
+            "c_silent.wav": "silent",
+            "d_nan.wav": "non-finite sample",
+            "e_text.ogg": "not a readable audio file",
+        }
+
+    return make
+
+
+@pytest.fixture
+def run_module():
+    """run(module, *args) -> its CompletedProcess (text): `python -m module args` run from
+    the repository root, checked to exit 0 within 60 s."""
+    import pathlib
+    import subprocess
+    import sys
+    import time
+
+    def run(module: str, *args):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", module, *map(str, args)],
+            cwd=pathlib.Path(__file__).resolve().parents[1],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert time.perf_counter() - started < 60
+        return done
+
+    return run

@@ -8,18 +8,9 @@ from cskws_jax import model
 
 
 @pytest.fixture(scope="session")
-def tiny_afkws():
+def tiny_afkws(tiny_afkws_config):
     """(net, params): a 3-keyword AF-KWS small enough to build in a second, params from
     key 0 (for the bundle, detection and export tests)."""
-    net = model.AfKws(
-        model.AfKwsConfig(
-            num_keywords=3,
-            stem_channels=8,
-            kernel=3,
-            stages=(model.Stage(8, 2, 1), model.Stage(8, 2, 1)),
-            head_channels=8,
-            delay=2,
-        )
-    )
+    net = model.AfKws(tiny_afkws_config(3))
     params = jax.jit(net.init)(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
     return net, params

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -69,18 +68,9 @@ def test_save_refuses_a_wrong_keyword_count(saved, tmp_path):
         bundle.save(tmp_path / "b", net, params, KEYWORDS[:2])
 
 
-def test_cli_prints_the_detections_of_the_stream_detector(saved):
+def test_cli_prints_the_detections_of_the_stream_detector(saved, run_module):
     folder, net, params, wav = saved
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "cskws_jax.detect", str(folder), str(wav.parent), "--format=jsonl"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert time.perf_counter() - started < 60
+    done = run_module("cskws_jax.detect", folder, wav.parent, "--format=jsonl")
     printed = _rows(done.stdout)
     assert all(list(row) == list(detect.FIELDS) for row in printed)
     assert {row["file"] for row in printed} == {str(wav)}
@@ -135,29 +125,14 @@ def test_stdin_reads_raw_pcm_like_a_file(saved, tmp_path, capsys, monkeypatch):
     assert "-: holds no samples" in capsys.readouterr().err
 
 
-def _bad_folder(root: Path) -> dict[str, str]:
-    """A folder of one good file and bad ones -> {name: what its error says}."""
-    root.mkdir()
+def _good(path: Path) -> None:
     noise = np.random.default_rng(4).normal(size=(8000, 3)) * 0.1
-    soundfile.write(root / "a_good.flac", noise, 8000)  # 3 channels at 8 kHz: fine
-    (root / "b_empty.wav").write_bytes(b"")
-    soundfile.write(root / "c_silent.wav", np.zeros(16000), 16000)
-    nan = np.full(16000, 0.1, np.float32)
-    nan[100] = np.nan
-    soundfile.write(root / "d_nan.wav", nan, 16000, subtype="FLOAT")
-    (root / "e_text.ogg").write_text("not audio")
-    (root / "notes.txt").write_text("ignored: not an audio suffix")
-    return {
-        "b_empty.wav": "is empty",
-        "c_silent.wav": "silent",
-        "d_nan.wav": "non-finite sample",
-        "e_text.ogg": "not a readable audio file",
-    }
+    soundfile.write(path, noise, 8000)  # 3 channels at 8 kHz: fine
 
 
-def test_bad_files_stop_the_run_unless_keep_going(saved, tmp_path, capsys):
+def test_bad_files_stop_the_run_unless_keep_going(saved, tmp_path, capsys, bad_audio_folder):
     folder, *_ = saved
-    bad = _bad_folder(tmp_path / "in")
+    bad = bad_audio_folder(tmp_path / "in", _good)
     assert detect.main([str(folder), str(tmp_path / "in"), "--format=csv"]) == 1
     out, err = capsys.readouterr()
     assert "b_empty.wav: is empty" in err and "c_silent" not in err and "skipped" not in err
@@ -211,14 +186,20 @@ def _between(scores: list[float]) -> float:
     return min(gaps)[1]
 
 
-def test_fa_per_hour_keeps_the_detections_of_the_operating_point(saved, tmp_path, capsys):
-    folder, net, params, wav = saved
+def _detections_and_thresholds(capsys, folder, wav) -> tuple[list[dict], tuple[float, ...]]:
+    """(every detection printed for `wav`, a threshold per keyword between its scores)."""
     assert detect.main([str(folder), str(wav), "--format=jsonl"]) == 0
     everything = _rows(capsys.readouterr().out)
     thresholds = tuple(
         _between([row["score"] for row in everything if row["label"] == label])
         for label in range(len(KEYWORDS))
     )
+    return everything, thresholds
+
+
+def test_fa_per_hour_keeps_the_detections_of_the_operating_point(saved, tmp_path, capsys):
+    folder, net, params, wav = saved
+    everything, thresholds = _detections_and_thresholds(capsys, folder, wav)
     points = (
         train.OperatingPoint(1.0, (2.0,) * len(KEYWORDS), "made up", 0.5),
         train.OperatingPoint(5.0, thresholds, "made up", 0.5),
@@ -254,12 +235,7 @@ def _same_detections(got: list[dict], want: list[dict]) -> None:
 def test_an_export_folder_detects_like_its_bundle(saved, tmp_path, capsys):
     pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
     folder, net, params, wav = saved
-    assert detect.main([str(folder), str(wav), "--format=jsonl"]) == 0
-    everything = _rows(capsys.readouterr().out)
-    thresholds = tuple(
-        _between([row["score"] for row in everything if row["label"] == label])
-        for label in range(len(KEYWORDS))
-    )
+    everything, thresholds = _detections_and_thresholds(capsys, folder, wav)
     point = train.OperatingPoint(5.0, thresholds, "made up", 0.5)
     decoding = dataclasses.replace(DECODING, operating_points=(point,))
     bundle.save(tmp_path / "points", net, params, KEYWORDS, decoding, "random")

@@ -54,26 +54,23 @@ def kws_folder(tmp_path):
     return folder
 
 
-def save_tiny_kws_bundle(path, keywords, decoding=None):
-    """Saves an untrained AF-KWS bundle of `keywords` at `path`, small enough to build in
-    a second; returns the path."""
-    net = kws_model.AfKws(
-        kws_model.AfKwsConfig(
-            num_keywords=len(keywords),
-            stem_channels=8,
-            kernel=3,
-            stages=(kws_model.Stage(8, 2, 1), kws_model.Stage(8, 2, 1)),
-            head_channels=8,
-            delay=2,
-        )
-    )
-    params = jax.jit(net.init)(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
-    kws_bundle.save(path, net, params, keywords, decoding, corpus="synthetic_kws/smoke")
-    return path
+@pytest.fixture
+def save_tiny_kws_bundle(tiny_afkws_config):
+    """save(path, keywords, decoding=None) -> path: an untrained AF-KWS bundle of
+    `keywords`, small enough to build in a second."""
+
+    def save(path, keywords, decoding=None):
+        net = kws_model.AfKws(tiny_afkws_config(len(keywords)))
+        audio = {"audio": np.zeros((1, 16, 64), np.float32)}
+        params = jax.jit(net.init)(jax.random.key(0), audio)
+        kws_bundle.save(path, net, params, keywords, decoding, corpus="synthetic_kws/smoke")
+        return path
+
+    return save
 
 
 @pytest.fixture
-def kws_bundle_path(tmp_path):
+def kws_bundle_path(tmp_path, save_tiny_kws_bundle):
     """An untrained 3-keyword AF-KWS bundle (BUNDLE_KEYWORDS) without operating points."""
     return save_tiny_kws_bundle(tmp_path / "afkws" / "bundle", BUNDLE_KEYWORDS)
 
@@ -140,7 +137,9 @@ def test_a_kws_bundle_is_scored_on_a_folder_corpus_from_the_command_line(
     assert set(det["per_keyword"]) == {"people", "hundred"}
 
 
-def test_a_bundles_operating_points_are_measured_on_the_corpus(tmp_path, kws_folder):
+def test_a_bundles_operating_points_are_measured_on_the_corpus(
+    tmp_path, kws_folder, save_tiny_kws_bundle
+):
     """Thresholds come in the bundle's class order ("weather", dropped, first): mapped onto
     the scored keywords ("hundred", "people"), they must keep exactly the detections a hand
     count over the saved detections keeps."""
@@ -231,20 +230,6 @@ def test_keyword_match_maps_both_sides_onto_the_shared_keywords():
     np.testing.assert_array_equal(remapped["keyword_valid"], [True, False, True, False])
 
 
-TINY_MULTIQT = model.MultiQTConfig(
-    num_classes=len(labels.QUESTION_CLASSES),
-    audio_channels=(8, 8),
-    audio_kernels=(3, 3),
-    audio_strides=(2, 2),
-    audio_dilations=(1, 1),
-    text_channels=(8, 8),
-    text_kernels=(3, 3),
-    text_strides=(2, 1),
-    text_dilations=(1, 1),
-    dense=(8,),
-)
-
-
 def _write_call(folder, name: str, seed: int, fold: int) -> None:
     audio_io.write_audio(folder / f"{name}.wav", tone(2.0, seed), RATE)
     annotation = {
@@ -259,12 +244,14 @@ def _write_call(folder, name: str, seed: int, fold: int) -> None:
     (folder / f"{name}.json").write_text(json.dumps(annotation))
 
 
-def test_multiqt_fold_bundles_are_scored_on_an_annotated_calls_folder(tmp_path):
+def test_multiqt_fold_bundles_are_scored_on_an_annotated_calls_folder(
+    tmp_path, tiny_multiqt_config
+):
     calls = tmp_path / "calls"
     calls.mkdir()
     for seed in range(3):
         _write_call(calls, f"call{seed}", seed, fold=seed)
-    net = model.MultiQT(TINY_MULTIQT)
+    net = model.MultiQT(tiny_multiqt_config())
     inputs = {
         "audio": np.zeros((1, 40, 40), np.float32),
         "text": np.zeros((1, 20, 29), np.float32),

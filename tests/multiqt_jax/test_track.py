@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -228,28 +227,10 @@ def test_stdin_reads_raw_pcm_like_a_file_and_realtime_paces(saved, tmp_path, cap
     assert code == 1 and "-: standard input carries audio only" in err
 
 
-def _bad_folder(root: Path) -> dict[str, str]:
-    """A folder of one good call and bad ones -> {name: what its error says}."""
-    root.mkdir()
-    _call(root / "a_good.flac", 1.0, rate=8000)
-    (root / "b_empty.wav").write_bytes(b"")
-    soundfile.write(root / "c_silent.wav", np.zeros(16000), 16000)
-    nan = np.full(16000, 0.1, np.float32)
-    nan[100] = np.nan
-    soundfile.write(root / "d_nan.wav", nan, 16000, subtype="FLOAT")
-    (root / "e_text.ogg").write_text("not audio")
-    return {
-        "b_empty.wav": "is empty",
-        "c_silent.wav": "silent",
-        "d_nan.wav": "non-finite sample",
-        "e_text.ogg": "not a readable audio file",
-        "f_missing.wav": "no such file",
-    }
-
-
-def test_bad_calls_stop_the_run_unless_keep_going(saved, tmp_path, capsys):
+def test_bad_calls_stop_the_run_unless_keep_going(saved, tmp_path, capsys, bad_audio_folder):
     folder, *_ = saved["audio"]
-    bad = _bad_folder(tmp_path / "in")
+    bad = bad_audio_folder(tmp_path / "in", lambda path: _call(path, 1.0, rate=8000))
+    bad["f_missing.wav"] = "no such file"
     missing = tmp_path / "in" / "f_missing.wav"
     code = track.main([str(folder), str(tmp_path / "in"), "--format=csv"])
     out, err = capsys.readouterr()
@@ -281,18 +262,9 @@ def test_a_bundle_of_the_other_task_or_a_missing_one_is_an_error(saved, tmp_path
     assert code == 2 and "not a whole number" in err
 
 
-def test_the_module_runs_from_the_command_line(saved):
+def test_the_module_runs_from_the_command_line(saved, run_module):
     folder, *_ = saved["text"]
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "multiqt_jax.track", str(folder), str(saved["call"].parent)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert time.perf_counter() - started < 60
+    done = run_module("multiqt_jax.track", folder, saved["call"].parent)
     header, *lines = done.stdout.splitlines()
     assert header.split() == ["label", "start", "end", "emitted", "file"]
     assert lines and all(line.endswith(str(saved["call"])) for line in lines)
