@@ -167,15 +167,14 @@ def build_calls(size: str, data_dir: str, engine_set: str = "pip") -> dict:
         builder = synthetic_calls.SyntheticCalls(
             config=name, data_dir=data_dir, file_format="array_record"
         )
-        builder.download_and_prepare()
-        seconds = time.perf_counter() - started
+        seconds = _prepare(builder, started)
         sources = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)
         entry = {"build_seconds": seconds, **corpus_report(sources["train"], labels.classes(task))}
         if "heldout" in sources:
             entry["heldout"] = corpus_report(sources["heldout"], labels.classes(task))
         configs[f"synthetic_calls/{name}"] = entry
         _log(
-            f"synthetic_calls/{name}: {seconds:.1f} s, {entry['hours']:.3f} h, "
+            f"synthetic_calls/{name}: {_took(seconds)}, {entry['hours']:.3f} h, "
             f"WER {entry['word_error_rate']:.3f}, word emission lag median "
             f"{entry['text_stream']['lag_median_s']:.2f} s / p90 "
             f"{entry['text_stream']['lag_p90_s']:.2f} s"
@@ -192,14 +191,13 @@ def build_kws(size: str, data_dir: str, engine_set: str = "pip") -> dict:
     builder = synthetic_kws.SyntheticKws(
         config=config, data_dir=data_dir, file_format="array_record"
     )
-    builder.download_and_prepare()
-    seconds = time.perf_counter() - started
+    seconds = _prepare(builder, started)
     keywords = list(builder.info.metadata["keywords"])
     sources = tfds.data_source(name, data_dir=data_dir)
     splits = {split: kws_report(sources[split], keywords) for split in sorted(sources)}
     hours = sum(entry["hours"] for entry in splits.values())
     _log(
-        f"{name}: {seconds:.1f} s, {hours:.3f} h, keywords per split "
+        f"{name}: {_took(seconds)}, {hours:.3f} h, keywords per split "
         + ", ".join(f"{split} {entry['keyword_occurrences']}" for split, entry in splits.items())
     )
     return {name: {"build_seconds": seconds, "hours": hours, "keyword_list": keywords, **splits}}
@@ -208,10 +206,35 @@ def build_kws(size: str, data_dir: str, engine_set: str = "pip") -> dict:
 BUILDERS = {"calls": build_calls, "kws": build_kws}
 
 
+def _prepare(builder, started: float) -> float | None:
+    """Builds what `builder` lacks; the seconds it took since `started`, or None when the
+    corpus was already there (a rerun measures nothing)."""
+    if builder.is_prepared():
+        return None
+    builder.download_and_prepare()
+    return time.perf_counter() - started
+
+
+def _took(seconds: float | None) -> str:
+    return "already built" if seconds is None else f"{seconds:.1f} s"
+
+
+def _merged(previous: dict, built: dict) -> dict:
+    """Report entries of a build: a corpus found already built keeps the build time a
+    previous report measured (its "build_seconds" None otherwise)."""
+    merged = dict(built)
+    for name, entry in built.items():
+        before = previous.get(name, {}).get("build_seconds")
+        if entry["build_seconds"] is None and before is not None:
+            merged[name] = {**entry, "build_seconds": before}
+    return merged
+
+
 def build(size: str, data_dir: str, corpora=tuple(BUILDERS), engine_set: str = "pip") -> dict:
     """Builds `corpora` of one size and engine set (`speechkit.tts.ENGINE_SETS`) into
     data_dir; writes and returns the report (an existing report of the size keeps the
-    entries of corpora not rebuilt)."""
+    entries of corpora not rebuilt, and the build times and synthesis speeds of corpora
+    a rerun finds already built)."""
     unknown = set(corpora) - set(BUILDERS)
     if unknown:
         raise ValueError(f"corpora: unknown {sorted(unknown)}; expected some of {list(BUILDERS)}")
@@ -219,13 +242,20 @@ def build(size: str, data_dir: str, corpora=tuple(BUILDERS), engine_set: str = "
     for engine in tts.ENGINE_SETS[engine_set][0]:
         tts.require_engine(engine)  # before any work: the error says what to install
     path = os.path.join(data_dir, f"build_report-{report_name}.json")
-    report = {"size": size, "configs": {}}
+    report, previous = {"size": size, "configs": {}}, {}
     if os.path.exists(path):
-        with open(path) as previous:
-            report["configs"].update(json.load(previous).get("configs", {}))
+        with open(path) as file:
+            previous = json.load(file)
+        report["configs"].update(previous.get("configs", {}))
+    built = False
     for corpus in corpora:
-        report["configs"].update(BUILDERS[corpus](size, data_dir, engine_set))
-    report["synthesis_speed"] = synthesis_speed()
+        entries = BUILDERS[corpus](size, data_dir, engine_set)
+        built |= any(entry["build_seconds"] is not None for entry in entries.values())
+        report["configs"].update(_merged(previous.get("configs", {}), entries))
+    # Measured when something was synthesised (the speeds of that build); a rerun that
+    # found everything built keeps them.
+    speed = previous.get("synthesis_speed")
+    report["synthesis_speed"] = synthesis_speed() if built or not speed else speed
     _log(
         "synthesis seconds per second of speech: "
         + ", ".join(

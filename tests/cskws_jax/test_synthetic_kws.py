@@ -112,6 +112,19 @@ def test_report_counts_keywords_per_split(smoke_build):
     assert set(report["synthesis_speed"]) >= {"espeak", "piper"}
 
 
+@pytest.mark.slow
+def test_a_rebuild_of_built_corpora_keeps_their_build_times(smoke_build):
+    """A rerun that finds the corpora built measures no build time: the report keeps the
+    first build's times and synthesis speeds instead of writing near-zero ones."""
+    data_dir, first = smoke_build
+    again = build_data.build("smoke", str(data_dir), corpora=("kws",))
+    entry = "synthetic_kws/smoke"
+    assert first["configs"][entry]["build_seconds"] > 1
+    assert again["configs"][entry]["build_seconds"] == first["configs"][entry]["build_seconds"]
+    assert again["synthesis_speed"] == first["synthesis_speed"]
+    assert again["configs"][entry]["hours"] == first["configs"][entry]["hours"]
+
+
 def test_bad_settings_are_named():
     with pytest.raises(ValueError, match="size: expected one of"):
         synthetic_kws.KwsConfig(size="huge")
