@@ -60,7 +60,7 @@ from cskws_jax import baselines, bundle, input_pipeline, losses, model, operatin
 from cskws_jax.datasets import synthetic_kws
 from experiments import common, training
 from experiments.evaluators import detection
-from speechkit import files
+from speechkit import checks, files
 from speechkit.optim import OptimizerConfig, TrainState
 
 MODELS = ("afkws", "afkws_no_unknown", "sliding_window")
@@ -247,10 +247,9 @@ def saved_arrays(folder: str) -> tuple[dict, dict, dict]:
 
 def bootstrap_resamples(config) -> int:
     """`config.eval.bootstrap_resamples`, checked (an int >= 1)."""
-    value = config.eval.get("bootstrap_resamples")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"config.eval.bootstrap_resamples: expected an int >= 1, got {value!r}")
-    return value
+    return checks.require_int(
+        "config.eval.bootstrap_resamples", config.eval.get("bootstrap_resamples"), at_least=1
+    )
 
 
 def score_intervals(config, folder: str, num_keywords: int) -> dict:
@@ -279,28 +278,29 @@ def score_intervals(config, folder: str, num_keywords: int) -> dict:
 def saved_outcomes(folder: str, num_keywords: int) -> operating_points.Outcomes:
     """The `cskws_jax.operating_points.Outcomes` of the detections that
     `evaluate_candidate` saved in `folder`."""
-    with np.load(os.path.join(folder, "detections.npz")) as saved:
-        parts = {prefix: {} for prefix in ("detection", "truth")}
-        for key in saved.files:
-            prefix, _, field = key.partition("_")
-            if prefix in parts:
-                parts[prefix][field] = saved[key]
-        hours = float(saved["hours"])
+    detections, truth, rest = saved_arrays(folder)
     return operating_points.outcomes(
-        parts["detection"], parts["truth"], num_keywords=num_keywords, hours=hours
+        detections, truth, num_keywords=num_keywords, hours=float(rest["hours"])
     )
 
 
 def choose_operating_points(config, folder: str, keywords, heldout: bool) -> tuple:
     """(operating points, their summary for results.json) of the model whose test (and
     heldout) detections are saved in `folder`; writes `folder/det.json`."""
-    test = saved_outcomes(folder, len(keywords))
+    test, curves = write_det(folder, keywords, "test")
     budgets = tuple(float(b) for b in config.eval.fa_budgets)
     points = operating_points.choose(test, budgets, split=f"{config.dataset}:test")
     other = saved_outcomes(os.path.join(folder, HELDOUT), len(keywords)) if heldout else None
-    curves = operating_points.det_curves(test)
-    files.write_json(os.path.join(folder, "det.json"), det_record(test, curves, keywords, "test"))
     return points, operating_point_summary(points, test, curves["pooled"], other)
+
+
+def write_det(folder: str, keywords, split: str) -> tuple[operating_points.Outcomes, dict]:
+    """(outcomes, DET curves) of the detections saved in `folder` (labels: the classes
+    `keywords` name, in order); writes them as `folder/det.json` (`det_record`)."""
+    found = saved_outcomes(folder, len(keywords))
+    curves = operating_points.det_curves(found)
+    files.write_json(os.path.join(folder, "det.json"), det_record(found, curves, keywords, split))
+    return found, curves
 
 
 def det_record(found, curves: dict, keywords, split: str) -> dict:

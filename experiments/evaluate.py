@@ -270,11 +270,7 @@ def kws_operating_points(folder: str, points, match: KeywordMatch, split: str) -
     (`cskws_jax.train.OperatingPoint`) gives on the detections that
     `experiments.cskws.evaluate_candidate` saved in `folder` (labels: scored ids); writes
     `folder/det.json` (the split's DET curves, named `split`)."""
-    found = cskws.saved_outcomes(folder, len(match.scored))
-    curves = operating_points.det_curves(found)
-    files.write_json(
-        os.path.join(folder, "det.json"), cskws.det_record(found, curves, match.scored, split)
-    )
+    found, _ = cskws.write_det(folder, match.scored, split)
     budgets = []
     for point in points:
         thresholds = scored_thresholds(point.thresholds, match)

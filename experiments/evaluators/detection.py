@@ -34,6 +34,7 @@ import numpy as np
 
 import metrics
 from cskws_jax import train
+from speechkit import checks
 
 CURVE_POINTS = 400
 PR_IOU, DET_IOU = 0.5, 0.05
@@ -189,12 +190,8 @@ def bootstrap_intervals(
 
     Returns: {"mAP", "AP@0.05", "FRR@<b>" for each b in fa_per_hour: [lo, hi]} (floats).
     """
-    if isinstance(resamples, bool) or not isinstance(resamples, int | np.integer):
-        raise TypeError(f"resamples: expected an int >= 1, got {resamples!r}")
-    if resamples < 1:
-        raise ValueError(f"resamples: expected an int >= 1, got {resamples}")
-    if not 0 < level < 1:
-        raise ValueError(f"level: expected a fraction in (0, 1), got {level!r}")
+    resamples = checks.require_int("resamples", resamples, at_least=1)
+    checks.require_number("level", level, above=0, below=1)
     durations = np.asarray(durations, np.float64)
     arrays = (*detections.values(), *truth.values())
     if durations.ndim != 1 or any(np.shape(v)[:1] != durations.shape for v in arrays):
