@@ -151,16 +151,8 @@ def outcomes(
     valid = np.asarray(detections["valid"], bool).reshape(-1)
     if not np.all(np.isfinite(score[valid])):
         raise ValueError("detections['score']: non-finite score on a valid detection")
-    # pooled_matches' documented order (score descending, ties by flat index, the valid
-    # ones first) gives each outcome its detection, and so its keyword.
-    index = np.flatnonzero(valid)
-    order = index[np.lexsort((index, -score[index]))]
-    count = len(order)
-    pooled_score = np.asarray(pooled["score"])
-    if int(np.sum(pooled["evaluated"])) != count or not np.array_equal(
-        pooled_score[:count], score[order]
-    ):
-        raise RuntimeError("metrics.pooled_matches: outcomes not in its documented order")
+    count = int(np.sum(pooled["evaluated"]))  # the evaluated outcomes come first
+    order = np.asarray(pooled["index"])[:count]  # each outcome's detection
     truth_label = np.asarray(ground_truth["label"])[np.asarray(ground_truth["valid"], bool)]
     return Outcomes(
         score=score[order],

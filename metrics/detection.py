@@ -448,8 +448,9 @@ def pooled_matches(
     Returns:
       dict with `score` float32 [B * D] (descending; ties in flat index order, detections
       that are not evaluated last), `hit` bool [B * D] (a true positive of the matching
-      of docs/metrics.md at `iou`), `evaluated` bool [B * D], and `num_ground_truth`
-      int32 (evaluated ground truths of all classes).
+      of docs/metrics.md at `iou`), `evaluated` bool [B * D], `index` int32 [B * D] (the
+      flat index b * D + d of each outcome's detection, e.g. to look up its label), and
+      `num_ground_truth` int32 (evaluated ground truths of all classes).
     """
     detections, ground_truth, det_eval, gt_eval = _prepared(
         detections, ground_truth, num_classes, ignore_classes
@@ -464,5 +465,6 @@ def pooled_matches(
         "score": score[order],
         "hit": hits[order] & flat_eval[order],
         "evaluated": flat_eval[order],
+        "index": order.astype(jnp.int32),
         "num_ground_truth": jnp.sum(gt_eval, dtype=jnp.int32),
     }

@@ -175,6 +175,9 @@ def test_pooled_matches_match_reference(data, iou, ignore):
     np.testing.assert_array_equal(result["score"][:n], score)
     np.testing.assert_array_equal(result["hit"][:n], hit)
     assert not result["hit"][n:].any() and int(result["num_ground_truth"]) == num_gt
+    flat_score = np.asarray(detections["score"], np.float32).reshape(-1)
+    assert sorted(result["index"].tolist()) == list(range(flat_score.size))  # a permutation
+    np.testing.assert_array_equal(flat_score[result["index"]], result["score"])
 
 
 @pytest.mark.parametrize("seed", [0, 1])
