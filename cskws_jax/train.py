@@ -142,17 +142,10 @@ def augment(features, mask, rng, config: AugmentConfig):
         gain_key, (batch, 1, 1), minval=config.gain_db[0], maxval=config.gain_db[1]
     )
     features = features + gain_db * jnp.log(10.0) / 10  # energy x 10^(dB / 10)
-    energy = jnp.exp(features)
-    valid = mask[..., None].astype(features.dtype)
-    mean_energy = jnp.sum(energy * valid, axis=(1, 2), keepdims=True) / jnp.maximum(
-        jnp.sum(valid, axis=(1, 2), keepdims=True), 1.0
-    )
     snr_db = jax.random.uniform(
         snr_key, (batch, 1, 1), minval=config.snr_db[0], maxval=config.snr_db[1]
     )
-    # White-ish noise: exponential (chi-square, 2 dof) energies around the target level.
-    noise = jax.random.exponential(noise_key, features.shape) * mean_energy * 10 ** (-snr_db / 10)
-    noisy = jnp.log(energy + noise)
+    noisy = augment_lib.mix_noise(features, mask, noise_key, snr_db)
     use_noise = jax.random.uniform(pick_key, (batch, 1, 1)) < config.noise_probability
     features = jnp.where(use_noise, noisy, features)
     # Masks draw from a key of their own, so configs without them keep their numbers.

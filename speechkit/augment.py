@@ -1,6 +1,14 @@
-"""SpecAugment-style masking of log-mel features, for training both tasks' models.
+"""Feature-domain augmentation of log-mel features, for both tasks' models.
 
     masked = spec_augment(features, mask, rng, MaskConfig(freq_masks=2, time_masks=2))
+    noisy = mix_noise(features, mask, rng, snr_db=10.0)
+
+`mix_noise` adds white-ish noise in the mel energy domain (features are natural-log mel
+energies, `speechkit.frontend`) at an SNR relative to each example's mean energy over its
+valid frames and bins; CS-KWS training draws it per crop, the studies sweep it at test
+time (`experiments.studies`). It approximates noise added to the waveform: energies add
+in expectation, the cross terms are left out, and the noise is not filtered by the
+channel the stored features went through.
 
 Bands of mel bins and runs of frames are set to each example's mean log-mel over its
 valid frames (a neutral level, not silence). Widths are drawn uniformly from
@@ -56,3 +64,19 @@ def spec_augment(features, mask, rng, config: MaskConfig):
         runs = _masked_runs(time_key, batch, frames, config.time_masks, config.max_time_width)
         masked = masked | runs[:, :, None]
     return jnp.where(masked & mask[..., None], fill, features)
+
+
+def mix_noise(features, mask, rng, snr_db):
+    """features float [B, T, F] log-mel, mask bool [B, T], snr_db float broadcastable to
+    [B, 1, 1] (dB) -> log(energy + noise) [B, T, F], where each bin's noise energy is
+    exponential (chi-square, 2 degrees of freedom) around mean_energy * 10^(-snr_db / 10)
+    and mean_energy is the example's mean energy over its valid frames and bins. Frames
+    outside `mask` get noise too (callers mask them)."""
+    energy = jnp.exp(features)
+    valid = mask[..., None].astype(features.dtype)
+    mean_energy = jnp.sum(energy * valid, axis=(1, 2), keepdims=True) / jnp.maximum(
+        jnp.sum(valid, axis=(1, 2), keepdims=True), 1.0
+    )
+    snr_db = jnp.asarray(snr_db, features.dtype)
+    noise = jax.random.exponential(rng, features.shape) * mean_energy * 10 ** (-snr_db / 10)
+    return jnp.log(energy + noise)
