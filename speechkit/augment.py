@@ -74,9 +74,8 @@ def mix_noise(features, mask, rng, snr_db):
     outside `mask` get noise too (callers mask them)."""
     energy = jnp.exp(features)
     valid = mask[..., None].astype(features.dtype)
-    mean_energy = jnp.sum(energy * valid, axis=(1, 2), keepdims=True) / jnp.maximum(
-        jnp.sum(valid, axis=(1, 2), keepdims=True), 1.0
-    )
+    cells = jnp.sum(valid, axis=(1, 2), keepdims=True) * features.shape[-1]  # frames x bins
+    mean_energy = jnp.sum(energy * valid, axis=(1, 2), keepdims=True) / jnp.maximum(cells, 1.0)
     snr_db = jnp.asarray(snr_db, features.dtype)
     noise = jax.random.exponential(rng, features.shape) * mean_energy * 10 ** (-snr_db / 10)
     return jnp.log(energy + noise)

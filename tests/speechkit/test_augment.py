@@ -1,4 +1,4 @@
-"""speechkit.augment: SpecAugment-style masks."""
+"""speechkit.augment: SpecAugment-style masks and feature-domain noise."""
 
 import jax
 import numpy as np
@@ -47,3 +47,17 @@ def test_no_masks_is_the_identity_and_masking_happens():
 def test_bad_config_is_named():
     with pytest.raises(ValueError, match="MaskConfig.time_masks"):
         augment.MaskConfig(time_masks=-1)
+
+
+def test_mix_noise_adds_energy_at_the_asked_snr():
+    features, mask = _features(batch=2, frames=400, bins=16)
+    energy = np.exp(features)
+    mean = np.array([energy[b][mask[b]].mean() for b in range(2)])
+    quiet = np.asarray(augment.mix_noise(features, mask, jax.random.key(0), 80.0))
+    np.testing.assert_allclose(quiet, features, atol=1e-3)  # 80 dB: almost nothing added
+    snr_db = np.array([0.0, 10.0], np.float32)[:, None, None]
+    noisy = np.asarray(jax.jit(augment.mix_noise)(features, mask, jax.random.key(0), snr_db))
+    added = np.exp(noisy) - energy
+    assert (added > 0).all()
+    for b, expected in enumerate((1.0, 0.1)):  # noise energy / mean signal energy
+        assert added[b][mask[b]].mean() / mean[b] == pytest.approx(expected, rel=0.05)
