@@ -25,12 +25,51 @@ the corpus index of folds and lengths (`CorpusIndex`) and the batch fields (`col
 from __future__ import annotations
 
 import dataclasses
+import zlib
 
 import grain.python as grain
 import numpy as np
 
-from multiqt_jax.datasets.features import recognised_words
+from multiqt_jax.datasets.features import recognised_words, spoken_words
 from speechkit import asr, batching, checks
+
+TEXT_WORDS = ("recognised", "spoken")
+
+
+@dataclasses.dataclass(frozen=True)
+class TextOptions:
+    """Alterations of the text input for the studies (`experiments.studies`): which words,
+    how late, how wrong. The defaults leave the recogniser's output as it is.
+
+    words: "recognised" (the asr_* fields) or "spoken" (the spoken_* oracle transcript of
+      synthetic_calls, each word emitted at its true end: a perfect streaming recogniser).
+    lag_s: every word emitted this many seconds later (causal text only).
+    substitution_rate: the share of words replaced by another word of the same call
+      (drawn per call from its call_id, so every epoch and fold sees the same errors):
+      a recogniser with this word error rate over `words`, all of it substitutions.
+    """
+
+    words: str = "recognised"
+    lag_s: float = 0.0
+    substitution_rate: float = 0.0
+
+    def __post_init__(self):
+        checks.require_choice("TextOptions.words", self.words, TEXT_WORDS)
+        checks.require_number("TextOptions.lag_s", self.lag_s, at_least=0)
+        checks.require_number(
+            "TextOptions.substitution_rate", self.substitution_rate, at_least=0, at_most=1
+        )
+
+    def check(self, causal_text: bool, where: str) -> None:
+        """An emission lag needs the causal stream (offline words have no emission)."""
+        if self.lag_s and not causal_text:
+            raise ValueError(
+                f"{where}: {self.lag_s} s of emission lag needs the causal text stream"
+            )
+
+    @property
+    def altered(self) -> bool:
+        return self != TextOptions()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,11 +80,13 @@ class PipelineConfig:
     bucket_window: int = 8  # batches per length-sorting window (1 = no bucketing)
     pad_multiple: int = 100  # pad frames to a multiple of this (bounds jit shapes)
     causal_text: bool = True  # text frames hold only what the recogniser had emitted
+    text: TextOptions = TextOptions()  # the studies' alterations of the text input
     drop_remainder: bool = False
 
     def __post_init__(self):
         for name in ("batch_size", "num_epochs", "bucket_window", "pad_multiple"):
             checks.require_int(f"PipelineConfig.{name}", getattr(self, name), at_least=1)
+        self.text.check(self.causal_text, "PipelineConfig.text")
         if self.pad_multiple % 2:
             raise ValueError("PipelineConfig.pad_multiple: must be even (text frames are 2 steps)")
 
@@ -88,7 +129,9 @@ class CorpusIndex:
         return np.flatnonzero(np.isin(self.folds, list(folds)))
 
 
-def to_example(record, causal_text: bool) -> dict[str, np.ndarray]:
+def to_example(
+    record, causal_text: bool, text: TextOptions = TextOptions()
+) -> dict[str, np.ndarray]:
     """One record -> unpadded arrays: audio [Ta, 40], text [Ta // 2, V], labels [Ta]."""
     audio = np.asarray(record["audio"], np.float32)
     labels = np.asarray(record["labels"], np.int32)
@@ -97,15 +140,19 @@ def to_example(record, causal_text: bool) -> dict[str, np.ndarray]:
             f"record {record.get('call_id', '?')!r}: audio {audio.shape} and labels "
             f"{labels.shape} do not share a time axis"
         )
-    text = text_input(record, audio.shape[0], causal_text)
-    return {"audio": audio, "text": text, "labels": labels}
+    frames = text_input(record, audio.shape[0], causal_text, text)
+    return {"audio": audio, "text": frames, "labels": labels}
 
 
-def text_input(record, audio_frames: int, causal_text: bool) -> np.ndarray:
+def text_input(
+    record, audio_frames: int, causal_text: bool, text: TextOptions = TextOptions()
+) -> np.ndarray:
     """The text input float32 [audio_frames // 2, V] (20 ms) of a record's call of
     `audio_frames` 10 ms frames: its own character posteriors when it has them
-    (annotated_calls' `text_posteriors`), else its recognised words (asr_* fields) as
-    character frames, each word from its emission on (`causal_text`) or at its times."""
+    (annotated_calls' `text_posteriors`), else its words (`text.words`, altered as `text`
+    says) as character frames, each word from its emission on (`causal_text`) or at its
+    times."""
+    text.check(causal_text, "TextOptions.lag_s")
     given = np.asarray(record.get("text_posteriors", np.zeros((0, 0))), np.float32)
     if given.size:  # a user's own recogniser output (annotated_calls)
         if given.shape != (audio_frames // 2, asr.NUM_SYMBOLS):
@@ -113,8 +160,41 @@ def text_input(record, audio_frames: int, causal_text: bool) -> np.ndarray:
                 f"record {record.get('call_id', '?')!r}: text_posteriors {given.shape}, "
                 f"expected {(audio_frames // 2, asr.NUM_SYMBOLS)}"
             )
+        if text.altered:
+            raise ValueError(
+                f"record {record.get('call_id', '?')!r}: {text} cannot alter given "
+                "text_posteriors (it alters timed words)"
+            )
         return given
-    return asr.char_frames(recognised_words(record), audio_frames // 2, causal=causal_text)
+    return asr.char_frames(text_words(record, text), audio_frames // 2, causal=causal_text)
+
+
+def text_words(record, text: TextOptions = TextOptions()) -> list[asr.TimedWord]:
+    """A record's timed words as the text input reads them: recognised or spoken
+    (`text.words`), with `text.substitution_rate` of them substituted and each emitted
+    `text.lag_s` later."""
+    words = spoken_words(record) if text.words == "spoken" else recognised_words(record)
+    if text.substitution_rate:
+        words = substituted(words, text.substitution_rate, record.get("call_id", ""))
+    if text.lag_s:
+        words = [dataclasses.replace(w, emitted=w.emitted + text.lag_s) for w in words]
+    return words
+
+
+def substituted(words, rate: float, call_id) -> list[asr.TimedWord]:
+    """`words` with each one, with probability `rate`, replaced by a different word of the
+    same list (times kept); the draws are seeded by `call_id` (str or bytes), so the same
+    call always gets the same errors. A list with one distinct word stays as it is."""
+    call_id = call_id if isinstance(call_id, bytes) else str(call_id).encode()
+    rng = np.random.default_rng(zlib.crc32(call_id))
+    vocabulary = sorted({w.word for w in words})
+    out = []
+    for word in words:
+        others = [v for v in vocabulary if v != word.word]
+        if others and rng.random() < rate:
+            word = dataclasses.replace(word, word=others[rng.integers(len(others))])
+        out.append(word)
+    return out
 
 
 def collate(examples: list[dict], config: PipelineConfig) -> dict[str, np.ndarray]:
@@ -146,6 +226,7 @@ def batches(
     steps = batching.plan(indices, config.batching_config, seed=seed, lengths=index.frames[indices])
 
     def load(step: int, records: np.ndarray) -> dict[str, np.ndarray]:
-        return collate([to_example(source[int(i)], config.causal_text) for i in records], config)
+        examples = [to_example(source[int(i)], config.causal_text, config.text) for i in records]
+        return collate(examples, config)
 
     return batching.map_dataset(steps, load)

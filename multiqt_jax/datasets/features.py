@@ -14,11 +14,14 @@ FEATURES = frontend.FeatureConfig(window_ms=20.0, hop_ms=10.0, num_mels=40)
 labels share its frame rate (`FEATURES.hop_s`)."""
 
 
-def call_features(with_text_posteriors: bool = False) -> tfds.features.FeaturesDict:
+def call_features(
+    with_text_posteriors: bool = False, with_spoken_words: bool = False
+) -> tfds.features.FeaturesDict:
     """audio [frames, FEATURES.num_mels] and labels [frames] at FEATURES.hop_s (10 ms),
     recognised words with times (s), transcript, fold, call_id, duration (s), snr_db,
     noise, speakers; optionally the user's own character posteriors [frames // 2, asr.NUM_SYMBOLS]
-    at 20 ms."""
+    at 20 ms, and the words actually said with their true times (spoken_word,
+    spoken_start, spoken_end: an oracle transcript, where the builder knows it)."""
     fields = {
         "audio": tfds.features.Tensor(shape=(None, FEATURES.num_mels), dtype=np.float32),
         "labels": tfds.features.Tensor(shape=(None,), dtype=np.int32),
@@ -38,6 +41,10 @@ def call_features(with_text_posteriors: bool = False) -> tfds.features.FeaturesD
         fields["text_posteriors"] = tfds.features.Tensor(
             shape=(None, asr.NUM_SYMBOLS), dtype=np.float32
         )
+    if with_spoken_words:
+        fields["spoken_word"] = tfds.features.Sequence(tfds.features.Text())
+        fields["spoken_start"] = tfds.features.Tensor(shape=(None,), dtype=np.float32)
+        fields["spoken_end"] = tfds.features.Tensor(shape=(None,), dtype=np.float32)
     return tfds.features.FeaturesDict(fields)
 
 
@@ -51,11 +58,41 @@ def word_fields(words) -> dict[str, object]:
     }
 
 
+def spoken_fields(words) -> dict[str, object]:
+    """The spoken_* record fields of a sequence of `asr.TimedWord`s (the words said)."""
+    return {
+        "spoken_word": [w.word for w in words],
+        "spoken_start": np.array([w.start for w in words], np.float32),
+        "spoken_end": np.array([w.end for w in words], np.float32),
+    }
+
+
+def spoken_words(record) -> list[asr.TimedWord]:
+    """The spoken_* fields of a stored record as `asr.TimedWord`s, each emitted at its end
+    (what a perfect streaming recogniser would give); a clear error for a record without
+    them (annotated calls, live audio)."""
+    if "spoken_word" not in record:
+        raise ValueError(
+            f"record {_text(record.get('call_id', '?'))!r} has no spoken_word field: the "
+            "oracle transcript exists only in synthetic_calls >= 2.1.0"
+        )
+    return [
+        asr.TimedWord(_text(word), float(start), float(end), float(end))
+        for word, start, end in zip(
+            record["spoken_word"], record["spoken_start"], record["spoken_end"], strict=True
+        )
+    ]
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def recognised_words(record) -> list[asr.TimedWord]:
     """The asr_* fields of a stored record back as `asr.TimedWord`s."""
     return [
         asr.TimedWord(
-            word.decode() if isinstance(word, bytes) else str(word),
+            _text(word),
             float(start),
             float(end),
             float(emitted),

@@ -95,6 +95,7 @@ class RenderedCall:
     features: np.ndarray  # float32 [frames, num_mels] log-mel, one frame per hop (10 ms)
     labels: dict[str, np.ndarray]  # task -> int32 [frames] class ids, on the same frames
     asr_words: tuple[asr.TimedWord, ...]  # recognised words, with emission times
+    spoken_words: tuple[asr.TimedWord, ...]  # the words said, at their synthesised times
     transcript: str  # what was said
     duration: float  # seconds
     snr_db: float
@@ -124,6 +125,20 @@ def _babble_voices(rng: np.random.Generator, engine: str, config: RenderConfig) 
     ]
 
 
+def spoken_words(words, offset_s: float) -> list[asr.TimedWord]:
+    """A turn's `tts.WordTiming`s as the recogniser would spell them (`asr.normalise`),
+    `offset_s` seconds later, each emitted at its end (a perfect streaming recogniser). A
+    timing that normalises to several words ("twenty-one" -> two) splits its span evenly."""
+    out = []
+    for timing in words:
+        parts = asr.normalise(timing.text)
+        step = (timing.end - timing.start) / max(len(parts), 1)
+        for i, part in enumerate(parts):
+            start = offset_s + timing.start + i * step
+            out.append(asr.TimedWord(part, start, start + step, start + step))
+    return out
+
+
 def render_call(
     turns: tuple[Turn, ...],
     rng: np.random.Generator,
@@ -140,6 +155,7 @@ def render_call(
     rate = config.sample_rate
     pieces = [np.zeros(int(config.lead_s * rate), np.float32)]
     spans = []  # (turn, start s, end s) of the spoken words
+    spoken = []
     cursor = pieces[0].size
     for i, turn in enumerate(turns):
         speech = tts.synthesize(
@@ -147,6 +163,7 @@ def render_call(
         )
         words = speech.words
         spans.append((turn, cursor / rate + words[0].start, cursor / rate + words[-1].end))
+        spoken += spoken_words(words, cursor / rate)
         pieces.append(speech.waveform)
         cursor += speech.waveform.size
         gap = config.lead_s if i == len(turns) - 1 else rng.uniform(*config.pause_s)
@@ -185,6 +202,7 @@ def render_call(
         features=features,
         labels=call_labels,
         asr_words=recognition.words,
+        spoken_words=tuple(spoken),
         transcript=" ".join(t.text for t in turns),
         duration=audio.size / rate,
         snr_db=degraded.snr_db,

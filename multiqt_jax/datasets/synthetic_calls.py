@@ -21,7 +21,9 @@ they transfer to a synthesiser they never heard.
 Every record: `audio` float32 [frames, 40] log-mel at 10 ms (`features.FEATURES`),
 `labels` int32 [frames] class ids at 10 ms, the recognised words (`asr_word`,
 `asr_start`, `asr_end`, `asr_emitted` in seconds; the input pipeline turns them into
-character frames), `transcript`, `fold` (0-4, for 5-fold CV), `call_id`, `duration` (s),
+character frames), the words said at their synthesised times (`spoken_word`,
+`spoken_start`, `spoken_end`: the oracle transcript of the studies), `transcript`,
+`fold` (0-4, for 5-fold CV), `call_id`, `duration` (s),
 `snr_db`, `noise`, `speakers` ("|"-joined `speechkit.tts` speaker names).
 Same seed and size -> identical records.
 """
@@ -36,7 +38,7 @@ import tensorflow_datasets as tfds
 
 from multiqt_jax import labels
 from multiqt_jax.datasets import dialogue, render
-from multiqt_jax.datasets.features import NUM_FOLDS, call_features, word_fields
+from multiqt_jax.datasets.features import NUM_FOLDS, call_features, spoken_fields, word_fields
 from speechkit import asr, corpus, lm, tts
 
 
@@ -119,8 +121,10 @@ def render_calls(
 class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder):
     """Synthetic emergency calls for question and symptom tracking."""
 
-    VERSION = tfds.core.Version("2.0.0")
+    VERSION = tfds.core.Version("2.1.0")
     RELEASE_NOTES = {
+        "2.1.0": "spoken_word / spoken_start / spoken_end: the words said, at their "
+        "synthesised times (an oracle transcript)",
         "2.0.0": "several synthesisers, speed perturbation, rooms and microphones; a "
         "heldout split spoken by an engine never heard in train",
         "1.0.1": "render cache files renamed (speechkit.corpus)",
@@ -142,7 +146,7 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
         return tfds.core.DatasetInfo(
             builder=self,
             description=__doc__,
-            features=call_features(),
+            features=call_features(with_spoken_words=True),
             metadata=tfds.core.MetadataDict(classes=list(labels.classes(self.builder_config.task))),
         )
 
@@ -181,6 +185,7 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
                     "audio": call.features,
                     "labels": call.labels[task],
                     **word_fields(call.asr_words),
+                    **spoken_fields(call.spoken_words),
                     "transcript": call.transcript,
                     "fold": index % NUM_FOLDS,
                     "call_id": call_id,

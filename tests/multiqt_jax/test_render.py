@@ -5,7 +5,7 @@ import pytest
 
 from multiqt_jax import labels
 from multiqt_jax.datasets import dialogue, features, render
-from speechkit import channel
+from speechkit import channel, tts
 
 TURNS = (
     dialogue.Turn("dispatcher", "Is the patient breathing?", question="breathing"),
@@ -88,3 +88,30 @@ def test_bad_config():
         render.render_call(TURNS, np.random.default_rng(0), engine="flite")
     with pytest.raises(ValueError, match="no turns"):
         render.render_call((), np.random.default_rng(0))
+
+
+def test_spoken_words_are_the_turns_words_inside_their_labels(call):
+    said = [w.word for w in call.spoken_words]
+    assert said == ["is", "the", "patient", "breathing", "she", "is", "having", "a", "seizure"]
+    starts = np.array([w.start for w in call.spoken_words])
+    ends = np.array([w.end for w in call.spoken_words])
+    assert np.all(ends > starts) and np.all(starts[1:] >= ends[:-1] - 1e-6)
+    assert all(w.emitted == w.end for w in call.spoken_words)
+    # The question's words lie inside its labelled span (10 ms frames), the symptom's too.
+    for first, last, task in ((0, 4, "questions"), (4, 9, "symptoms")):
+        frames = np.flatnonzero(call.labels[task]) * render.LABEL_HOP_S
+        assert frames[0] - 0.011 <= starts[first] and ends[last - 1] <= frames[-1] + 0.011
+
+
+def test_spoken_words_split_and_normalise_timings():
+    timings = [
+        tts.WordTiming("Twenty-one,", 0.0, 0.4, 0, True),
+        tts.WordTiming("Okay.", 0.5, 0.7, 12, True),
+        tts.WordTiming("--", 0.7, 0.8, 18, True),
+    ]
+    words = render.spoken_words(timings, offset_s=1.0)
+    assert [w.word for w in words] == ["twenty", "one", "okay"]
+    np.testing.assert_allclose(
+        [(w.start, w.end, w.emitted) for w in words],
+        [(1.0, 1.2, 1.2), (1.2, 1.4, 1.4), (1.5, 1.7, 1.7)],
+    )

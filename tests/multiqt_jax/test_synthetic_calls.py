@@ -10,7 +10,7 @@ import tensorflow_datasets as tfds
 
 from multiqt_jax import labels
 from multiqt_jax.datasets import render, synthetic_calls
-from multiqt_jax.datasets.features import recognised_words
+from multiqt_jax.datasets.features import recognised_words, spoken_words
 from speechkit import asr
 
 
@@ -40,6 +40,12 @@ def test_records_are_consistent(smoke_build):
         text = asr.char_frames(words, frames // 2, causal=True)
         assert text.shape == (frames // 2, asr.NUM_SYMBOLS)
         assert record["speakers"].decode().startswith("espeak:")
+        # The oracle transcript: the transcript's words, in order, at increasing times
+        # inside the call.
+        said = spoken_words(record)
+        assert [w.word for w in said] == asr.normalise(record["transcript"].decode())
+        starts = np.array([w.start for w in said])
+        assert np.all(np.diff(starts) > 0) and said[-1].end <= record["duration"]
 
 
 @pytest.mark.slow
