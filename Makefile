@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= outputs
 
-.PHONY: test lint demo metrics-demo bench lock clean gpu-check gpu-wheels
+.PHONY: test lint demo studies metrics-demo bench lock clean gpu-check gpu-wheels
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ lint: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m experiments.reproduce --config=experiments/configs/reproduce.py:quick \
 		--workdir=$(OUT)/reproduce --config.data_dir=$(OUT)/tensorflow_datasets
+
+# The studies (quick preset; the corpora of the main job, built if missing):
+# $(OUT)/studies/studies.md, figures and studies.json.
+studies: $(STAMP)
+	$(BIN)/python -m experiments.studies --config=experiments/configs/studies.py:quick \
+		--workdir=$(OUT)/studies --config.data_dir=$(OUT)/tensorflow_datasets
 
 metrics-demo: $(STAMP)
 	$(BIN)/python -m experiments.metrics_demo --out $(OUT)/metrics_demo

@@ -156,15 +156,34 @@ class Candidate:
         self.net, self.decoding = net, decoding
 
 
+def training_utterances(config, size: int) -> np.ndarray:
+    """int64 [n]: the training split's utterances the models train on: all `size` of
+    them or, with `config.train.fraction` < 1, the first ceil(fraction x size) of an order
+    drawn with config.seed, in corpus order (a smaller fraction's are a subset of a
+    larger one's)."""
+    fraction = checks.require_number(
+        "config.train.fraction", config.train.fraction, above=0, at_most=1
+    )
+    if fraction == 1:
+        return np.arange(size)
+    order = np.random.default_rng(config.seed).permutation(size)
+    return np.sort(order[: int(np.ceil(fraction * size))])
+
+
 def train_candidate(candidate: Candidate, config, source, workdir: str):
+    utterances = training_utterances(config, len(source))
     pipeline = input_pipeline.PipelineConfig(
         batch_size=config.train.batch_size,
         crop_s=config.train.crop_s,
-        num_epochs=config.train.steps * config.train.batch_size // len(source) + 2,
+        num_epochs=config.train.steps * config.train.batch_size // len(utterances) + 2,
         unknown_class=candidate.unknown_class,
     )
     dataset = input_pipeline.training_batches(
-        source, pipeline, num_keywords=candidate.num_keywords, seed=config.seed
+        source,
+        pipeline,
+        num_keywords=candidate.num_keywords,
+        seed=config.seed,
+        indices=None if len(utterances) == len(source) else utterances,
     )
     base_key = jax.random.key(config.seed + 1)
 
@@ -379,6 +398,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     if unknown:
         raise ValueError(f"config.models: unknown {sorted(unknown)}; expected some of {MODELS}")
     bootstrap_resamples(config)  # checked before any training
+    training_utterances(config, 1)
     sources, keywords = load_corpus(config)
     has_heldout = HELDOUT in sources
     engine = heldout_engine(config) if has_heldout else None
@@ -438,7 +458,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
                 else ""
             )
         )
-    payload = {"dataset": config.dataset, "keywords": keywords, "models": results}
+    payload = {
+        "dataset": config.dataset,
+        "keywords": keywords,
+        "train_fraction": config.train.fraction,
+        "training_utterances": len(training_utterances(config, len(sources["train"]))),
+        "models": results,
+    }
     if has_heldout:
         payload["heldout_engine"] = engine
     files.write_json(os.path.join(workdir, "results.json"), payload)

@@ -48,7 +48,7 @@ from experiments.evaluators import tracking
 from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model, train
 from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import recognised_words
-from speechkit import augment, files, tts
+from speechkit import augment, checks, files, tts
 from speechkit.optim import OptimizerConfig, TrainState
 
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
@@ -144,6 +144,44 @@ def record_frame_counts(source, num_classes: int) -> np.ndarray:
     ).astype(np.int64)
 
 
+def training_calls(fold_ids: np.ndarray, fold: int, config) -> np.ndarray:
+    """int64 [n]: the calls fold `fold`'s model trains on, the other folds' calls or, with
+    `config.train_fraction` < 1, the first ceil(fraction x n) of them in an order drawn
+    with (config.seed, fold), in corpus order (so a smaller fraction's calls are a subset
+    of a larger one's)."""
+    fraction = checks.require_number(
+        "config.train_fraction", config.train_fraction, above=0, at_most=1
+    )
+    calls = np.flatnonzero(fold_ids != fold)
+    if fraction == 1:
+        return calls
+    order = np.random.default_rng([config.seed, fold]).permutation(calls.size)
+    return np.sort(calls[order[: int(np.ceil(fraction * calls.size))]])
+
+
+def training_noise(config) -> tuple[float, float] | None:
+    """`config.train.noise_snr_db`: (low, high) dB of feature-domain noise mixed into every
+    training call's audio (`speechkit.augment.mix_noise`, SNR uniform per call), or
+    None for () (off)."""
+    value = tuple(config.train.noise_snr_db)
+    if not value:
+        return None
+    return checks.require_interval("config.train.noise_snr_db", value)
+
+
+def noisy_audio(batch: dict, rng, snr_db) -> dict:
+    """`batch` with feature-domain noise in its audio: snr_db a number (dB) or a (low,
+    high) interval drawn uniformly per call; padding frames stay 0."""
+    audio, mask = batch["audio"], batch["audio_mask"]
+    if isinstance(snr_db, tuple):
+        snr_key, rng = jax.random.split(rng)
+        snr_db = jax.random.uniform(
+            snr_key, (audio.shape[0], 1, 1), minval=snr_db[0], maxval=snr_db[1]
+        )
+    noisy = augment.mix_noise(jnp.asarray(audio), mask, rng, snr_db)
+    return {**batch, "audio": jnp.where(mask[..., None], noisy, 0.0)}
+
+
 TEXT_STREAMS = ("causal", "offline")
 
 
@@ -156,6 +194,20 @@ def causal_text(config) -> bool:
             f"config.text_stream: expected one of {TEXT_STREAMS}, got {config.text_stream!r}"
         )
     return config.text_stream == "causal"
+
+
+def text_options(config) -> input_pipeline.TextOptions:
+    """The studies' alterations of the text input, from config.text_words ("recognised"
+    or "spoken": the oracle transcript), config.text_lag_s and
+    config.text_substitution_rate (`input_pipeline.TextOptions`)."""
+    try:
+        return input_pipeline.TextOptions(
+            words=config.text_words,
+            lag_s=config.text_lag_s,
+            substitution_rate=config.text_substitution_rate,
+        )
+    except ValueError as error:
+        raise ValueError(f"config: {error}") from None
 
 
 def row_name(name: str, config) -> str:
@@ -217,6 +269,7 @@ def eval_batches(source, indices, config, index):
         bucket_window=1,
         pad_multiple=config.train.pad_multiple,
         causal_text=causal_text(config),
+        text=text_options(config),
     )
     return input_pipeline.batches(source, pipeline, indices=indices, index=index)
 
@@ -241,13 +294,14 @@ class FoldTrainer:
         self.workdir = os.path.join(workdir, row_name(name, config))
         os.makedirs(self.workdir, exist_ok=True)
         steps, batch_size = config.train.steps, config.train.batch_size
-        self.train_sets = [np.flatnonzero(fold_ids != f) for f in range(self.num_folds)]
+        self.train_sets = [training_calls(fold_ids, f, config) for f in range(self.num_folds)]
         pipeline = input_pipeline.PipelineConfig(
             batch_size=batch_size,
             num_epochs=steps * batch_size // min(len(s) for s in self.train_sets) + 2,
             pad_multiple=config.train.pad_multiple,
             drop_remainder=True,
             causal_text=causal_text(config),
+            text=text_options(config),
         )
         self.datasets = [
             input_pipeline.batches(
@@ -294,9 +348,12 @@ class FoldTrainer:
 
     def _step_fn(self):
         masks = common.build(augment.MaskConfig, self.config.augment, "config.augment")
+        noise = training_noise(self.config)
 
         def one_fold(state, batch, rng, weights):
             key = jax.random.wrap_key_data(rng)
+            if noise is not None:
+                batch = noisy_audio(batch, jax.random.fold_in(key, 2), noise)
             return train.train_step(self.net, state, batch, key, weights, masks)
 
         loop = folds.default_loop() if self.config.fold_loop == "auto" else self.config.fold_loop
@@ -381,9 +438,12 @@ class FoldTrainer:
         """Gold and predicted labels of one held-out call, with its recognised words."""
         record = self.source[int(record_index)]
         pipeline = input_pipeline.PipelineConfig(
-            batch_size=1, pad_multiple=2, causal_text=causal_text(self.config)
+            batch_size=1,
+            pad_multiple=2,
+            causal_text=causal_text(self.config),
+            text=text_options(self.config),
         )
-        example = input_pipeline.to_example(record, pipeline.causal_text)
+        example = input_pipeline.to_example(record, pipeline.causal_text, pipeline.text)
         batch = input_pipeline.collate([example], pipeline)
         pred, gold, mask = train.predict(self.net, params, batch)
         length = int(np.asarray(mask[0]).sum())
@@ -470,7 +530,7 @@ def run_baseline(
 
     smoothing, mine = decoders(config), {}
     for fold in owned_folds(mesh, config.num_folds):
-        train_set = np.flatnonzero(fold_ids != fold)
+        train_set = training_calls(fold_ids, fold, config)
         test_set = np.flatnonzero(fold_ids == fold)
         segments = list(eval_batches(source, train_set, config, index))
         features, targets = baselines.segment_dataset(segments, settings)
@@ -578,6 +638,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     if unknown:
         raise ValueError(f"config.models: unknown {sorted(unknown)}")
     causal_text(config)  # checks the fields before anything is built
+    text_options(config).check(causal_text(config), "config.text_lag_s")
+    training_noise(config)
     smoothing = smoothing_record(config)
     source, index, heldout_source, heldout_index = load_corpus(config)
     heldout = None if heldout_source is None else (heldout_source, heldout_index)
@@ -632,6 +694,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         "task": config.task,
         "num_folds": config.num_folds,
         "text_stream": config.text_stream,
+        "text_lag_s": config.text_lag_s,
+        "text_words": config.text_words,
+        "text_substitution_rate": config.text_substitution_rate,
+        "train_fraction": config.train_fraction,
         "smoothing": smoothing,
         "models": results,
     }

@@ -99,6 +99,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.train.steps = {"smoke": 40, "quick": 1500, "full": 50_000}[preset]
     config.train.batch_size = {"smoke": 4, "quick": 16, "full": 64}[preset]
     config.train.crop_s = 4.0
+    config.train.fraction = 1.0  # share of the training utterances used (a study)
     config.train.log_every = {"smoke": 10, "quick": 100, "full": 500}[preset]
     config.train.checkpoint_every = {"smoke": 20, "quick": 500, "full": 5000}[preset]
     config.train.keep_checkpoints = 2

@@ -42,6 +42,13 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # The models' text input: "causal" (each word from the time the streaming recogniser
     # emitted it) or "offline" (at its recognised times; a non-causal reference row).
     config.text_stream = "causal"
+    # The studies' alterations of the text (multiqt_jax.input_pipeline.TextOptions): the
+    # words ("recognised", or "spoken": the true transcript at its true times), their
+    # emission lag (s, causal only) and a share of them replaced by other words.
+    config.text_words = "recognised"
+    config.text_lag_s = 0.0
+    config.text_substitution_rate = 0.0
+    config.train_fraction = 1.0  # share of each fold's training calls (a study)
     config.num_devices = 0  # 0: all
     config.fold_loop = "auto"  # a device's folds: "vmap", "unroll", auto = unroll on CPU
 
@@ -88,6 +95,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.train.log_every = {"smoke": 10, "quick": 50, "full": 200}[preset]
     config.train.checkpoint_every = {"smoke": 10, "quick": 100, "full": 2000}[preset]
     config.train.keep_checkpoints = 2
+    # (low, high) dB: feature-domain noise in every training call's audio (a study's
+    # noise-matched training, speechkit.augment.mix_noise); (): off.
+    config.train.noise_snr_db = ()
 
     # Every model is also scored after this causal minimum-duration rule on its labels:
     # a class must hold min_frames 40 ms frames before the output switches to it; every

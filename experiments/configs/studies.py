@@ -1,0 +1,57 @@
+r"""The studies (`experiments.studies`): modality, noise, data size, smoothing and latency
+for MultiQT; unknown class, look-ahead, noise and latency for AF-KWS.
+
+    python -m experiments.studies --config=experiments/configs/studies.py:quick \
+        --workdir=outputs/studies --config.data_dir=outputs/tensorflow_datasets
+    python -m experiments.studies --config=experiments/configs/studies.py:quick \
+        --workdir=/tmp/studies --config.studies=noise,smoothing \
+        --config.sweeps.snr_db="(10.0, 0.0)"
+
+Presets: smoke (every study on the smoke corpora, for tests), quick (this machine, under
+an hour on 2 CPU cores), full. `multiqt` and `cskws` are the experiments' own configs of
+the same preset (any field can be overridden, e.g. --config.multiqt.train.steps=100);
+their base variants run models multimodal, audio, text and afkws, afkws_no_unknown.
+`sweeps` holds the swept values of every study.
+"""
+
+import ml_collections
+
+from experiments.common import check_preset
+from experiments.configs import cskws, multiqt
+
+
+def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
+    check_preset(preset)
+    config = ml_collections.ConfigDict()
+    config.preset = preset
+    config.data_dir = ""  # default: ~/tensorflow_datasets
+    config.studies = (
+        "asr_quality,text_lag,noise,data_size,missing_modality,smoothing,"
+        "unknown_class,lookahead,kws_noise"
+    )
+    config.multiqt = multiqt.get_config(preset)
+    config.cskws = cskws.get_config(preset)
+    # The variants' intervals (only the AF-KWS unknown-class study reads them).
+    config.cskws.eval.bootstrap_resamples = {"smoke": 10, "quick": 100, "full": 200}[preset]
+
+    config.sweeps = ml_collections.ConfigDict()
+    config.sweeps.substitution_rate = (0.0, 0.25, 0.5)  # of the oracle transcript's words
+    config.sweeps.text_lag_s = (0.0, 0.5, 1.0, 2.0)  # 0: the base variant
+    config.sweeps.snr_db = (20.0, 10.0, 5.0, 0.0)  # test-time noise (plus clean)
+    config.sweeps.matched_snr_db = (0.0, 20.0)  # noise-trained variants' range
+    config.sweeps.train_fraction = (0.1, 0.25, 0.5, 1.0)  # 1: the base variant
+    config.sweeps.smoothing_frames = (1, 3, 5, 9, 15)  # 1: raw labels
+    config.sweeps.kws_fraction = (0.5, 1.0)
+    config.sweeps.kws_steps = {"smoke": (20, 40), "quick": (750, 1500), "full": (25_000, 50_000)}[
+        preset
+    ]
+    config.sweeps.delay = (0, 2, 4, 8)  # output frames of look-ahead (40 ms each)
+    if preset == "smoke":
+        config.sweeps.substitution_rate = (0.0,)
+        config.sweeps.text_lag_s = (0.0, 1.0)
+        config.sweeps.snr_db = (0.0,)
+        config.sweeps.train_fraction = (0.5, 1.0)
+        config.sweeps.smoothing_frames = (1, 3)
+        config.sweeps.kws_fraction = (0.5, 1.0)
+        config.sweeps.delay = (0, 6)
+    return config
