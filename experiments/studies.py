@@ -34,8 +34,9 @@ AF-KWS (mAP, AP@0.05, FRR@5 on the test split, and the held-out engine's mAP whe
 sub-experiment measured it):
 - `unknown_class`: afkws and afkws_no_unknown trained on `config.sweeps.kws_fraction`
   of the training utterances for `config.sweeps.kws_steps` steps (every pair).
-- `lookahead`: afkws with `config.sweeps.delay` output frames of look-ahead: scores
-  against the algorithmic latency (`cskws_jax.streaming.StreamDetector.latency_s`).
+- `lookahead`: afkws with `config.sweeps.delay` output frames of look-ahead (and the
+  base variant's): scores against the algorithmic latency
+  (`cskws_jax.streaming.StreamDetector.latency_s`).
 - `kws_noise`: the base models tested with noise at `config.sweeps.snr_db`, and an
   afkws trained with noise in `config.sweeps.matched_snr_db` on every crop.
 Every AF-KWS row is detected by the streaming detector (`StreamDetector.detect`, blocks
@@ -572,10 +573,14 @@ class Studies:
 
     def lookahead(self) -> dict:
         rows = []
-        for delay in sorted(int(d) for d in self.config.sweeps.delay):
-            base = self.config.cskws
-            name = "base" if delay == base.model.delay else f"delay{delay}"
-            _, folder, _ = self.runs.cskws(name, {"model.delay": delay}, models="afkws")
+        base_delay = self.config.cskws.model.delay
+        for delay in sorted({int(d) for d in self.config.sweeps.delay} | {base_delay}):
+            if delay == base_delay:  # the base variant, trained anyway: a free point
+                _, folder, _ = self.runs.cskws("base")
+            else:
+                _, folder, _ = self.runs.cskws(
+                    f"delay{delay}", {"model.delay": delay}, models="afkws"
+                )
             scored = self.keywords().score(os.path.join(folder, "afkws", "bundle"))
             rows.append({"delay": delay, **scored})
             log(

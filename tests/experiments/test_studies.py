@@ -286,6 +286,7 @@ def test_smoke_studies_write_records_figures_and_the_report(tmp_path, run_experi
         tmp_path,
         "--config.studies=asr_quality,smoothing,lookahead",
         "--config.sweeps.delay=(0,)",
+        "--config.cskws.model.delay=0",  # the base variant is the one look-ahead point
         *small,
     )
     payload = json.loads((tmp_path / "studies.json").read_text())
@@ -303,12 +304,12 @@ def test_smoke_studies_write_records_figures_and_the_report(tmp_path, run_experi
     assert lookahead["delay"] == 0 and 0 <= lookahead["mAP"] <= 1
     # The streamed AF-KWS bundle scores what the experiment's own (offline) evaluation
     # scored; on the held-out engine's split, where the smoke model finds something.
-    kws = json.loads((tmp_path / "cskws" / "delay0" / "results.json").read_text())
+    kws = json.loads((tmp_path / "cskws" / "base" / "results.json").read_text())
     assert lookahead["mAP"] == pytest.approx(kws["models"]["afkws"]["mAP"], abs=1e-6)
     config = studies_config.get_config("smoke").cskws
     config.data_dir = str(smoke_build[0])
     scorer = studies.KeywordScorer(config, cskws.load_corpus(config)[0])
-    heldout = scorer.score(str(tmp_path / "cskws" / "delay0" / "afkws" / "bundle"), split="heldout")
+    heldout = scorer.score(str(tmp_path / "cskws" / "base" / "afkws" / "bundle"), split="heldout")
     assert heldout["mAP"] == pytest.approx(kws["models"]["afkws"]["heldout"]["mAP"], abs=1e-6)
     assert heldout["latency"]["count"] >= 1
     for path in payload["figures"].values():
