@@ -644,22 +644,34 @@ def _save(figure, ax, path: str, *, title: str, xlabel: str, ylabel: str, legend
 
 
 def asr_quality_figure(record: dict, path: str) -> None:
-    """TIMESTEP F1 against the text's word error rate: one line per text-reading model
-    over the causal streams, offline streams as open markers, audio-only as a band."""
+    """TIMESTEP F1 against the text's word error rate: per text-reading model a line over
+    the oracle transcript's substitution sweep, squares for the recogniser (filled:
+    causal, open: offline), audio-only as a band (mean ± std)."""
     figure, ax = plt.subplots(figsize=(6, 3.6))
-    rows = sorted(record["rows"], key=lambda row: row["wer"])
+    oracle = sorted(
+        (row for row in record["rows"] if row["variant"].startswith("oracle")),
+        key=lambda row: row["wer"],
+    )
+    recogniser = [row for row in record["rows"] if not row["variant"].startswith("oracle")]
     for name, color in (("multimodal", "C0"), ("text", "C2")):
-        for causal, style in ((True, "o-"), (False, "o")):
-            chosen = [row for row in rows if row["causal"] == causal]
+        f1 = lambda rows, name=name: (  # noqa: E731
+            [row["wer"] for row in rows],
+            [row[name]["timestep_f1"]["mean"] for row in rows],
+            [row[name]["timestep_f1"]["std"] for row in rows],
+        )
+        xs, means, stds = f1(oracle)
+        ax.errorbar(xs, means, yerr=stds, fmt="o-", color=color, capsize=3, label=f"{name}, oracle")
+        for row in recogniser:
+            xs, means, stds = f1([row])
             ax.errorbar(
-                [row["wer"] for row in chosen],
-                [row[name]["timestep_f1"]["mean"] for row in chosen],
-                yerr=[row[name]["timestep_f1"]["std"] for row in chosen],
-                fmt=style,
+                xs,
+                means,
+                yerr=stds,
+                fmt="s",
                 color=color,
-                mfc=color if causal else "none",
+                mfc=color if row["causal"] else "none",
                 capsize=3,
-                label=f"{name}{'' if causal else ' (offline text)'}",
+                label=f"{name}, {row['stream']}",
             )
     audio = record["audio"]["timestep_f1"]
     ax.axhspan(audio["mean"] - audio["std"], audio["mean"] + audio["std"], color="C1", alpha=0.2)
@@ -671,7 +683,7 @@ def asr_quality_figure(record: dict, path: str) -> None:
         title="MultiQT: transcript quality",
         xlabel="word error rate of the text stream",
         ylabel="TIMESTEP F1 (mean ± std over folds)",
-        legend_size=7,
+        legend_size=6,
     )
 
 
