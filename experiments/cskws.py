@@ -60,7 +60,7 @@ from cskws_jax import baselines, bundle, input_pipeline, losses, model, operatin
 from cskws_jax.datasets import synthetic_kws
 from experiments import common, training
 from experiments.evaluators import detection
-from speechkit import checks, files
+from speechkit import batching, checks, files
 from speechkit.optim import OptimizerConfig, TrainState
 
 MODELS = ("afkws", "afkws_no_unknown", "sliding_window")
@@ -164,10 +164,7 @@ def training_utterances(config, size: int) -> np.ndarray:
     fraction = checks.require_number(
         "config.train.fraction", config.train.fraction, above=0, at_most=1
     )
-    if fraction == 1:
-        return np.arange(size)
-    order = np.random.default_rng(config.seed).permutation(size)
-    return np.sort(order[: int(np.ceil(fraction * size))])
+    return batching.nested_subset(np.arange(size), fraction, config.seed)
 
 
 def train_candidate(candidate: Candidate, config, source, workdir: str):

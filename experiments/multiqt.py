@@ -48,7 +48,7 @@ from experiments.evaluators import tracking
 from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model, train
 from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import recognised_words
-from speechkit import augment, checks, files, tts
+from speechkit import augment, batching, checks, files, tts
 from speechkit.optim import OptimizerConfig, TrainState
 
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
@@ -152,11 +152,7 @@ def training_calls(fold_ids: np.ndarray, fold: int, config) -> np.ndarray:
     fraction = checks.require_number(
         "config.train_fraction", config.train_fraction, above=0, at_most=1
     )
-    calls = np.flatnonzero(fold_ids != fold)
-    if fraction == 1:
-        return calls
-    order = np.random.default_rng([config.seed, fold]).permutation(calls.size)
-    return np.sort(calls[order[: int(np.ceil(fraction * calls.size))]])
+    return batching.nested_subset(np.flatnonzero(fold_ids != fold), fraction, [config.seed, fold])
 
 
 def training_noise(config) -> tuple[float, float] | None:

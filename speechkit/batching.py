@@ -134,6 +134,17 @@ def select(num_records: int, indices=None) -> np.ndarray:
     return indices
 
 
+def nested_subset(items: np.ndarray, fraction: float, seed) -> np.ndarray:
+    """The first ceil(fraction x len(items)) of `items` in an order drawn with `seed` (an
+    int or a sequence of ints for `np.random.default_rng`), back in their own order; all
+    of them for fraction 1. For one seed a smaller fraction's subset lies inside a larger
+    one's (training-data size studies)."""
+    if fraction == 1:
+        return items
+    order = np.random.default_rng(seed).permutation(len(items))
+    return np.sort(items[order[: int(np.ceil(fraction * len(items)))]])
+
+
 def map_dataset(
     steps: Sequence[np.ndarray], load: Callable[[int, np.ndarray], dict]
 ) -> grain.MapDataset:

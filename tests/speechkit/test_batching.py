@@ -186,3 +186,12 @@ def test_map_dataset_loads_each_step_and_restores_its_iterator_state():
     assert [next(resumed)["records"].tolist() for _ in range(9)] == rest
     with pytest.raises(StopIteration):
         next(resumed)
+
+
+def test_nested_subsets_grow_with_the_fraction_and_keep_item_order():
+    items = np.arange(10, 50)
+    assert batching.nested_subset(items, 1.0, 0) is items
+    small, large = (batching.nested_subset(items, f, [3, 1]) for f in (0.1, 0.5))
+    assert small.size == 4 and large.size == 20 and set(small) <= set(large)
+    assert np.all(np.diff(large) > 0) and set(large) <= set(items)
+    assert not np.array_equal(large, batching.nested_subset(items, 0.5, [3, 2]))
