@@ -58,6 +58,13 @@ def test_text_options_and_training_noise_are_checked_by_field_name():
         multiqt.training_noise(config)
     config.train.noise_snr_db = (0.0, 20.0)
     assert multiqt.training_noise(config) == (0.0, 20.0)
+    assert multiqt.text_recognizer(config) == ""
+    config.text_recognizer = "perfect"
+    with pytest.raises(ValueError, match="config.text_recognizer: expected '' or one of"):
+        multiqt.text_recognizer(config)
+    config.text_recognizer, config.text_words = "narrowband", "spoken"
+    with pytest.raises(ValueError, match="needs text_words='recognised'"):
+        multiqt.text_recognizer(config)
 
 
 def test_noisy_audio_leaves_padding_at_zero():
@@ -273,6 +280,49 @@ def test_claims_figures_and_report_from_recorded_numbers(tmp_path):
         assert f"]({path})" in text
 
 
+class _FoldScores(dict):
+    """results.json "models" whose every model scored 0.5 ± 0.1 (for studies that only
+    assemble what their runs recorded)."""
+
+    def __missing__(self, name):
+        scores = {score: {"f1": 0.5} for score in ("timestep", "instance")}
+        return {"mean": scores, "std": {score: {"f1": 0.1} for score in scores}}
+
+
+def test_asr_quality_measures_each_streams_error_rate_on_the_corpus(monkeypatch, smoke_build):
+    """The study's rows on the smoke corpus, its runs' scores stubbed (training is the
+    experiments' own, tested beside them): each stream's WER against the spoken words."""
+    config = studies_config.get_config("smoke")
+    config.data_dir = str(smoke_build[0])
+    config.sweeps.substitution_rate = (0.0, 0.5)
+    trained = []
+
+    def run(self, task, name, overrides):
+        trained.append((name, overrides["models"]))
+        return {"models": _FoldScores()}, name, studies.variant(self._base(task), overrides)
+
+    monkeypatch.setattr(studies.Runs, "_run", run)
+    record = studies.Studies(config, "unused").asr_quality()
+    rows = record["rows"]
+    assert [row["variant"] for row in rows] == [
+        "oracle",
+        "oracle-sub0.5",
+        "base",
+        "offline",
+        "asr-small_beam",
+    ]
+    assert [row["causal"] for row in rows] == [True, True, True, False, True]
+    assert rows[0]["wer"] == 0.0 and 0.2 <= rows[1]["wer"] <= 0.8  # of a few dozen words
+    assert 0 < rows[2]["wer"] == rows[3]["wer"] <= 1.5  # the same words, emitted otherwise
+    assert rows[4]["wer"] > rows[2]["wer"]  # smaller beams: more search errors
+    assert rows[0]["text"]["timestep_f1"] == {"mean": 0.5, "std": 0.1}
+    assert record["audio"]["timestep_f1"]["mean"] == 0.5
+    assert ("offline", "multimodal,text") in trained and (
+        "base",
+        "multimodal,audio,text",
+    ) in trained
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_smoke_studies_write_records_figures_and_the_report(tmp_path, run_experiment, smoke_build):
@@ -284,22 +334,18 @@ def test_smoke_studies_write_records_figures_and_the_report(tmp_path, run_experi
     run_experiment(
         "studies",
         tmp_path,
-        "--config.studies=asr_quality,smoothing,lookahead",
+        "--config.studies=smoothing,lookahead",
         "--config.sweeps.delay=(0,)",
         "--config.cskws.model.delay=0",  # the base variant is the one look-ahead point
         *small,
     )
     payload = json.loads((tmp_path / "studies.json").read_text())
-    assert list(payload["studies"]) == ["asr_quality", "smoothing", "lookahead"]
-    rows = payload["studies"]["asr_quality"]["rows"]
-    assert [row["variant"] for row in rows] == ["oracle", "base", "offline"]
-    assert rows[0]["wer"] == 0.0 and 0 < rows[1]["wer"] == rows[2]["wer"] <= 1.5
-    for row in rows:
-        for name in ("multimodal", "text"):
-            assert 0 <= row[name]["timestep_f1"]["mean"] <= 1
+    assert list(payload["studies"]) == ["smoothing", "lookahead"]
     assert payload["num_folds"] == 2
     smoothing = payload["studies"]["smoothing"]
     assert smoothing["points"] == [1, 3] and smoothing["declared_latency_s"][0] == 0
+    for curve in smoothing["curves"]["timestep_f1"].values():
+        assert all(0 <= value <= 1 for value in curve["mean"])
     (lookahead,) = payload["studies"]["lookahead"]["rows"]
     assert lookahead["delay"] == 0 and 0 <= lookahead["mAP"] <= 1
     # The streamed AF-KWS bundle scores what the experiment's own (offline) evaluation
