@@ -105,3 +105,23 @@ def recognised_words(record) -> list[asr.TimedWord]:
             strict=True,
         )
     ]
+
+
+class RecognisedBy:
+    """A data source (`tfds.data_source` split) whose records' asr_* fields hold other
+    recognised words: `words[call_id]`, a sequence of `asr.TimedWord`s per call (e.g.
+    `synthetic_calls.SyntheticCalls.variant_words`). Every call needs its words."""
+
+    def __init__(self, source, words: dict):
+        self.source, self.words = source, words
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __getitem__(self, index: int) -> dict:
+        record = self.source[index]
+        call_id = record["call_id"]
+        call_id = call_id.decode() if isinstance(call_id, bytes) else str(call_id)
+        if call_id not in self.words:
+            raise KeyError(f"RecognisedBy: no recognised words for call {call_id!r}")
+        return {**record, **word_fields(self.words[call_id])}

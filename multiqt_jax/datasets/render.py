@@ -91,6 +91,57 @@ class RenderConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class RecognizerVariant:
+    """Another recogniser on the same call audio (a point on the studies' WER axis)."""
+
+    line: str = "none"  # channel.TELEPHONE_LINES: the call heard through this line first
+    # "calls": the corpus's own trigram model; "unigram": a unigram model of the same
+    # text (no word context); "general": pocketsphinx's general en-us model (slow)
+    language_model: str = "calls"
+    # (beam, word beam, phone beam) of pocketsphinx; None: the corpus recogniser's
+    beams: tuple[float, float, float] | None = None
+
+    def __post_init__(self):
+        checks.require_choice("RecognizerVariant.line", self.line, channel.TELEPHONE_LINES)
+        checks.require_choice(
+            "RecognizerVariant.language_model", self.language_model, LANGUAGE_MODELS
+        )
+
+    def recognizer(
+        self, corpus: asr.RecognizerConfig, unigram_language_model: str | None = None
+    ) -> asr.RecognizerConfig:
+        """The corpus's recogniser (`corpus`, its language model set) changed as this
+        says; `unigram_language_model`: the unigram model's path, where it is used."""
+        changes = {}
+        if self.language_model == "general":
+            changes["language_model"] = None
+        elif self.language_model == "unigram":
+            if unigram_language_model is None:
+                raise ValueError("RecognizerVariant: language_model 'unigram' needs its path")
+            changes["language_model"] = unigram_language_model
+        if self.beams is not None:
+            changes.update(zip(("beam", "word_beam", "phone_beam"), self.beams, strict=True))
+        return dataclasses.replace(corpus, **changes)
+
+
+LANGUAGE_MODELS = ("calls", "unigram", "general")
+# Worse recognisers than the corpus's own, each on the same audio. pocketsphinx's
+# defaults are beams of 1e-48 / 7e-29 / 1e-48; the corpus decodes with wider ones.
+RECOGNIZER_VARIANTS = {
+    "narrowband": RecognizerVariant(line="narrowband"),  # an 8 kHz line, a 16 kHz model
+    "small_beam": RecognizerVariant(beams=(1e-20, 1e-12, 1e-20)),
+    "unigram_lm": RecognizerVariant(language_model="unigram"),
+    "general_lm": RecognizerVariant(language_model="general"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantRecognition:
+    words: tuple[asr.TimedWord, ...]  # recognised words, with emission times
+    stage_seconds: dict[str, float]
+
+
+@dataclasses.dataclass(frozen=True)
 class RenderedCall:
     features: np.ndarray  # float32 [frames, num_mels] log-mel, one frame per hop (10 ms)
     labels: dict[str, np.ndarray]  # task -> int32 [frames] class ids, on the same frames
@@ -139,22 +190,33 @@ def spoken_words(words, offset_s: float) -> list[asr.TimedWord]:
     return out
 
 
-def render_call(
+@dataclasses.dataclass(frozen=True)
+class CallAudio:
+    waveform: np.ndarray  # float32 [samples] at RenderConfig.sample_rate, channel applied
+    spans: tuple[tuple[Turn, float, float], ...]  # (turn, start s, end s) of its words
+    spoken_words: tuple[asr.TimedWord, ...]  # the words said, at their synthesised times
+    degraded: channel.Degraded
+    speakers: tuple[str, ...]  # dispatcher's and caller's `speaker` names
+
+
+def render_audio(
     turns: tuple[Turn, ...],
     rng: np.random.Generator,
     config: RenderConfig = RenderConfig(),
     engine: str = "espeak",
-) -> RenderedCall:
-    """Synthesis by `engine`, channel, recognition and features for one script."""
+    timings: dict[str, float] | None = None,
+) -> CallAudio:
+    """Synthesis by `engine` and the channel for one script: the call audio as the
+    recogniser and the features hear it. Adds its stages' seconds to `timings`."""
     if not turns:
         raise ValueError("render_call: the script has no turns")
     checks.require_choice("engine", engine, tts.ENGINES)
-    timings = dict.fromkeys(("synthesis", "channel", "recognition", "features"), 0.0)
+    timings = {} if timings is None else timings
     clock = time.perf_counter()
     voices = {role: _voice(rng, engine, role, config) for role in ("dispatcher", "caller")}
     rate = config.sample_rate
     pieces = [np.zeros(int(config.lead_s * rate), np.float32)]
-    spans = []  # (turn, start s, end s) of the spoken words
+    spans = []
     spoken = []
     cursor = pieces[0].size
     for i, turn in enumerate(turns):
@@ -170,7 +232,7 @@ def render_call(
         pieces.append(np.zeros(int(gap * rate), np.float32))
         cursor += pieces[-1].size
     clean = np.concatenate(pieces)
-    timings["synthesis"] += time.perf_counter() - clock
+    timings["synthesis"] = timings.get("synthesis", 0.0) + time.perf_counter() - clock
 
     clock = time.perf_counter()
     degraded = channel.degrade(
@@ -180,8 +242,26 @@ def render_call(
         rate,
         babble_voices=lambda voice_rng: _babble_voices(voice_rng, engine, config),
     )
-    audio = degraded.waveform
-    timings["channel"] += time.perf_counter() - clock
+    timings["channel"] = timings.get("channel", 0.0) + time.perf_counter() - clock
+    return CallAudio(
+        waveform=degraded.waveform,
+        spans=tuple(spans),
+        spoken_words=tuple(spoken),
+        degraded=degraded,
+        speakers=tuple(voice.speaker for voice in voices.values()),
+    )
+
+
+def render_call(
+    turns: tuple[Turn, ...],
+    rng: np.random.Generator,
+    config: RenderConfig = RenderConfig(),
+    engine: str = "espeak",
+) -> RenderedCall:
+    """Synthesis by `engine`, channel, recognition and features for one script."""
+    timings = dict.fromkeys(("synthesis", "channel", "recognition", "features"), 0.0)
+    call = render_audio(turns, rng, config, engine, timings)
+    audio, rate = call.waveform, config.sample_rate
 
     clock = time.perf_counter()
     recognition = asr.recognize(audio, config.recognizer)
@@ -193,7 +273,7 @@ def render_call(
     timings["features"] += time.perf_counter() - clock
 
     call_labels = {task: np.zeros(frames, np.int32) for task in labels.TASKS}
-    for turn, start, end in spans:
+    for turn, start, end in call.spans:
         for task, name in (("questions", turn.question), ("symptoms", turn.symptom)):
             if name != "none":
                 class_id = labels.classes(task).index(name)
@@ -202,13 +282,34 @@ def render_call(
         features=features,
         labels=call_labels,
         asr_words=recognition.words,
-        spoken_words=tuple(spoken),
+        spoken_words=call.spoken_words,
         transcript=" ".join(t.text for t in turns),
         duration=audio.size / rate,
-        snr_db=degraded.snr_db,
-        noise=degraded.noise,
-        room=degraded.room,
+        snr_db=call.degraded.snr_db,
+        noise=call.degraded.noise,
+        room=call.degraded.room,
         engine=engine,
-        speakers=tuple(voice.speaker for voice in voices.values()),
+        speakers=call.speakers,
         stage_seconds=timings,
     )
+
+
+def recognize_variant(
+    turns: tuple[Turn, ...],
+    rng: np.random.Generator,
+    config: RenderConfig,
+    engine: str,
+    variant: RecognizerVariant,
+    unigram_language_model: str | None = None,
+) -> VariantRecognition:
+    """The call of `render_call(turns, rng, config, engine)` rendered again (the same
+    audio, from the same generator state) and recognised by `variant`
+    (`unigram_language_model`: see `RecognizerVariant.recognizer`)."""
+    timings = dict.fromkeys(("synthesis", "channel", "recognition"), 0.0)
+    call = render_audio(turns, rng, config, engine, timings)
+    clock = time.perf_counter()
+    audio = channel.through_line(call.waveform, variant.line, config.sample_rate)
+    recognizer = variant.recognizer(config.recognizer, unigram_language_model)
+    words = asr.recognize(audio, recognizer).words
+    timings["recognition"] += time.perf_counter() - clock
+    return VariantRecognition(words, timings)

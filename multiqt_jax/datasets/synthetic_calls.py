@@ -39,7 +39,7 @@ import tensorflow_datasets as tfds
 from multiqt_jax import labels
 from multiqt_jax.datasets import dialogue, render
 from multiqt_jax.datasets.features import NUM_FOLDS, call_features, spoken_fields, word_fields
-from speechkit import asr, corpus, lm, tts
+from speechkit import asr, checks, corpus, lm, tts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,10 +70,11 @@ class CallsConfig(tfds.core.BuilderConfig):
         )
 
 
-def build_language_model(size: str, path: str, seed: int = SEED) -> str:
-    """The recogniser's trigram model from the "lm" phrase pool (never the calls' text)."""
+def build_language_model(size: str, path: str, seed: int = SEED, order: int = 3) -> str:
+    """The recogniser's n-gram model (trigram by default) from the "lm" phrase pool
+    (never the calls' text)."""
     sentences = dialogue.language_model_text(np.random.default_rng([seed, 1]), SIZES[size].lm_calls)
-    lm.train_arpa([asr.normalise(s) for s in sentences], path)
+    lm.train_arpa([asr.normalise(s) for s in sentences], path, order=order)
     return path
 
 
@@ -85,6 +86,39 @@ def _render_one(job) -> render.RenderedCall:
     return render.render_call(turns, np.random.default_rng([seed, 3, index]), config, engine)
 
 
+def _recognize_one(job) -> render.VariantRecognition:
+    index, size, config, seed, engine, variant, unigram_language_model = job
+    turns = dialogue.generate_call(
+        np.random.default_rng([seed, 2, index]), SIZES[size].protocol_questions
+    )
+    return render.recognize_variant(
+        turns,
+        np.random.default_rng([seed, 3, index]),
+        config,
+        engine,
+        variant,
+        unigram_language_model,
+    )
+
+
+def _call_jobs(size: str, config: render.RenderConfig, seed: int, split: str) -> list[tuple]:
+    """(script index, size, config, seed, engine) of every call of a split. Training
+    calls take the training engines in turn; heldout calls (script indices after the
+    training ones) the held-out engine."""
+    calls = SIZES[size].calls
+    if split == "train":
+        engines = config.training_engines
+        return [(i, size, config, seed, engines[i % len(engines)]) for i in range(calls)]
+    if split == "heldout":
+        if config.heldout_engine is None:
+            raise ValueError("split 'heldout': RenderConfig.heldout_engine is None")
+        return [
+            (calls + i, size, config, seed, config.heldout_engine)
+            for i in range(SIZES[size].heldout_calls)
+        ]
+    raise ValueError(f"split: expected 'train' or 'heldout', got {split!r}")
+
+
 def render_calls(
     size: str,
     cache_dir: str,
@@ -94,28 +128,52 @@ def render_calls(
     split: str = "train",
 ) -> list[render.RenderedCall]:
     """All calls of a size's split, rendered once and cached
-    (`speechkit.corpus.render_cached`). Training calls take the training engines in
-    turn; heldout calls (script indices after the training ones) the held-out engine."""
-    calls = SIZES[size].calls
-    if split == "train":
-        engines = config.training_engines
-        jobs = [(i, size, config, seed, engines[i % len(engines)]) for i in range(calls)]
-    elif split == "heldout":
-        if config.heldout_engine is None:
-            raise ValueError("split 'heldout': RenderConfig.heldout_engine is None")
-        jobs = [
-            (calls + i, size, config, seed, config.heldout_engine)
-            for i in range(SIZES[size].heldout_calls)
-        ]
-    else:
-        raise ValueError(f"split: expected 'train' or 'heldout', got {split!r}")
+    (`speechkit.corpus.render_cached`)."""
     return corpus.render_cached(
         _render_one,
-        jobs,
+        _call_jobs(size, config, seed, split),
         os.path.join(cache_dir, split),
         f"synthetic_calls/{size} {split}",
         workers,
     )
+
+
+def recognize_calls(
+    size: str,
+    cache_dir: str,
+    config: render.RenderConfig,
+    variant: str,
+    seed: int = SEED,
+    workers: int | None = None,
+    split: str = "train",
+) -> list[tuple[asr.TimedWord, ...]]:
+    """The words recogniser `variant` (a name of `render.RECOGNIZER_VARIANTS`) heard in
+    every call of a size's split, in `render_calls` order: the calls' audio rendered
+    again and recognised, once, cached in cache_dir/<split>-asr-<variant> (the unigram
+    language model in cache_dir/calls-unigram.arpa)."""
+    checks.require_choice("recogniser variant", variant, tuple(render.RECOGNIZER_VARIANTS))
+    unigram_language_model = None
+    if render.RECOGNIZER_VARIANTS[variant].language_model == "unigram":
+        unigram_language_model = os.path.join(cache_dir, "calls-unigram.arpa")
+        if not os.path.exists(unigram_language_model):
+            build_language_model(size, unigram_language_model, seed, order=1)
+    jobs = [
+        (*job, render.RECOGNIZER_VARIANTS[variant], unigram_language_model)
+        for job in _call_jobs(size, config, seed, split)
+    ]
+    done = corpus.render_cached(
+        _recognize_one,
+        jobs,
+        os.path.join(cache_dir, f"{split}-asr-{variant}"),
+        f"synthetic_calls/{size} {split} recogniser {variant}",
+        workers,
+    )
+    return [item.words for item in done]
+
+
+def call_id(split: str, index: int) -> str:
+    """The record key of a split's index-th call."""
+    return f"call-{index:05d}" if split == "train" else f"{split}-{index:05d}"
 
 
 class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder):
@@ -150,7 +208,9 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
             metadata=tfds.core.MetadataDict(classes=list(labels.classes(self.builder_config.task))),
         )
 
-    def _split_generators(self, dl_manager):
+    def render_setup(self) -> tuple[str, render.RenderConfig]:
+        """(render cache folder, render config with the recogniser's language model) of
+        this config; builds the language model on first use."""
         config = self.builder_config
         # The recogniser's language model path is built here, not a setting.
         recognizer = dataclasses.replace(config.render_config.recognizer, language_model=None)
@@ -162,10 +222,25 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
         if not os.path.exists(lm_path):
             os.makedirs(cache, exist_ok=True)
             build_language_model(config.size, lm_path)
-        render_config = dataclasses.replace(
+        return cache, dataclasses.replace(
             config.render_config,
             recognizer=dataclasses.replace(config.render_config.recognizer, language_model=lm_path),
         )
+
+    def variant_words(self, variant: str, split: str = "train") -> dict[str, tuple]:
+        """call_id -> the `asr.TimedWord`s that recogniser `variant`
+        (`render.RECOGNIZER_VARIANTS`) heard in that call of `split`: the same audio as
+        the records', recognised again (`recognize_calls`; computed on first use, about
+        as long as the split's own rendering, then cached beside the corpus)."""
+        cache, render_config = self.render_setup()
+        words = recognize_calls(
+            self.builder_config.size, cache, render_config, variant, split=split
+        )
+        return {call_id(split, i): call_words for i, call_words in enumerate(words)}
+
+    def _split_generators(self, dl_manager):
+        config = self.builder_config
+        cache, render_config = self.render_setup()
         for engine in render_config.engines:
             tts.require_engine(engine)
         splits = ("train", "heldout") if render_config.heldout_engine else ("train",)
@@ -178,9 +253,9 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
 
     def _generate_examples(self, calls, task, split="train"):
         for index, call in enumerate(calls):
-            call_id = f"call-{index:05d}" if split == "train" else f"{split}-{index:05d}"
+            key = call_id(split, index)
             yield (
-                call_id,
+                key,
                 {
                     "audio": call.features,
                     "labels": call.labels[task],
@@ -188,7 +263,7 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
                     **spoken_fields(call.spoken_words),
                     "transcript": call.transcript,
                     "fold": index % NUM_FOLDS,
-                    "call_id": call_id,
+                    "call_id": key,
                     "duration": call.duration,
                     "snr_db": call.snr_db,
                     "noise": call.noise,

@@ -1,5 +1,7 @@
 """multiqt_jax.datasets.render: a short call, end to end (real synthesis and ASR)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -115,3 +117,36 @@ def test_spoken_words_split_and_normalise_timings():
         [(w.start, w.end, w.emitted) for w in words],
         [(1.0, 1.2, 1.2), (1.2, 1.4, 1.4), (1.5, 1.7, 1.7)],
     )
+
+
+def test_a_recogniser_variant_hears_the_same_audio_again(call):
+    """Rendering again from the same generator state gives the same audio: the
+    unchanged recogniser finds exactly the corpus's words, a narrow-band line others."""
+    same = render.recognize_variant(
+        TURNS, np.random.default_rng(0), render.RenderConfig(), "espeak", render.RecognizerVariant()
+    )
+    assert same.words == call.asr_words
+    assert set(same.stage_seconds) == {"synthesis", "channel", "recognition"}
+    narrow = render.recognize_variant(
+        TURNS,
+        np.random.default_rng(0),
+        render.RenderConfig(),
+        "espeak",
+        render.RECOGNIZER_VARIANTS["narrowband"],
+    )
+    assert narrow.words and all(w.emitted >= w.end for w in narrow.words)
+
+
+def test_recogniser_variants_change_only_their_fields():
+    corpus = render.RenderConfig().recognizer
+    general = render.RECOGNIZER_VARIANTS["general_lm"].recognizer(
+        dataclasses.replace(corpus, language_model="calls.arpa")
+    )
+    assert general.language_model is None and general.beam == corpus.beam
+    small = render.RECOGNIZER_VARIANTS["small_beam"].recognizer(corpus)
+    assert (small.beam, small.word_beam, small.phone_beam) == (1e-20, 1e-12, 1e-20)
+    assert small.language_weight == corpus.language_weight
+    with pytest.raises(ValueError, match="RecognizerVariant.line"):
+        render.RecognizerVariant(line="radio")
+    with pytest.raises(ValueError, match="RecognizerVariant.language_model"):
+        render.RecognizerVariant(language_model="none")

@@ -10,7 +10,7 @@ import tensorflow_datasets as tfds
 
 from multiqt_jax import labels
 from multiqt_jax.datasets import render, synthetic_calls
-from multiqt_jax.datasets.features import recognised_words, spoken_words
+from multiqt_jax.datasets.features import RecognisedBy, recognised_words, spoken_words
 from speechkit import asr
 
 
@@ -98,3 +98,26 @@ def test_report_and_determinism(smoke_build):
     np.testing.assert_array_equal(
         record["asr_emitted"], np.float32([w.emitted for w in again.asr_words])
     )
+
+
+@pytest.mark.slow
+def test_a_recogniser_variant_hears_every_call_of_the_corpus(smoke_build):
+    data_dir, _ = smoke_build
+    builder = synthetic_calls.SyntheticCalls(config="questions-smoke", data_dir=str(data_dir))
+    words = builder.variant_words("small_beam")
+    source = tfds.data_source("synthetic_calls/questions-smoke", data_dir=str(data_dir))["train"]
+    heard = RecognisedBy(source, words)
+    ids = {key.decode() for key in _records(data_dir, "questions-smoke")}
+    assert words.keys() == ids and len(heard) == 5
+    for i in range(len(source)):
+        record, original = heard[i], source[i]
+        said = words[record["call_id"].decode()]
+        assert list(record["asr_word"]) == [w.word for w in said]
+        np.testing.assert_allclose(record["asr_emitted"], [w.emitted for w in said], atol=1e-6)
+        np.testing.assert_array_equal(record["audio"], original["audio"])
+        assert np.all(record["asr_end"] <= record["duration"] + 0.02)
+    assert builder.variant_words("small_beam") == words  # read back from its cache
+    with pytest.raises(KeyError, match="no recognised words for call 'call-00000'"):
+        RecognisedBy(source, {})[0]
+    with pytest.raises(ValueError, match="recogniser variant: expected one of"):
+        builder.variant_words("perfect")
