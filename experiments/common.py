@@ -100,6 +100,20 @@ def cli_main(run, config, workdir: str | None, distributed=None) -> None:
     run(config, workdir)
 
 
+def compilation_cache(folder: str) -> str:
+    """Keeps compiled XLA programs in `folder` (jax's persistent compilation cache)
+    unless a cache is set already (JAX_COMPILATION_CACHE_DIR); returns the one in use.
+    A run that trains the same programs many times (the studies' variants) compiles each
+    once; a cached executable is the one XLA would build again, so no number changes."""
+    current = jax.config.jax_compilation_cache_dir
+    if current:
+        return current
+    os.makedirs(folder, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+    return folder
+
+
 def build(cls, section, where: str, **overrides):
     """`cls(**section, **overrides)`: a config section mapped field for field onto the
     dataclass `cls` (lists become tuples; a field typed as a dataclass, or a tuple of

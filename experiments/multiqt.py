@@ -46,8 +46,8 @@ from ml_collections import config_flags
 from experiments import common, folds, training
 from experiments.evaluators import tracking
 from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model, train
-from multiqt_jax.datasets import synthetic_calls
-from multiqt_jax.datasets.features import recognised_words
+from multiqt_jax.datasets import render, synthetic_calls
+from multiqt_jax.datasets.features import RecognisedBy, recognised_words
 from speechkit import augment, batching, checks, files, tts
 from speechkit.optim import OptimizerConfig, TrainState
 
@@ -82,7 +82,19 @@ def load_corpus(config):
         builder.download_and_prepare()
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices("corpus ready")
-    sources = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)
+    sources = dict(tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir))
+    if text_recognizer(config):
+        # The other recogniser's words, for the train split only: its heldout calls would
+        # need the held-out synthesiser again (slow); no held-out scores then.
+        builder = synthetic_calls.SyntheticCalls(config=name, data_dir=data_dir)
+        words = None  # process 0 recognises; the others read its cache
+        if jax.process_index() == 0:
+            words = builder.variant_words(config.text_recognizer, "train")
+        if jax.process_count() > 1:
+            multihost_utils.sync_global_devices("recogniser variant")
+        if words is None:
+            words = builder.variant_words(config.text_recognizer, "train")
+        sources = {"train": RecognisedBy(sources["train"], words)}
     source = sources["train"]
     heldout = sources.get(HELDOUT)
     return (
@@ -204,6 +216,23 @@ def text_options(config) -> input_pipeline.TextOptions:
         )
     except ValueError as error:
         raise ValueError(f"config: {error}") from None
+
+
+def text_recognizer(config) -> str:
+    """config.text_recognizer: "" (the corpus's recogniser) or a name of
+    `render.RECOGNIZER_VARIANTS`, whose words then replace the recognised ones."""
+    name = config.text_recognizer
+    if name and name not in render.RECOGNIZER_VARIANTS:
+        raise ValueError(
+            f"config.text_recognizer: expected '' or one of "
+            f"{tuple(render.RECOGNIZER_VARIANTS)}, got {name!r}"
+        )
+    if name and config.text_words != "recognised":
+        raise ValueError(
+            f"config.text_recognizer: {name!r} needs text_words='recognised', "
+            f"got {config.text_words!r}"
+        )
+    return name
 
 
 def row_name(name: str, config) -> str:
@@ -636,6 +665,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     causal_text(config)  # checks the fields before anything is built
     text_options(config).check(causal_text(config), "config.text_lag_s")
     training_noise(config)
+    text_recognizer(config)
     smoothing = smoothing_record(config)
     source, index, heldout_source, heldout_index = load_corpus(config)
     heldout = None if heldout_source is None else (heldout_source, heldout_index)
@@ -692,6 +722,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         "text_stream": config.text_stream,
         "text_lag_s": config.text_lag_s,
         "text_words": config.text_words,
+        "text_recognizer": config.text_recognizer,
         "text_substitution_rate": config.text_substitution_rate,
         "train_fraction": config.train_fraction,
         "smoothing": smoothing,

@@ -14,6 +14,11 @@ audio and text) and `config.cskws` (afkws and afkws_no_unknown).
 
 MultiQT (TIMESTEP / INSTANCE F1 mean ± std over the folds; every fold's model on its
 own test fold):
+- `asr_quality`: text of known word error rate: the oracle transcript (the words said,
+  each emitted at its end) with `config.sweeps.substitution_rate` of its words replaced,
+  the corpus's recogniser (causal and offline), and worse recognisers on the same audio
+  (`config.sweeps.recognizers`: a narrow-band line, smaller beams, a unigram language
+  model; `config.multiqt.text_recognizer`; scored in-engine only).
 - `text_lag`: every recognised word emitted `config.sweeps.text_lag_s` seconds later
   than the recogniser did (trained and tested so; `config.multiqt.text_lag_s`), and the
   offline text stream (words at their recognised times) as a non-causal reference.
@@ -391,7 +396,9 @@ class Studies:
     def asr_quality(self) -> dict:
         """Text-reading models on text of known word error rate: the oracle transcript
         (the words said, each emitted at its end) with `config.sweeps.substitution_rate`
-        of its words substituted, and the corpus's recogniser causal and offline."""
+        of its words substituted, the corpus's recogniser causal and offline, and worse
+        recognisers on the same audio (`config.sweeps.recognizers`, names of
+        `multiqt_jax.datasets.render.RECOGNIZER_VARIANTS`; causal)."""
         source = self.calls().source
         spoken = [
             _word_list(source[i], input_pipeline.TextOptions("spoken")) for i in range(len(source))
@@ -408,12 +415,17 @@ class Studies:
             ("recogniser, causal", "base", {}),
             ("recogniser, offline", "offline", {"text_stream": "offline"}),
         ]
+        streams += [
+            (f"recogniser {name}, causal", f"asr-{name}", {"text_recognizer": name})
+            for name in self.config.sweeps.recognizers
+        ]
         rows = []
         for label, name, overrides in streams:
             models = ",".join(NEURAL) if name == "base" else "multimodal,text"
             results, _, config = self.runs.multiqt(name, overrides, models=models)
             options = multiqt.text_options(config)
-            said = [_word_list(source[i], options) for i in range(len(source))]
+            heard = multiqt.load_corpus(config)[0] if config.text_recognizer else source
+            said = [_word_list(heard[i], options) for i in range(len(heard))]
             row = {
                 "stream": label,
                 "variant": name,
@@ -645,34 +657,38 @@ def _save(figure, ax, path: str, *, title: str, xlabel: str, ylabel: str, legend
 
 def asr_quality_figure(record: dict, path: str) -> None:
     """TIMESTEP F1 against the text's word error rate: per text-reading model a line over
-    the oracle transcript's substitution sweep, squares for the recogniser (filled:
-    causal, open: offline), audio-only as a band (mean ± std)."""
+    the oracle transcript's substitution sweep, a dashed line over the causal recognisers
+    (the corpus's and the worse ones; squares), an open square for the offline stream,
+    audio-only as a band (mean ± std)."""
     figure, ax = plt.subplots(figsize=(6, 3.6))
-    oracle = sorted(
-        (row for row in record["rows"] if row["variant"].startswith("oracle")),
-        key=lambda row: row["wer"],
-    )
-    recogniser = [row for row in record["rows"] if not row["variant"].startswith("oracle")]
+    by_wer = lambda rows: sorted(rows, key=lambda row: row["wer"])  # noqa: E731
+    oracle = by_wer(row for row in record["rows"] if row["variant"].startswith("oracle"))
+    recognisers = [row for row in record["rows"] if not row["variant"].startswith("oracle")]
+    causal = by_wer(row for row in recognisers if row["causal"])
+    offline = [row for row in recognisers if not row["causal"]]
     for name, color in (("multimodal", "C0"), ("text", "C2")):
         f1 = lambda rows, name=name: (  # noqa: E731
             [row["wer"] for row in rows],
             [row[name]["timestep_f1"]["mean"] for row in rows],
             [row[name]["timestep_f1"]["std"] for row in rows],
         )
-        xs, means, stds = f1(oracle)
-        ax.errorbar(xs, means, yerr=stds, fmt="o-", color=color, capsize=3, label=f"{name}, oracle")
-        for row in recogniser:
-            xs, means, stds = f1([row])
-            ax.errorbar(
-                xs,
-                means,
-                yerr=stds,
-                fmt="s",
-                color=color,
-                mfc=color if row["causal"] else "none",
-                capsize=3,
-                label=f"{name}, {row['stream']}",
-            )
+        for rows, fmt, mfc, label in (
+            (oracle, "o-", color, "oracle transcript"),
+            (causal, "s--", color, "recognisers, causal"),
+            (offline, "s", "none", "recogniser, offline"),
+        ):
+            if rows:
+                xs, means, stds = f1(rows)
+                ax.errorbar(
+                    xs,
+                    means,
+                    yerr=stds,
+                    fmt=fmt,
+                    color=color,
+                    mfc=mfc,
+                    capsize=3,
+                    label=f"{name}, {label}",
+                )
     audio = record["audio"]["timestep_f1"]
     ax.axhspan(audio["mean"] - audio["std"], audio["mean"] + audio["std"], color="C1", alpha=0.2)
     ax.axhline(audio["mean"], color="C1", label="audio-only")
@@ -818,7 +834,13 @@ def claims(records: dict, base: dict | None) -> list[dict]:
             f"{_ms(recognised['text']['timestep_f1'])} on the recogniser's causal stream "
             f"(WER {recognised['wer']:.2f}); multimodal {_ms(oracle['multimodal']['timestep_f1'])}"
             f" against {_ms(recognised['multimodal']['timestep_f1'])}; audio-only "
-            f"{_ms(r['audio']['timestep_f1'])}",
+            f"{_ms(r['audio']['timestep_f1'])}"
+            + "".join(
+                f"; {row['stream']} (WER {row['wer']:.2f}): text-only "
+                f"{_ms(row['text']['timestep_f1'])}"
+                for row in r["rows"]
+                if row["variant"].startswith("asr-")
+            ),
             "figures/asr_quality.png",
         )
     if "noise" in records:
@@ -981,9 +1003,12 @@ def report(payload: dict, paths: dict) -> str:
             "",
             "The oracle stream is the transcript the synthesiser spoke, each word emitted "
             "at its true end (a perfect streaming recogniser); substituted streams replace "
-            "that share of its words by other words of the same call. WER is measured "
-            "against the oracle words over every call of the corpus. Each stream's models "
-            "are trained and tested on it.",
+            "that share of its words by other words of the same call. The worse "
+            "recognisers hear the same call audio through a narrow-band telephone line, "
+            "decode it with smaller beams, or with a unigram language model of the "
+            "same text (`multiqt_jax.datasets.render.RECOGNIZER_VARIANTS`). "
+            "WER is measured against the oracle words over every call of the corpus. "
+            "Each stream's models are trained and tested on it.",
             "",
             "| text stream | causal | WER | multimodal TIMESTEP F1 | text-only TIMESTEP F1 "
             "| multimodal INSTANCE F1 | text-only INSTANCE F1 |",
@@ -1206,9 +1231,15 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     return payload
 
 
+def _run_with_cache(config, workdir: str) -> dict:
+    cache = common.compilation_cache(os.path.join(workdir, "jax_cache"))
+    log(f"compiled programs cached in {cache}")
+    return train_and_evaluate(config, workdir)
+
+
 def main(argv) -> None:
     del argv
-    common.cli_main(train_and_evaluate, _CONFIG.value, _WORKDIR.value)
+    common.cli_main(_run_with_cache, _CONFIG.value, _WORKDIR.value)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # words ("recognised", or "spoken": the true transcript at its true times), their
     # emission lag (s, causal only) and a share of them replaced by other words.
     config.text_words = "recognised"
+    # Another recogniser's words instead of the corpus's (recognised words only): a name
+    # of multiqt_jax.datasets.render.RECOGNIZER_VARIANTS; "" is the corpus's own.
+    config.text_recognizer = ""
     config.text_lag_s = 0.0
     config.text_substitution_rate = 0.0
     config.train_fraction = 1.0  # share of each fold's training calls (a study)

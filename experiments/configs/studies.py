@@ -36,6 +36,8 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
 
     config.sweeps = ml_collections.ConfigDict()
     config.sweeps.substitution_rate = (0.0, 0.25, 0.5)  # of the oracle transcript's words
+    # worse recognisers (multiqt_jax.datasets.render.RECOGNIZER_VARIANTS) on the same audio
+    config.sweeps.recognizers = ("narrowband", "small_beam", "unigram_lm")
     config.sweeps.text_lag_s = (0.0, 0.5, 1.0, 2.0)  # 0: the base variant
     config.sweeps.snr_db = (20.0, 10.0, 5.0, 0.0)  # test-time noise (plus clean)
     config.sweeps.matched_snr_db = (0.0, 20.0)  # noise-trained variants' range
@@ -48,6 +50,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.sweeps.delay = (0, 2, 4, 8)  # output frames of look-ahead (40 ms each)
     if preset == "smoke":
         config.sweeps.substitution_rate = (0.0,)
+        config.sweeps.recognizers = ("small_beam",)
         config.sweeps.text_lag_s = (0.0, 1.0)
         config.sweeps.snr_db = (0.0,)
         config.sweeps.train_fraction = (0.5, 1.0)
