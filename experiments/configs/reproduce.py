@@ -24,5 +24,11 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.engine_set = "pip"  # speechkit.tts.ENGINE_SETS: "pip" or "festival"
     config.data_dir = ""  # default: ~/tensorflow_datasets
     config.multiqt = multiqt.get_config(preset)
+    # MultiQT runs once per task, each with config.multiqt (its `task` set): "questions"
+    # in WORKDIR/multiqt, "symptoms" in WORKDIR/multiqt-symptoms.
+    config.multiqt_tasks = "questions,symptoms"
     config.cskws = cskws.get_config(preset)
+    # Where `make studies` writes (WORKDIR/../studies by default): the report links its
+    # studies.md and lists its verdicts when they exist.
+    config.studies_dir = ""
     return config

@@ -15,6 +15,7 @@ from cskws_jax import export as kws_export
 from cskws_jax import operating_points as op
 from experiments import common, cskws, evaluate, reproduce
 from experiments.configs import cskws as cskws_config
+from experiments.configs import reproduce as reproduce_config
 from multiqt_jax import labels, track
 from speechkit import tts
 
@@ -43,11 +44,19 @@ def test_smoke_main_job_writes_results_and_the_report(
     assert set(multiqt["models"]) == {"audio", "rf"} and multiqt["num_folds"] == 2
     for summary in multiqt["models"].values():
         check_multiqt_heldout(summary, 2)
-    assert report.count("### In-engine vs held-out engine") == 2
+    assert report.count("### In-engine vs held-out engine") == 3
     engine = multiqt["heldout_engine"]
     assert f"The held-out engine is `{engine}`" in report
     assert "| MultiQT (audio only) | " in report.split("### In-engine vs held-out engine")[1]
-    assert "stage 4/4: report" in done.stderr
+    assert "stage 5/5: report" in done.stderr
+    # The symptoms task: its own run, section and figure, and what it had to learn from.
+    symptoms = json.loads((tmp_path / "multiqt-symptoms" / "results.json").read_text())
+    assert symptoms["task"] == "symptoms" and set(symptoms["models"]) == {"audio", "rf"}
+    assert "## MultiQT: symptoms, 2-fold cross-validation" in report
+    assert "What there is to learn from: the symptoms task has" in report
+    assert (tmp_path / "figures" / "multiqt_symptoms_per_class_f1.png").stat().st_size > 1000
+    assert "## Studies: when the papers' claims hold" in report and "Not run yet" in report
+    assert "so FRR@5 allows 0 false alarm(s)" in report  # a smoke test split of minutes
 
     kws = tmp_path / "cskws"
     results = json.loads((kws / "results.json").read_text())
@@ -270,3 +279,31 @@ def test_cskws_bootstrap_resamples_are_checked_by_field_name():
         config.eval.bootstrap_resamples = bad
         with pytest.raises(ValueError, match=r"config\.eval\.bootstrap_resamples"):
             cskws.bootstrap_resamples(config)
+
+
+def test_multiqt_tasks_and_the_studies_verdicts_in_the_report(tmp_path):
+    config = reproduce_config.get_config("smoke")
+    assert reproduce.multiqt_tasks(config) == ["questions", "symptoms"]
+    config.multiqt_tasks = "symptoms, questions"
+    assert reproduce.multiqt_tasks(config) == ["questions", "symptoms"]
+    assert reproduce.multiqt_folder("symptoms") == "multiqt-symptoms"
+    for bad in ("", "questions,questions", "answers"):
+        config.multiqt_tasks = bad
+        with pytest.raises(ValueError, match="config.multiqt_tasks"):
+            reproduce.multiqt_tasks(config)
+    workdir = tmp_path / "reproduce"
+    assert "Not run yet" in "\n".join(reproduce.studies_lines(config, str(workdir)))
+    claims = [{"claim": "MultiQT: x beats y", "verdict": "holds"}]
+    (tmp_path / "studies").mkdir()
+    (tmp_path / "studies" / "studies.json").write_text(
+        json.dumps({"preset": "quick", "claims": claims})
+    )
+    text = "\n".join(reproduce.studies_lines(config, str(workdir)))
+    assert "[the studies' report](../studies/studies.md) (quick preset" in text
+    assert "| MultiQT: x beats y | holds |" in text
+
+
+def test_kws_test_size_sentence_only_when_frr_at_5_allows_fewer_than_ten():
+    small = {"models": {"afkws": {"test_hours": 0.21}}}
+    assert "FRR@5 allows 1 false alarm(s)" in reproduce.kws_test_size_lines(small)[0]
+    assert reproduce.kws_test_size_lines({"models": {"afkws": {"test_hours": 2.0}}}) == []
