@@ -151,6 +151,14 @@ def _records() -> dict:
                     "multimodal": _scores(0.72),
                     "text": _scores(0.4),
                 },
+                {
+                    "stream": "recogniser narrowband, causal",
+                    "variant": "asr-narrowband",
+                    "causal": True,
+                    "wer": 0.68,
+                    "multimodal": _scores(0.69),
+                    "text": _scores(0.2),
+                },
             ],
             "audio": _scores(0.7),
         },
@@ -275,6 +283,8 @@ def test_claims_figures_and_report_from_recorded_numbers(tmp_path):
     text = studies.report(payload, paths)
     assert "| MultiQT: better transcripts make the text modality useful | **holds** |" in text
     assert "| recogniser, offline | no | 0.450 | 0.720 ± 0.010 | 0.400 ± 0.010 |" in text
+    assert "| recogniser narrowband, causal | yes | 0.680 | 0.690 ± 0.010 |" in text
+    assert "recogniser narrowband, causal (WER 0.68): text-only 0.200 ± 0.010" in text
     assert "| 0.5 (10) | 10 | 0.600 [0.55, 0.65] | 0.400 [0.35, 0.45] | 0.300 | n/a |" in text
     for path in paths.values():
         assert f"]({path})" in text
