@@ -78,26 +78,24 @@ def build_language_model(size: str, path: str, seed: int = SEED, order: int = 3)
     return path
 
 
-def _render_one(job) -> render.RenderedCall:
-    index, size, config, seed, engine = job
+def _script(index: int, size: str, seed: int):
+    """(turns, render generator) of script `index`: the one source of a call's text and
+    of every random draw that renders it, so a call rendered again is the same call."""
     turns = dialogue.generate_call(
         np.random.default_rng([seed, 2, index]), SIZES[size].protocol_questions
     )
-    return render.render_call(turns, np.random.default_rng([seed, 3, index]), config, engine)
+    return turns, np.random.default_rng([seed, 3, index])
+
+
+def _render_one(job) -> render.RenderedCall:
+    index, size, config, seed, engine = job
+    return render.render_call(*_script(index, size, seed), config, engine)
 
 
 def _recognize_one(job) -> render.VariantRecognition:
     index, size, config, seed, engine, variant, unigram_language_model = job
-    turns = dialogue.generate_call(
-        np.random.default_rng([seed, 2, index]), SIZES[size].protocol_questions
-    )
     return render.recognize_variant(
-        turns,
-        np.random.default_rng([seed, 3, index]),
-        config,
-        engine,
-        variant,
-        unigram_language_model,
+        *_script(index, size, seed), config, engine, variant, unigram_language_model
     )
 
 
