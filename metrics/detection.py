@@ -34,7 +34,9 @@ Times float32 cannot represent (e.g. multiples of 0.01 s) are rounded on input, 
 IoU meant to be exactly at a threshold lands within ~1e-7 of it: on the same side on
 every backend, not always on the side the float64 reference picks (likewise FA/h uses
 float32(total_hours)). AP, mAP and FRR values are float32 sums and ratios: within ~1e-6
-of the reference; their last bits may differ between backends.
+of the reference; their last bits may differ between backends. The means over classes
+and IoU thresholds add in a fixed order (`_ordered_sum`) and divide correctly rounded, so
+the same AP values give the same mAP jitted or run op by op.
 """
 
 from __future__ import annotations
@@ -123,6 +125,15 @@ def _rounded_ratio(numerator: jax.Array, denominator: jax.Array) -> jax.Array:
     normal = (exp_x >= 1) & (exp_x <= 254) & (exp_y >= 1) & (exp_y <= 254)
     in_range = (exponent >= -103) & (exponent <= 126)
     return jnp.where(normal & in_range, exact, x / y)
+
+
+def _ordered_sum(values: jax.Array) -> jax.Array:
+    """Sum over the last axis of float32 [..., N], one element after another from the
+    first: float32 [...]. A reduction's order is the compiler's choice (the same program
+    run op by op and under `jit` can differ in the last bit); a scan's is not."""
+    step = lambda total, value: (total + value, None)  # noqa: E731
+    zero = jnp.zeros(values.shape[:-1], values.dtype)
+    return jax.lax.scan(step, zero, jnp.moveaxis(values, -1, 0))[0]
 
 
 def _check_fields(name: str, fields: Mapping, expected: Sequence[str]) -> tuple[int, int]:
@@ -414,8 +425,9 @@ def detection_scores(
     has_gt = gt_count > 0
 
     def mean_over_classes(ap):  # [..., C] -> mean over classes with ground truth
-        total = jnp.sum(jnp.where(has_gt, ap, 0.0), axis=-1)
-        return total / jnp.sum(has_gt)  # 0/0 -> NaN when no class has ground truth
+        total = _ordered_sum(jnp.where(has_gt, ap, 0.0))
+        # 0/0 -> NaN when no class has ground truth
+        return _rounded_ratio(total, jnp.sum(has_gt).astype(jnp.float32))
 
     ap = ap_all[jnp.asarray([_threshold_index(match_thresholds, t) for t in ap_thresholds])]
     frr_hits = hits[:, _threshold_index(match_thresholds, frr_iou)]
@@ -424,7 +436,7 @@ def detection_scores(
     )
     scores = {
         "AP": ap,
-        "mAP": jnp.mean(mean_over_classes(ap)),
+        "mAP": _rounded_ratio(_ordered_sum(mean_over_classes(ap)), float(len(ap_thresholds))),
         "AP@0.05": mean_over_classes(ap_all[_threshold_index(match_thresholds, 0.05)]),
         "AP@0.75": mean_over_classes(ap_all[_threshold_index(match_thresholds, 0.75)]),
     }

@@ -118,10 +118,11 @@ def evaluate(
         )
         / 3600
     )
+    if not hours > 0:
+        raise ValueError("detection.evaluate: the batches hold no audio (0 hours)")
     detections, ground_truth = _stack(found), _stack(truth)
-    scores = metrics.detection_scores(
-        detections, ground_truth, num_classes=num_keywords, total_hours=hours, **options
-    )
+    static = {k: tuple(v) if isinstance(v, Sequence) else v for k, v in options.items()}
+    scores = _scores(detections, ground_truth, hours, num_classes=num_keywords, **static)
     return {
         "scores": {
             key: np.asarray(value).tolist() if np.ndim(value) else float(value)
@@ -134,6 +135,19 @@ def evaluate(
         "truth": ground_truth,
         "durations": durations,
     }
+
+
+@functools.partial(
+    jax.jit,
+    static_argnames=("num_classes", "ignore_classes", "iou_thresholds", "frr_iou", "fa_per_hour"),
+)
+def _scores(detections, truth, hours, *, num_classes, **options):
+    """`metrics.detection_scores`, compiled as one program. Run eagerly, its few hundred
+    small operations compile one by one, each too fast for the persistent compilation
+    cache: about half a minute of every fresh process's first evaluation on CPU."""
+    return metrics.detection_scores(
+        detections, truth, num_classes=num_classes, total_hours=hours, **options
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("num_classes", "fa_per_hour", "chunk"))
