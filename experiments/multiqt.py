@@ -167,6 +167,19 @@ def training_calls(fold_ids: np.ndarray, fold: int, config) -> np.ndarray:
     return batching.nested_subset(np.flatnonzero(fold_ids != fold), fraction, [config.seed, fold])
 
 
+def epochs_for(steps: int, batch_size: int, train_sets) -> int:
+    """The epochs that give every fold `steps` full batches (the rest of each epoch's
+    calls is dropped) of its calls, `train_sets` [fold] -> int64 [n]."""
+    fewest = min(range(len(train_sets)), key=lambda f: len(train_sets[f]))
+    per_epoch = len(train_sets[fewest]) // batch_size
+    if per_epoch == 0:
+        raise ValueError(
+            f"config.train.batch_size={batch_size}: fold {fewest} trains on only "
+            f"{len(train_sets[fewest])} call(s) (config.train_fraction may have cut them)"
+        )
+    return -(-steps // per_epoch)
+
+
 def training_noise(config) -> tuple[float, float] | None:
     """`config.train.noise_snr_db`: (low, high) dB of feature-domain noise mixed into every
     training call's audio (`speechkit.augment.mix_noise`, SNR uniform per call), or
@@ -322,7 +335,7 @@ class FoldTrainer:
         self.train_sets = [training_calls(fold_ids, f, config) for f in range(self.num_folds)]
         pipeline = input_pipeline.PipelineConfig(
             batch_size=batch_size,
-            num_epochs=steps * batch_size // min(len(s) for s in self.train_sets) + 2,
+            num_epochs=epochs_for(steps, batch_size, self.train_sets),
             pad_multiple=config.train.pad_multiple,
             drop_remainder=True,
             causal_text=causal_text(config),

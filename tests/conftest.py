@@ -1,5 +1,5 @@
-"""A `smoke` build of every embedded corpus, shared by the tests that read them, and one
-persistent JAX compilation cache for the session.
+"""A `smoke` build of every embedded corpus, shared by the tests (and xdist workers) that
+read them, and one persistent JAX compilation cache for the session.
 
 The experiment tests start many processes (runners, resumed runs, device counts) that
 compile the same programs; with a cache shared through the environment each is compiled
@@ -8,6 +8,7 @@ tests that compare runs with the reference run still do so exactly).
 """
 
 import atexit
+import fcntl
 import os
 import shutil
 import tempfile
@@ -25,10 +26,17 @@ from experiments import build_data
 
 @pytest.fixture(scope="session")
 def smoke_build(tmp_path_factory):
-    """(data_dir, report) of one smoke build of all corpora (~25 s: real synthesis,
-    alignment and recognition)."""
-    data_dir = tmp_path_factory.mktemp("tfds")
-    return data_dir, build_data.build("smoke", str(data_dir))
+    """(data_dir, report) of one smoke build of all corpora (~40 s: real synthesis,
+    alignment and recognition), shared by the run's xdist workers: the first to get
+    here builds, the others wait on a file lock and find the corpora built (the report
+    keeps the first build's times)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    data_dir = root / "smoke-tfds"
+    with open(root / "smoke-tfds.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return data_dir, build_data.build("smoke", str(data_dir))
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,10 @@ import numpy as np
 import pytest
 
 MODELS = "multimodal,rf"
+# Three folds of the 5 smoke calls: folds of unequal size (two calls, two, one), training
+# sets of 3 and 4 calls (an odd one against batches of 2), and on 2 devices two folds on
+# one device and a padding slot on the other. Folds unroll on CPU, so fewer compile faster.
+FOLDS = 3
 
 
 def _command(data_dir, workdir, *extra):
@@ -24,6 +28,7 @@ def _command(data_dir, workdir, *extra):
         f"--config.data_dir={data_dir}",
         "--config.build_missing=False",
         f"--config.models={MODELS}",
+        f"--config.num_folds={FOLDS}",
         *extra,
     ]
 
@@ -50,11 +55,11 @@ def test_smoke_cross_validation_writes_results(reference, check_multiqt_heldout)
     _, results, done = reference
     assert set(results["models"]) == {"multimodal", "rf"}
     for summary in results["models"].values():
-        assert len(summary["folds"]) == 5
+        assert len(summary["folds"]) == FOLDS
         for score in ("timestep", "instance"):
             assert set(summary["mean"][score]) == {"precision", "recall", "f1"}
             assert 0 <= summary["mean"][score]["f1"] <= 1
-        check_multiqt_heldout(summary, 5)  # neural and baseline alike
+        check_multiqt_heldout(summary, FOLDS)  # neural and baseline alike
     assert results["heldout_engine"] and results["heldout_calls"] > 0
     assert "TIMESTEP F1" in done.stdout and "multimodal" in done.stdout
     assert done.stdout.count("  heldout engine") == 2
@@ -138,6 +143,16 @@ def test_offline_text_stream_is_a_separate_reference_row(reference, tmp_path):
     assert offline["models"]["multimodal@offline"] != results["models"]["multimodal"]
 
 
+def test_epochs_give_every_fold_its_steps_in_full_batches():
+    from experiments import multiqt
+
+    # Batches of 2 from 3 calls: one per epoch (the third call waits for the next).
+    assert multiqt.epochs_for(30, 2, [np.arange(3), np.arange(4)]) == 30
+    assert multiqt.epochs_for(30, 2, [np.arange(8)]) == 8
+    with pytest.raises(ValueError, match="batch_size=4: fold 1 trains on only 3 call"):
+        multiqt.epochs_for(10, 4, [np.arange(5), np.arange(3)])
+
+
 def test_text_stream_must_be_causal_or_offline():
     from ml_collections import ConfigDict
 
@@ -148,7 +163,7 @@ def test_text_stream_must_be_causal_or_offline():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("devices", [2, 5])
+@pytest.mark.parametrize("devices", [2, FOLDS])
 def test_results_do_not_depend_on_the_device_count(reference, tmp_path, devices):
     data_dir, results, _ = reference
     again, done = _run(data_dir, tmp_path, devices)
@@ -210,5 +225,5 @@ def test_two_processes_give_the_single_process_results(reference, tmp_path):
     assert "in 2 processes" in outputs[0][1]
     # Each process fed only its own folds (the baseline logs the folds it scored).
     assert "rf: fold 0" in outputs[0][1] and "rf: fold 0" not in outputs[1][1]
-    assert "rf: fold 4" in outputs[1][1] and "rf: fold 4" not in outputs[0][1]
+    assert "rf: fold 2" in outputs[1][1] and "rf: fold 2" not in outputs[0][1]
     assert json.loads((tmp_path / "results.json").read_text()) == results
