@@ -73,7 +73,7 @@ def curves(detections: dict, truth: dict, num_keywords: int, hours: float) -> di
     """Pooled precision-recall (IoU 0.5) and DET (IoU 0.05) curves over score cuts."""
     result = {}
     for name, iou in (("pr", PR_IOU), ("det", DET_IOU)):
-        pooled = metrics.pooled_matches(detections, truth, num_classes=num_keywords, iou=iou)
+        pooled = _pooled(detections, truth, num_classes=num_keywords, iou=iou)
         evaluated = np.asarray(pooled["evaluated"])
         hits = np.asarray(pooled["hit"])[evaluated]
         total = max(int(pooled["num_ground_truth"]), 1)
@@ -137,14 +137,18 @@ def evaluate(
     }
 
 
+# Both metrics compiled as one program each: run op by op, their few hundred small
+# operations compile one by one, each too fast for the persistent compilation cache (about
+# half a minute of every fresh process's first evaluation on CPU).
+_pooled = jax.jit(metrics.pooled_matches, static_argnames=("num_classes", "iou"))
+
+
 @functools.partial(
     jax.jit,
     static_argnames=("num_classes", "ignore_classes", "iou_thresholds", "frr_iou", "fa_per_hour"),
 )
 def _scores(detections, truth, hours, *, num_classes, **options):
-    """`metrics.detection_scores`, compiled as one program. Run eagerly, its few hundred
-    small operations compile one by one, each too fast for the persistent compilation
-    cache: about half a minute of every fresh process's first evaluation on CPU."""
+    """`metrics.detection_scores` of float `hours` of audio."""
     return metrics.detection_scores(
         detections, truth, num_classes=num_classes, total_hours=hours, **options
     )
