@@ -1,6 +1,7 @@
 """The evaluators: scores equal the metrics on the whole set however it is batched; the
 detection curves are the pooled prefixes of the matching; bad input is named."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -110,7 +111,7 @@ def test_bootstrap_of_identical_utterances_has_zero_width_at_the_score():
     detections = {k: np.repeat(v, copies, axis=0) for k, v in _noisy_detector(rng)(one).items()}
     truth = {k: np.repeat(one[k], copies, axis=0) for k in _TRUTH_FIELDS}
     durations = np.repeat(one["duration"], copies)
-    point = metrics.detection_scores(
+    point = jax.jit(metrics.detection_scores, static_argnames="num_classes")(
         detections, truth, num_classes=3, total_hours=durations.sum() / 3600
     )
     intervals = detection.bootstrap_intervals(detections, truth, durations, 3, resamples=20, seed=0)
