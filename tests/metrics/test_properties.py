@@ -25,10 +25,10 @@ _detection = jax.jit(
     static_argnames=("num_classes", "ignore_classes", "iou_thresholds", "fa_per_hour"),
 )
 _pooled = jax.jit(metrics.pooled_matches, static_argnames=("num_classes", "iou", "ignore_classes"))
-_counts = {
-    count: jax.jit(count, static_argnames="num_classes")
+_counts = tuple(
+    jax.jit(count, static_argnames="num_classes")
     for count in (metrics.timestep_counts, metrics.instance_counts)
-}
+)
 
 
 @st.composite
@@ -84,7 +84,7 @@ def test_instance_matches_reference(data, min_run, background):
 def test_counts_merged_over_batch_splits_equal_one_call(data, split):
     pred, gold, mask, num_classes = data
     split = min(split, pred.shape[0])
-    for count in _counts.values():
+    for count in _counts:
         whole = count(pred, gold, mask, num_classes=num_classes)
         parts = [
             count(p, g, m, num_classes=num_classes)
