@@ -2,9 +2,11 @@
 
     python -m experiments.build_data --size=quick --data_dir=~/tensorflow_datasets
     python -m experiments.build_data --size=smoke --corpora=kws
+    python -m experiments.build_data --size=medium --corpora=kws   # synthetic_kws only
     python -m experiments.build_data --size=quick --engine_set=festival   # + Festival
 
-Sizes: smoke (tests, seconds), quick (the main job's default), full. Corpora: `calls`
+Sizes: smoke (tests, seconds), quick (the main job's default), full, and for `kws` also
+medium (quick's test audio, 4x its training utterances). Corpora: `calls`
 (synthetic_calls: the `questions` and `symptoms` configs share one rendering of the
 calls) and `kws` (synthetic_kws). Engine sets (`speechkit.tts.ENGINE_SETS`): `pip`
 (default) or `festival` (configs named `<...>-festival`). Prints progress and writes
@@ -204,6 +206,7 @@ def build_kws(size: str, data_dir: str, engine_set: str = "pip") -> dict:
 
 
 BUILDERS = {"calls": build_calls, "kws": build_kws}
+CORPUS_SIZES = {"calls": synthetic_calls.SIZES, "kws": synthetic_kws.SIZES}
 
 
 def _prepare(builder, started: float) -> float | None:
@@ -238,6 +241,11 @@ def build(size: str, data_dir: str, corpora=tuple(BUILDERS), engine_set: str = "
     unknown = set(corpora) - set(BUILDERS)
     if unknown:
         raise ValueError(f"corpora: unknown {sorted(unknown)}; expected some of {list(BUILDERS)}")
+    for corpus in corpora:
+        if size not in CORPUS_SIZES[corpus]:
+            raise ValueError(
+                f"size {size!r}: corpus {corpus!r} has sizes {sorted(CORPUS_SIZES[corpus])}"
+            )
     report_name = tts.corpus_config_name(size, engine_set)  # checks engine_set
     for engine in tts.ENGINE_SETS[engine_set][0]:
         tts.require_engine(engine)  # before any work: the error says what to install
@@ -269,7 +277,12 @@ def build(size: str, data_dir: str, corpora=tuple(BUILDERS), engine_set: str = "
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", choices=sorted(synthetic_calls.SIZES), default="quick")
+    parser.add_argument(
+        "--size",
+        choices=sorted(set(synthetic_calls.SIZES) | set(synthetic_kws.SIZES)),
+        default="quick",
+        help="corpus size (medium: synthetic_kws only, so with --corpora=kws)",
+    )
     parser.add_argument(
         "--data_dir",
         default=os.path.expanduser("~/tensorflow_datasets"),

@@ -17,8 +17,10 @@ never heard in train or test; LibriTop-20 has none), every model is also scored 
 with the same parameters and evaluator (`WORKDIR/<model>/heldout/detections.npz` and
 `detection_curves.json`): results.json gains per model "heldout" (HELDOUT_REPORTED) and
 "transfer" = heldout mAP / test mAP (None when the test mAP is 0), and the corpus's
-"heldout_engine". Saved scores without "heldout" while the corpus has the split are
-recomputed (training resumes from its last checkpoint, so only evaluation runs again).
+"heldout_engine"; "heldout" also has its own "intervals" and "allowed_false_alarms"
+(bootstrap over the held-out utterances, as for the test split below). Saved scores
+without "heldout" while the corpus has the split are recomputed (training resumes from
+its last checkpoint, so only evaluation runs again).
 
 Operating points: from each model's test detections, `cskws_jax.operating_points.choose`
 picks per-keyword score thresholds for every false-alarm budget in `config.eval.fa_budgets`
@@ -430,6 +432,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         results[name].update(score_intervals(config, folder, len(keywords)))
         if has_heldout:
             heldout = evaluate_heldout(candidate, state.params, config, sources[HELDOUT], folder)
+            heldout.update(score_intervals(config, os.path.join(folder, HELDOUT), len(keywords)))
             results[name][HELDOUT] = heldout
             results[name]["transfer"] = common.transfer_ratio(heldout["mAP"], results[name]["mAP"])
         points, results[name]["operating_points"] = choose_operating_points(

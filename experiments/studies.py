@@ -38,7 +38,11 @@ percentile in seconds, pooled over the folds).
 AF-KWS (mAP, AP@0.05, FRR@5 on the test split, and the held-out engine's mAP where the
 sub-experiment measured it):
 - `unknown_class`: afkws and afkws_no_unknown trained on `config.sweeps.kws_fraction`
-  of the training utterances for `config.sweeps.kws_steps` steps (every pair).
+  of the training utterances for `config.sweeps.kws_steps` steps (every pair), on the
+  base corpus and on each larger one of `config.sweeps.kws_datasets`
+  (synthetic_kws/medium: 4x quick's training utterances, quick's test and heldout
+  utterances); mAP with its 95 % bootstrap interval on the test split and on the
+  held-out engine's.
 - `lookahead`: afkws with `config.sweeps.delay` output frames of look-ahead (and the
   base variant's): scores against the algorithmic latency
   (`cskws_jax.streaming.StreamDetector.latency_s`).
@@ -558,29 +562,20 @@ class Studies:
 
     # -- AF-KWS
     def unknown_class(self) -> dict:
+        """afkws and afkws_no_unknown for every (corpus, training share, steps): the base
+        corpus and each of `config.sweeps.kws_datasets` (larger ones, e.g.
+        synthetic_kws/medium, which shares quick's test and heldout utterances)."""
+        base = self.config.cskws
         cells = []
-        for fraction in sorted(float(f) for f in self.config.sweeps.kws_fraction):
-            for steps in sorted(int(s) for s in self.config.sweeps.kws_steps):
-                base = self.config.cskws
-                is_base = fraction == base.train.fraction and steps == base.train.steps
-                name = "base" if is_base else f"data{fraction:g}-steps{steps}"
-                results, _, _ = self.runs.cskws(
-                    name, {"train.fraction": fraction, "train.steps": steps}
-                )
-                cell = {
-                    "train_fraction": fraction,
-                    "steps": steps,
-                    "training_utterances": results.get("training_utterances"),
-                }
-                for m in KWS_MODELS:
-                    scores = results["models"][m]
-                    cell[m] = {
-                        "mAP": scores["mAP"],
-                        "mAP_interval": scores.get("intervals", {}).get("mAP"),
-                        "heldout_mAP": scores.get(cskws.HELDOUT, {}).get("mAP"),
-                        "FRR@5": scores["FRR@5"],
-                    }
-                cells.append(cell)
+        for dataset in unknown_class_corpora(self.config):
+            for fraction in sorted(float(f) for f in self.config.sweeps.kws_fraction):
+                for steps in sorted(int(s) for s in self.config.sweeps.kws_steps):
+                    name = unknown_class_variant(base, dataset, fraction, steps)
+                    overrides = {"train.fraction": fraction, "train.steps": steps}
+                    if dataset != base.dataset:
+                        overrides["dataset"] = dataset
+                    results, _, _ = self.runs.cskws(name, overrides)
+                    cells.append(unknown_class_cell(results, dataset, fraction, steps))
         return {"cells": cells}
 
     def lookahead(self) -> dict:
@@ -623,6 +618,43 @@ class Studies:
             ]
             log(f"kws_noise: {label}: " + ", ".join(f"{r['mAP']:.3f}" for r in rows[label]))
         return {"axis": "snr_db", "points": points, "matched_snr_db": matched, "rows": rows}
+
+
+def unknown_class_corpora(config) -> list[str]:
+    """The unknown-class study's corpora: the base one, then `config.sweeps.kws_datasets`."""
+    extra = [name for name in config.sweeps.kws_datasets if name != config.cskws.dataset]
+    return [config.cskws.dataset, *dict.fromkeys(extra)]
+
+
+def unknown_class_variant(base, dataset: str, fraction: float, steps: int) -> str:
+    """The variant folder's name: "base" where the cell is the base variant; cells on
+    another corpus carry its name ("synthetic_kws-medium-data1-steps6000")."""
+    if dataset == base.dataset and fraction == base.train.fraction and steps == base.train.steps:
+        return "base"
+    name = f"data{fraction:g}-steps{steps}"
+    return name if dataset == base.dataset else f"{dataset.replace('/', '-')}-{name}"
+
+
+def unknown_class_cell(results: dict, dataset: str, fraction: float, steps: int) -> dict:
+    """One cell of the unknown-class study from a CS-KWS results.json payload: per model
+    mAP with its 95 % interval, held-out-engine mAP with its interval, FRR@5."""
+    cell = {
+        "dataset": dataset,
+        "train_fraction": fraction,
+        "steps": steps,
+        "training_utterances": results.get("training_utterances"),
+    }
+    for m in KWS_MODELS:
+        scores = results["models"][m]
+        heldout = scores.get(cskws.HELDOUT, {})
+        cell[m] = {
+            "mAP": scores["mAP"],
+            "mAP_interval": scores.get("intervals", {}).get("mAP"),
+            "heldout_mAP": heldout.get("mAP"),
+            "heldout_mAP_interval": heldout.get("intervals", {}).get("mAP"),
+            "FRR@5": scores["FRR@5"],
+        }
+    return cell
 
 
 # ----------------------------------------------------------------- figures, claims
@@ -762,27 +794,42 @@ def figures(records: dict, folder: str) -> dict[str, str]:
     if "unknown_class" in records:
         cells = records["unknown_class"]["cells"]
         paths["unknown_class"] = "figures/unknown_class.png"
-        figure, ax = plt.subplots(figsize=(6, 3.6))
-        for fraction in sorted({c["train_fraction"] for c in cells}):
-            chosen = [c for c in cells if c["train_fraction"] == fraction]
-            for m, style in zip(KWS_MODELS, ("-", "--"), strict=True):
-                ax.plot(
-                    [c["steps"] for c in chosen],
-                    [c[m]["mAP"] for c in chosen],
-                    style,
-                    marker="o",
-                    label=f"{m}, {fraction:g} of the data",
-                )
-        _save(
-            figure,
-            ax,
-            os.path.join(folder, paths["unknown_class"]),
-            title="AF-KWS: unknown class against scale",
-            xlabel="training steps",
-            ylabel="mAP (test)",
-            legend_size=7,
-        )
+        figure, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
+        panels = (("mAP", "test split"), ("heldout_mAP", "held-out engine"))
+        for ax, (key, split) in zip(axes, panels, strict=True):
+            for colour, (utterances, chosen) in enumerate(_by_training_set(cells)):
+                for m, style in zip(KWS_MODELS, ("-", "--"), strict=True):
+                    ax.plot(
+                        [c["steps"] for c in chosen],
+                        [c[m][key] for c in chosen],
+                        style,
+                        color=f"C{colour}",
+                        marker="o",
+                        label=f"{m}, {utterances} utterances",
+                    )
+            ax.set_xscale("log")
+            ticks = sorted({c["steps"] for c in cells})
+            ax.set_xticks(ticks, [str(t) for t in ticks])
+            ax.minorticks_off()
+            ax.set_xlabel("training steps")
+            ax.set_ylabel(f"mAP ({split})")
+            ax.grid(alpha=0.3)
+        axes[1].legend(fontsize=7)
+        figure.suptitle("AF-KWS: unknown class (solid) and without it (dashed) against scale")
+        figure.tight_layout()
+        os.makedirs(os.path.join(folder, "figures"), exist_ok=True)
+        figure.savefig(os.path.join(folder, paths["unknown_class"]), dpi=120)
+        plt.close(figure)
     return paths
+
+
+def _by_training_set(cells: list[dict]) -> list[tuple[str, list[dict]]]:
+    """The unknown-class cells grouped by training set (corpus and share), in cell order,
+    each labelled with its utterance count."""
+    groups: dict[tuple, list[dict]] = {}
+    for cell in cells:
+        groups.setdefault((cell.get("dataset"), cell["train_fraction"]), []).append(cell)
+    return [(str(chosen[0]["training_utterances"]), chosen) for chosen in groups.values()]
 
 
 def compare(a: dict, b: dict) -> str:
@@ -899,26 +946,41 @@ def claims(records: dict, base: dict | None) -> list[dict]:
         )
     if "unknown_class" in records:
         cells = records["unknown_class"]["cells"]
-        signs = [
-            f"{c['train_fraction']:g} data, {c['steps']} steps: "
-            f"{c['afkws']['mAP']:.3f} vs {c['afkws_no_unknown']['mAP']:.3f}"
-            for c in cells
-        ]
-        wins = sum(_beats(c["afkws"], c["afkws_no_unknown"]) for c in cells)
-        losses = sum(_beats(c["afkws_no_unknown"], c["afkws"]) for c in cells)
-        verdict = (
-            "holds"
-            if wins == len(cells)
-            else "reversed"
-            if losses == len(cells)
-            else ("depends on scale" if wins and losses else "not shown")
-        )
-        add(
-            "AF-KWS: the unknown class improves mAP",
-            verdict,
-            "mAP with vs without: " + "; ".join(signs),
-            "figures/unknown_class.png",
-        )
+        for claim, key, split in (
+            ("AF-KWS: the unknown class improves mAP", "mAP", "test"),
+            (
+                "AF-KWS: the unknown class improves mAP on an unheard synthesiser",
+                "heldout_mAP",
+                "held-out engine",
+            ),
+        ):
+            pairs = [
+                (c, _scores_of(c["afkws"], key), _scores_of(c["afkws_no_unknown"], key))
+                for c in cells
+            ]
+            pairs = [(c, a, b) for c, a, b in pairs if None not in (a["mAP"], b["mAP"])]
+            if not pairs:
+                continue
+            signs = [
+                f"{c['training_utterances']} utterances, {c['steps']} steps: "
+                f"{a['mAP']:.3f} vs {b['mAP']:.3f}"
+                for c, a, b in pairs
+            ]
+            wins = sum(_beats(a, b) for _, a, b in pairs)
+            losses = sum(_beats(b, a) for _, a, b in pairs)
+            verdict = (
+                "holds"
+                if wins == len(pairs)
+                else "reversed"
+                if losses == len(pairs)
+                else ("depends on scale" if wins and losses else "not shown")
+            )
+            add(
+                claim,
+                verdict,
+                f"{split} mAP with vs without: " + "; ".join(signs),
+                "figures/unknown_class.png",
+            )
     if "lookahead" in records:
         rows = records["lookahead"]["rows"]
         gain = rows[-1]["mAP"] - rows[0]["mAP"]
@@ -933,6 +995,14 @@ def claims(records: dict, base: dict | None) -> list[dict]:
             "figures/lookahead.png",
         )
     return found
+
+
+def _scores_of(model: dict, key: str) -> dict:
+    """An unknown-class cell's model entry as {"mAP", "mAP_interval"} of the test split
+    (key "mAP") or the held-out engine (key "heldout_mAP")."""
+    if key == "mAP":
+        return model
+    return {"mAP": model.get(key), "mAP_interval": model.get(f"{key}_interval")}
 
 
 def _beats(a: dict, b: dict) -> bool:
@@ -1115,16 +1185,18 @@ def report(payload: dict, paths: dict) -> str:
         lines += [
             "## AF-KWS: unknown class against scale",
             "",
-            "| data share (utterances) | steps | afkws mAP | no-unknown mAP | afkws "
+            "| corpus | data share (utterances) | steps | afkws mAP | no-unknown mAP | afkws "
             "held-out mAP | no-unknown held-out mAP |",
-            "|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|",
         ]
         for c in records["unknown_class"]["cells"]:
             a, b = c["afkws"], c["afkws_no_unknown"]
             lines.append(
-                f"| {c['train_fraction']:g} ({c['training_utterances']}) | {c['steps']} | "
-                f"{_map_text(a)} | {_map_text(b)} | {_number(a['heldout_mAP'])} | "
-                f"{_number(b['heldout_mAP'])} |"
+                f"| {c.get('dataset', payload['corpora']['cskws'])} | "
+                f"{c['train_fraction']:g} ({c['training_utterances']}) | {c['steps']} | "
+                f"{_map_text(a)} | {_map_text(b)} | "
+                f"{_map_text(_scores_of(a, 'heldout_mAP'))} | "
+                f"{_map_text(_scores_of(b, 'heldout_mAP'))} |"
             )
         lines += ["", f"![unknown class]({paths['unknown_class']})", ""]
     if "lookahead" in records:
@@ -1173,6 +1245,8 @@ def report(payload: dict, paths: dict) -> str:
 
 
 def _map_text(scores: dict) -> str:
+    if scores["mAP"] is None:
+        return "n/a"
     interval = scores.get("mAP_interval")
     extra = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
     return f"{scores['mAP']:.3f}{extra}"

@@ -127,14 +127,12 @@ def bad_audio_folder():
 @pytest.fixture
 def run_module():
     """run(module, *args) -> its CompletedProcess (text): `python -m module args` run from
-    the repository root, checked to exit 0 within 60 s."""
+    the repository root, checked to exit 0 (killed after 120 s: a hung command line)."""
     import pathlib
     import subprocess
     import sys
-    import time
 
     def run(module: str, *args):
-        started = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "-m", module, *map(str, args)],
             cwd=pathlib.Path(__file__).resolve().parents[1],
@@ -143,7 +141,6 @@ def run_module():
             timeout=120,
         )
         assert done.returncode == 0, done.stderr
-        assert time.perf_counter() - started < 60
         return done
 
     return run

@@ -12,6 +12,7 @@ engine (`KwsRenderConfig.heldout_engine`, Piper by default), never heard in `tra
 whose interval cannot be trusted (source "estimate") is redrawn. Configs are sizes:
 
     smoke   tests, seconds          quick   the main job's default    full   ~15 hours
+    medium  quick's test and heldout utterances, 4x its training utterances (a superset)
 
 each also as `<size>-festival` (`speechkit.tts.ENGINE_SETS`: Festival, from Debian
 packages, joins espeak-ng for train and test; Piper stays held out).
@@ -53,6 +54,10 @@ class KwsSize:
 SIZES = {
     "smoke": KwsSize({"train": 8, "test": 4, "heldout": 4}),
     "quick": KwsSize({"train": 640, "test": 160, "heldout": 160}),
+    # quick's test and heldout utterances (each utterance draws from its own generator,
+    # so the same index is the same utterance) under 4x its training utterances, of which
+    # quick's are the first 640: a larger-data point scored on the same test audio
+    "medium": KwsSize({"train": 2560, "test": 160, "heldout": 160}),
     "full": KwsSize({"train": 8000, "test": 2000, "heldout": 2000}),
 }
 

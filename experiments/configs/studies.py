@@ -6,6 +6,11 @@ for MultiQT; unknown class, look-ahead, noise and latency for AF-KWS.
     python -m experiments.studies --config=experiments/configs/studies.py:quick \
         --workdir=/tmp/studies --config.studies=noise,smoothing \
         --config.sweeps.snr_db="(10.0, 0.0)"
+    python -m experiments.studies --config=experiments/configs/studies.py:quick \
+        --workdir=outputs/studies-scale --config.data_dir=outputs/tensorflow_datasets \
+        --config.studies=unknown_class --config.sweeps.kws_fraction="(1.0,)" \
+        --config.sweeps.kws_steps="(1500, 6000)" \
+        --config.sweeps.kws_datasets="('synthetic_kws/medium',)"
 
 Presets: smoke (every study on the smoke corpora, for tests), quick (this machine, under
 an hour on 2 CPU cores: two points each on the substitution, lag and data-size axes, two
@@ -46,6 +51,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.sweeps.train_fraction = (0.1, 0.25, 0.5, 1.0)  # 1: the base variant
     config.sweeps.smoothing_frames = (1, 3, 5, 9, 15)  # 1: raw labels
     config.sweeps.kws_fraction = (0.5, 1.0)
+    # unknown_class also on these corpora (e.g. ("synthetic_kws/medium",): quick's test
+    # audio under 4x its training utterances; built if missing, ~15 min here)
+    config.sweeps.kws_datasets = ()
     config.sweeps.kws_steps = {"smoke": (20, 40), "quick": (750, 1500), "full": (25_000, 50_000)}[
         preset
     ]

@@ -136,3 +136,5 @@ def test_bad_settings_are_named():
         render.KwsRenderConfig(engines=("espeak",), heldout_engine="piper")
     with pytest.raises(ValueError, match="corpora: unknown"):
         build_data.build("smoke", "/nonexistent", corpora=("videos",))
+    with pytest.raises(ValueError, match="size 'medium': corpus 'calls' has sizes"):
+        build_data.build("medium", "/nonexistent", corpora=("kws", "calls"))

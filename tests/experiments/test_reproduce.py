@@ -67,7 +67,9 @@ def test_smoke_main_job_writes_results_and_the_report(
             assert np.isfinite(scores[key]), (name, key)
         assert 0 <= scores["mAP"] <= 1 and scores["RTF"] > 0
         heldout = scores[cskws.HELDOUT]
-        assert set(heldout) == set(cskws.HELDOUT_REPORTED) and heldout["test_hours"] > 0
+        assert set(heldout) == {*cskws.HELDOUT_REPORTED, "intervals", "allowed_false_alarms"}
+        assert heldout["test_hours"] > 0
+        check_intervals(heldout)  # over the held-out utterances
         for key in cskws.REPORTED:
             assert 0 <= heldout[key] <= 1, (name, key)
         if scores["mAP"] == 0:

@@ -98,6 +98,32 @@ def test_a_variant_folder_keeps_the_config_it_was_trained_with(tmp_path):
         )
 
 
+def test_unknown_class_cells_name_their_corpus():
+    config = studies_config.get_config("smoke")
+    base = config.cskws
+    config.sweeps.kws_datasets = ("synthetic_kws/medium", base.dataset, "synthetic_kws/medium")
+    assert studies.unknown_class_corpora(config) == [base.dataset, "synthetic_kws/medium"]
+    fraction, steps = base.train.fraction, base.train.steps
+    assert studies.unknown_class_variant(base, base.dataset, fraction, steps) == "base"
+    assert studies.unknown_class_variant(base, base.dataset, 0.5, 20) == "data0.5-steps20"
+    assert (
+        studies.unknown_class_variant(base, "synthetic_kws/medium", fraction, steps)
+        == f"synthetic_kws-medium-data{fraction:g}-steps{steps}"
+    )
+    heldout = {"mAP": 0.2, "intervals": {"mAP": [0.1, 0.3]}}
+    model = {"mAP": 0.5, "intervals": {"mAP": [0.4, 0.6]}, "FRR@5": 0.3, "heldout": heldout}
+    results = {"training_utterances": 8, "models": {m: model for m in studies.KWS_MODELS}}
+    cell = studies.unknown_class_cell(results, "synthetic_kws/medium", 1.0, 40)
+    assert cell["dataset"] == "synthetic_kws/medium" and cell["training_utterances"] == 8
+    assert cell["afkws"] == {
+        "mAP": 0.5,
+        "mAP_interval": [0.4, 0.6],
+        "heldout_mAP": 0.2,
+        "heldout_mAP_interval": [0.1, 0.3],
+        "FRR@5": 0.3,
+    }
+
+
 def test_verdicts_follow_the_spread_over_folds():
     assert studies.compare({"mean": 0.8, "std": 0.05}, {"mean": 0.6, "std": 0.05}) == "holds"
     assert studies.compare({"mean": 0.6, "std": 0.05}, {"mean": 0.8, "std": 0.05}) == "reversed"
@@ -213,23 +239,30 @@ def _records() -> dict:
         "unknown_class": {
             "cells": [
                 {
+                    "dataset": f"synthetic_kws/{size}",
                     "train_fraction": f,
-                    "steps": s,
-                    "training_utterances": 10,
+                    "steps": 10,
+                    "training_utterances": n,
                     "afkws": {
                         "mAP": 0.6,
                         "mAP_interval": [0.55, 0.65],
                         "heldout_mAP": 0.3,
+                        "heldout_mAP_interval": [0.25, 0.35],
                         "FRR@5": 0.2,
                     },
                     "afkws_no_unknown": {
                         "mAP": m,
                         "mAP_interval": [m - 0.05, m + 0.05],
-                        "heldout_mAP": None,
+                        "heldout_mAP": h,
+                        "heldout_mAP_interval": None if h is None else [h - 0.05, h + 0.05],
                         "FRR@5": 0.2,
                     },
                 }
-                for f, s, m in ((0.5, 10, 0.4), (1.0, 10, 0.8))
+                for size, f, n, m, h in (
+                    ("smoke", 0.5, 10, 0.4, None),
+                    ("smoke", 1.0, 20, 0.8, 0.1),
+                    ("medium", 1.0, 80, 0.4, 0.2),
+                )
             ]
         },
         "lookahead": {
@@ -263,6 +296,11 @@ def test_claims_figures_and_report_from_recorded_numbers(tmp_path):
     assert verdicts["text and audio together beat audio alone (in-engine)"] == "reversed"
     assert verdicts["better transcripts make the text modality useful"] == "holds"
     assert verdicts["the unknown class improves mAP"] == "depends on scale"
+    # held out: the cell without a held-out score is left out; the other two are wins
+    assert verdicts["the unknown class improves mAP on an unheard synthesiser"] == "holds"
+    assert "80 utterances, 10 steps: 0.300 vs 0.200" in " ".join(
+        c["evidence"] for c in claims.values()
+    )
     assert verdicts["more look-ahead buys accuracy at the cost of latency"] == "holds"
     assert (
         verdicts["modality dropout keeps the multimodal model working when its text is missing"]
@@ -285,7 +323,11 @@ def test_claims_figures_and_report_from_recorded_numbers(tmp_path):
     assert "| recogniser, offline | no | 0.450 | 0.720 ± 0.010 | 0.400 ± 0.010 |" in text
     assert "| recogniser narrowband, causal | yes | 0.680 | 0.690 ± 0.010 |" in text
     assert "recogniser narrowband, causal (WER 0.68): text-only 0.200 ± 0.010" in text
-    assert "| 0.5 (10) | 10 | 0.600 [0.55, 0.65] | 0.400 [0.35, 0.45] | 0.300 | n/a |" in text
+    assert (
+        "| synthetic_kws/smoke | 0.5 (10) | 10 | 0.600 [0.55, 0.65] | 0.400 [0.35, 0.45] | "
+        "0.300 [0.25, 0.35] | n/a |" in text
+    )
+    assert "| synthetic_kws/medium | 1 (80) | 10 |" in text
     for path in paths.values():
         assert f"]({path})" in text
 

@@ -87,7 +87,11 @@ def test_exported_step_streams_like_the_live_step(tiny, tmp_path):
         np.testing.assert_allclose(found["logits"], want["logits"], rtol=1e-5, atol=1e-5)
         pieces.append(np.asarray(found["logits"]))
     whole, _ = net.apply(params, inputs, mask, present)  # and the blocks make the whole call
-    np.testing.assert_allclose(np.concatenate(pieces, axis=1), whole["logits"], atol=1e-5)
+    # logits of tens: a few float32 ulps apart where the blocks' convolutions add in
+    # another order, so the tolerance is relative as well as absolute
+    np.testing.assert_allclose(
+        np.concatenate(pieces, axis=1), whole["logits"], rtol=1e-5, atol=1e-5
+    )
 
 
 def test_an_audio_only_model_exports_too(tiny_multiqt_config, tmp_path):
