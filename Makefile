@@ -14,9 +14,11 @@ $(STAMP): pyproject.toml requirements.lock
 	@touch $@
 
 # Test files run in parallel worker processes (pytest-xdist), one file per worker at a
-# time so a module's fixtures are built once; a worker per core, at most 4.
+# time so a module's fixtures are built once; a worker per core, at most 4. Files in
+# collection order, where tests/conftest.py puts those with end-to-end tests first (xdist
+# would otherwise order them by test count, and the longest ones often started last).
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -n auto --maxprocesses=4 --dist loadfile
+	$(BIN)/python -m pytest -n auto --maxprocesses=4 --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -118,7 +118,10 @@ def fold_parallel(one_fold_fn, mesh, loop: str = "vmap"):
         out_specs=spec,
         axis_names=frozenset({FOLD_AXIS}),
     )
-    return jax.jit(sharded)
+    # The outputs keep the inputs' sharding: left to jit, a one-device mesh hands the
+    # state back as P() (the same placement, another sharding), so the next step with
+    # that state compiled the same program again and missed the compilation cache.
+    return jax.jit(sharded, out_shardings=jax.sharding.NamedSharding(mesh, spec))
 
 
 def stack(trees):

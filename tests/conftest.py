@@ -24,6 +24,15 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # before jax is first importe
 from experiments import build_data
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """Test files with end-to-end (`slow`) tests first, the rest after them, each in
+    collection order: xdist (`--dist loadfile --no-loadscope-reorder`, see the Makefile)
+    hands a worker the next file as it finishes one, so the long files start early and
+    the short ones fill in at the end, instead of one long file running alone last."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # a stable sort
+
+
 @pytest.fixture(scope="session")
 def smoke_build(tmp_path_factory):
     """(data_dir, report) of one smoke build of all corpora (~40 s: real synthesis,
