@@ -1043,7 +1043,9 @@ def report(payload: dict, paths: dict) -> str:
         "# Studies",
         "",
         f"Preset `{payload['preset']}`; corpora `{payload['corpora']['multiqt']}` and "
-        f"`{payload['corpora']['cskws']}`. MultiQT scores are mean ± std over "
+        f"`{payload['corpora']['cskws']}`"
+        + "".join(f", `{name}`" for name in payload["corpora"].get("cskws_larger", ()))
+        + f". MultiQT scores are mean ± std over "
         f"{payload['num_folds']} folds (each fold's model on its own test fold); AF-KWS "
         "scores are on the test split, with the 95 % bootstrap interval over test "
         "utterances where the experiment measured one. Seconds per study: "
@@ -1287,6 +1289,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         "corpora": {
             "multiqt": f"synthetic_calls/{multiqt.corpus_name(config.multiqt)}",
             "cskws": config.cskws.dataset,
+            # the unknown_class study's larger corpora
+            "cskws_larger": unknown_class_corpora(config)[1:] if "unknown_class" in names else [],
         },
         "num_folds": config.multiqt.num_folds,
         "seconds": seconds,

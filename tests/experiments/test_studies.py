@@ -312,7 +312,11 @@ def test_claims_figures_and_report_from_recorded_numbers(tmp_path):
         assert (tmp_path / path).read_bytes()[:4] == b"\x89PNG"
     payload = {
         "preset": "smoke",
-        "corpora": {"multiqt": "synthetic_calls/questions-smoke", "cskws": "synthetic_kws/smoke"},
+        "corpora": {
+            "multiqt": "synthetic_calls/questions-smoke",
+            "cskws": "synthetic_kws/smoke",
+            "cskws_larger": ["synthetic_kws/medium"],
+        },
         "num_folds": 5,
         "seconds": {name: 1.0 for name in records},
         "studies": records,
@@ -328,6 +332,7 @@ def test_claims_figures_and_report_from_recorded_numbers(tmp_path):
         "0.300 [0.25, 0.35] | n/a |" in text
     )
     assert "| synthetic_kws/medium | 1 (80) | 10 |" in text
+    assert "`synthetic_kws/smoke`, `synthetic_kws/medium`. MultiQT scores" in text
     for path in paths.values():
         assert f"]({path})" in text
 
