@@ -681,6 +681,11 @@ def _save(figure, ax, path: str, *, title: str, xlabel: str, ylabel: str, legend
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=legend_size)
+    _write(figure, path)
+
+
+def _write(figure, path: str) -> None:
+    """`figure` laid out, written to `path` (PNG, its folder made) and closed."""
     figure.tight_layout()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     figure.savefig(path, dpi=120)
@@ -816,10 +821,7 @@ def figures(records: dict, folder: str) -> dict[str, str]:
             ax.grid(alpha=0.3)
         axes[1].legend(fontsize=7)
         figure.suptitle("AF-KWS: unknown class (solid) and without it (dashed) against scale")
-        figure.tight_layout()
-        os.makedirs(os.path.join(folder, "figures"), exist_ok=True)
-        figure.savefig(os.path.join(folder, paths["unknown_class"]), dpi=120)
-        plt.close(figure)
+        _write(figure, os.path.join(folder, paths["unknown_class"]))
     return paths
 
 
