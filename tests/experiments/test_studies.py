@@ -296,6 +296,10 @@ def test_claims_figures_and_report_from_recorded_numbers(tmp_path):
     assert verdicts["text and audio together beat audio alone (in-engine)"] == "reversed"
     assert verdicts["better transcripts make the text modality useful"] == "holds"
     assert verdicts["the unknown class improves mAP"] == "depends on scale"
+    unknown = claims["AF-KWS: the unknown class improves mAP"]["evidence"]
+    assert unknown.endswith(
+        "(of 3 cells, with it above the other's 95 % interval in 2, without it in 1)"
+    )
     # held out: the cell without a held-out score is left out; the other two are wins
     assert verdicts["the unknown class improves mAP on an unheard synthesiser"] == "holds"
     assert "80 utterances, 10 steps: 0.300 vs 0.200" in " ".join(
