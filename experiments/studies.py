@@ -68,7 +68,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-import matplotlib
 import ml_collections
 import numpy as np
 from absl import app, flags
@@ -80,19 +79,23 @@ from cskws_jax import input_pipeline as kws_pipeline
 from cskws_jax import streaming as kws_streaming
 from experiments import common, cskws, multiqt
 from experiments.evaluators import detection, tracking
+from experiments.report.studies import (
+    KWS_MODELS,
+    NEURAL,
+    claims,
+    figures,
+    fold_summary,
+    mean_std_text,
+    report,
+)
 from multiqt_jax import bundle as calls_bundle
 from multiqt_jax import decode, input_pipeline, labels, model
 from multiqt_jax import train as calls_train
 from speechkit import augment, files, lm
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
 MULTIQT_STUDIES = ("asr_quality", "text_lag", "noise", "data_size", "missing_modality", "smoothing")
 KWS_STUDIES = ("unknown_class", "lookahead", "kws_noise")
 STUDIES = MULTIQT_STUDIES + KWS_STUDIES
-NEURAL = ("multimodal", "audio", "text")
-KWS_MODELS = ("afkws", "afkws_no_unknown")
 CLEAN = "clean"  # the snr_db axis label of the unaltered test input
 log = common.logger("studies")
 
@@ -360,19 +363,6 @@ def _sweep_record(axis: str, points: list, models: dict, heldout: dict) -> dict:
     }
 
 
-def _fold_summary(results: dict, name: str, heldout: bool = False) -> dict:
-    """A sub-experiment model's TIMESTEP / INSTANCE F1 as {metric: {mean, std}}."""
-    summary = results["models"][name]
-    if heldout:
-        summary = summary.get(multiqt.HELDOUT)
-        if summary is None:
-            return {}
-    return {
-        f"{score}_f1": {"mean": summary["mean"][score]["f1"], "std": summary["std"][score]["f1"]}
-        for score in tracking.SCORES
-    }
-
-
 class Studies:
     """Runs the studies of `config.studies` and collects their records."""
 
@@ -437,14 +427,14 @@ class Studies:
                 "wer": lm.error_rate(spoken, said),
             }
             for model_name in ("multimodal", "text"):
-                row[model_name] = _fold_summary(results, multiqt.row_name(model_name, config))
+                row[model_name] = fold_summary(results, multiqt.row_name(model_name, config))
             rows.append(row)
             log(
                 f"asr_quality: {label}: WER {row['wer']:.3f}, text-only TIMESTEP F1 "
-                f"{_ms(row['text']['timestep_f1'])}"
+                f"{mean_std_text(row['text']['timestep_f1'])}"
             )
         base_results, _, _ = self.runs.multiqt("base")
-        return {"rows": rows, "audio": _fold_summary(base_results, "audio")}
+        return {"rows": rows, "audio": fold_summary(base_results, "audio")}
 
     def text_lag(self) -> dict:
         sweep = [float(s) for s in self.config.sweeps.text_lag_s]
@@ -457,14 +447,14 @@ class Studies:
             base, _, _ = self.runs.multiqt("base")
             for model_name in NEURAL:  # the audio-only model reads no text: its base row
                 source = results if model_name in results["models"] else base
-                models[model_name].append(_fold_summary(source, model_name))
-                heldout[model_name].append(_fold_summary(source, model_name, heldout=True))
+                models[model_name].append(fold_summary(source, model_name))
+                heldout[model_name].append(fold_summary(source, model_name, heldout=True))
         offline, _, _ = self.runs.multiqt(
             "offline", {"text_stream": "offline"}, models="multimodal,text"
         )
         return {
             **_sweep_record("text_lag_s", sweep, models, heldout),
-            "offline": {m: _fold_summary(offline, f"{m}@offline") for m in ("multimodal", "text")},
+            "offline": {m: fold_summary(offline, f"{m}@offline") for m in ("multimodal", "text")},
         }
 
     def noise(self) -> dict:
@@ -506,8 +496,8 @@ class Studies:
             name = "base" if fraction == 1 else f"data{fraction:g}"
             results, _, _ = self.runs.multiqt(name, {"train_fraction": fraction})
             for model_name in NEURAL:
-                models[model_name].append(_fold_summary(results, model_name))
-                heldout[model_name].append(_fold_summary(results, model_name, heldout=True))
+                models[model_name].append(fold_summary(results, model_name))
+                heldout[model_name].append(fold_summary(results, model_name, heldout=True))
         return _sweep_record("train_fraction", sweep, models, heldout)
 
     def missing_modality(self) -> dict:
@@ -655,611 +645,6 @@ def unknown_class_cell(results: dict, dataset: str, fraction: float, steps: int)
             "FRR@5": scores["FRR@5"],
         }
     return cell
-
-
-# ----------------------------------------------------------------- figures, claims
-
-
-def _x_positions(points) -> tuple[list[float], list[str]]:
-    return list(range(len(points))), [str(p) if isinstance(p, str) else f"{p:g}" for p in points]
-
-
-def curve_figure(path: str, title: str, axis: str, points, curves: dict, ylabel: str) -> None:
-    """One line per model: mean with std error bars against the swept points."""
-    xs, ticks = _x_positions(points)
-    figure, ax = plt.subplots(figsize=(6, 3.6))
-    for name, curve in curves.items():
-        ax.errorbar(xs, curve["mean"], yerr=curve["std"], marker="o", capsize=3, label=name)
-    ax.set_xticks(xs, ticks)
-    _save(figure, ax, path, title=title, xlabel=axis, ylabel=ylabel)
-
-
-def _save(figure, ax, path: str, *, title: str, xlabel: str, ylabel: str, legend_size=8) -> None:
-    """Labels, grid and legend on `ax`, then `figure` written to `path` (PNG) and closed."""
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=legend_size)
-    _write(figure, path)
-
-
-def _write(figure, path: str) -> None:
-    """`figure` laid out, written to `path` (PNG, its folder made) and closed."""
-    figure.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-
-
-def asr_quality_figure(record: dict, path: str) -> None:
-    """TIMESTEP F1 against the text's word error rate: per text-reading model a line over
-    the oracle transcript's substitution sweep, a dashed line over the causal recognisers
-    (the corpus's and the worse ones; squares), an open square for the offline stream,
-    audio-only as a band (mean ± std)."""
-    figure, ax = plt.subplots(figsize=(6, 3.6))
-    by_wer = lambda rows: sorted(rows, key=lambda row: row["wer"])  # noqa: E731
-    oracle = by_wer(row for row in record["rows"] if row["variant"].startswith("oracle"))
-    recognisers = [row for row in record["rows"] if not row["variant"].startswith("oracle")]
-    causal = by_wer(row for row in recognisers if row["causal"])
-    offline = [row for row in recognisers if not row["causal"]]
-    for name, color in (("multimodal", "C0"), ("text", "C2")):
-        f1 = lambda rows, name=name: (  # noqa: E731
-            [row["wer"] for row in rows],
-            [row[name]["timestep_f1"]["mean"] for row in rows],
-            [row[name]["timestep_f1"]["std"] for row in rows],
-        )
-        for rows, fmt, mfc, label in (
-            (oracle, "o-", color, "oracle transcript"),
-            (causal, "s--", color, "recognisers, causal"),
-            (offline, "s", "none", "recogniser, offline"),
-        ):
-            if rows:
-                xs, means, stds = f1(rows)
-                ax.errorbar(
-                    xs,
-                    means,
-                    yerr=stds,
-                    fmt=fmt,
-                    color=color,
-                    mfc=mfc,
-                    capsize=3,
-                    label=f"{name}, {label}",
-                )
-    audio = record["audio"]["timestep_f1"]
-    ax.axhspan(audio["mean"] - audio["std"], audio["mean"] + audio["std"], color="C1", alpha=0.2)
-    ax.axhline(audio["mean"], color="C1", label="audio-only")
-    _save(
-        figure,
-        ax,
-        path,
-        title="MultiQT: transcript quality",
-        xlabel="word error rate of the text stream",
-        ylabel="TIMESTEP F1 (mean ± std over folds)",
-        legend_size=6,
-    )
-
-
-def figures(records: dict, folder: str) -> dict[str, str]:
-    """WORKDIR/figures/<study>.png for every study run; {study: path relative to WORKDIR}."""
-    paths = {}
-
-    def draw(study, title, axis, points, curves, ylabel):
-        paths[study] = f"figures/{study}.png"
-        curve_figure(os.path.join(folder, paths[study]), title, axis, points, curves, ylabel)
-
-    for study in ("text_lag", "noise", "data_size"):
-        if study in records:
-            r = records[study]
-            draw(
-                study,
-                f"MultiQT: {study.replace('_', ' ')}",
-                r["axis"],
-                r["points"],
-                r["curves"]["timestep_f1"],
-                "TIMESTEP F1 (mean ± std over folds)",
-            )
-    if "smoothing" in records:
-        r = records["smoothing"]
-        draw(
-            "smoothing",
-            "MultiQT: minimum-duration smoothing",
-            "min_frames (40 ms)",
-            r["points"],
-            r["curves"]["instance_f1"],
-            "INSTANCE F1 (mean ± std over folds)",
-        )
-    if "asr_quality" in records:
-        paths["asr_quality"] = "figures/asr_quality.png"
-        asr_quality_figure(records["asr_quality"], os.path.join(folder, paths["asr_quality"]))
-    if "kws_noise" in records:
-        r = records["kws_noise"]
-        curves = {
-            m: {"mean": [p["mAP"] for p in rows], "std": [0.0] * len(rows)}
-            for m, rows in r["rows"].items()
-        }
-        draw("kws_noise", "AF-KWS: test-time noise", "snr_db", r["points"], curves, "mAP")
-    if "lookahead" in records:
-        rows = records["lookahead"]["rows"]
-        paths["lookahead"] = "figures/lookahead.png"
-        figure, ax = plt.subplots(figsize=(6, 3.6))
-        latency = [row["algorithmic_latency_s"] for row in rows]
-        ax.plot(latency, [row["mAP"] for row in rows], marker="o", label="mAP")
-        ax.plot(latency, [1 - row["FRR@5"] for row in rows], marker="s", label="1 - FRR@5")
-        for row, x in zip(rows, latency, strict=True):
-            ax.annotate(f"delay {row['delay']}", (x, row["mAP"]), fontsize=7)
-        _save(
-            figure,
-            ax,
-            os.path.join(folder, paths["lookahead"]),
-            title="AF-KWS: look-ahead",
-            xlabel="algorithmic latency (s)",
-            ylabel="test split score",
-        )
-    if "unknown_class" in records:
-        cells = records["unknown_class"]["cells"]
-        paths["unknown_class"] = "figures/unknown_class.png"
-        figure, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
-        panels = (("mAP", "test split"), ("heldout_mAP", "held-out engine"))
-        for ax, (key, split) in zip(axes, panels, strict=True):
-            for colour, (utterances, chosen) in enumerate(_by_training_set(cells)):
-                for m, style in zip(KWS_MODELS, ("-", "--"), strict=True):
-                    ax.plot(
-                        [c["steps"] for c in chosen],
-                        [c[m][key] for c in chosen],
-                        style,
-                        color=f"C{colour}",
-                        marker="o",
-                        label=f"{m}, {utterances} utterances",
-                    )
-            ax.set_xscale("log")
-            ticks = sorted({c["steps"] for c in cells})
-            ax.set_xticks(ticks, [str(t) for t in ticks])
-            ax.minorticks_off()
-            ax.set_xlabel("training steps")
-            ax.set_ylabel(f"mAP ({split})")
-            ax.grid(alpha=0.3)
-        axes[1].legend(fontsize=7)
-        figure.suptitle("AF-KWS: unknown class (solid) and without it (dashed) against scale")
-        _write(figure, os.path.join(folder, paths["unknown_class"]))
-    return paths
-
-
-def _by_training_set(cells: list[dict]) -> list[tuple[str, list[dict]]]:
-    """The unknown-class cells grouped by training set (corpus and share), in cell order,
-    each labelled with its utterance count."""
-    groups: dict[tuple, list[dict]] = {}
-    for cell in cells:
-        groups.setdefault((cell.get("dataset"), cell["train_fraction"]), []).append(cell)
-    return [(str(chosen[0]["training_utterances"]), chosen) for chosen in groups.values()]
-
-
-def compare(a: dict, b: dict) -> str:
-    """ "holds" when a's mean exceeds b's by more than both stds together, "reversed" in
-    the other direction, else "not shown" (within the spread over folds)."""
-    spread = a["std"] + b["std"]
-    if a["mean"] - b["mean"] > spread:
-        return "holds"
-    if b["mean"] - a["mean"] > spread:
-        return "reversed"
-    return "not shown"
-
-
-def claims(records: dict, base: dict | None) -> list[dict]:
-    """The papers' claims that the studies run here speak to, each with its verdict and
-    the numbers behind it."""
-    found = []
-
-    def add(claim, verdict, evidence, figure=None):
-        found.append({"claim": claim, "verdict": verdict, "evidence": evidence, "figure": figure})
-
-    if base is not None:
-        mm, audio, text = (_fold_summary(base, m)["timestep_f1"] for m in NEURAL)
-        verdict = compare(mm, audio)
-        add(
-            "MultiQT: text and audio together beat audio alone (in-engine)",
-            verdict,
-            f"TIMESTEP F1 multimodal {_ms(mm)}, audio-only {_ms(audio)}, text-only {_ms(text)}",
-        )
-        held = [_fold_summary(base, m, heldout=True).get("timestep_f1") for m in NEURAL]
-        if all(held):
-            add(
-                "MultiQT: text and audio together beat audio alone on an unheard synthesiser",
-                compare(held[0], held[1]),
-                f"held-out engine TIMESTEP F1 multimodal {_ms(held[0])}, audio-only "
-                f"{_ms(held[1])}, text-only {_ms(held[2])}",
-            )
-    if "asr_quality" in records:
-        r = records["asr_quality"]
-        oracle, recognised = (
-            r["rows"][0],
-            next(row for row in r["rows"] if row["variant"] == "base"),
-        )
-        add(
-            "MultiQT: better transcripts make the text modality useful",
-            compare(oracle["text"]["timestep_f1"], recognised["text"]["timestep_f1"]),
-            f"text-only TIMESTEP F1 {_ms(oracle['text']['timestep_f1'])} on the oracle "
-            f"transcript (WER {oracle['wer']:.2f}) against "
-            f"{_ms(recognised['text']['timestep_f1'])} on the recogniser's causal stream "
-            f"(WER {recognised['wer']:.2f}); multimodal {_ms(oracle['multimodal']['timestep_f1'])}"
-            f" against {_ms(recognised['multimodal']['timestep_f1'])}; audio-only "
-            f"{_ms(r['audio']['timestep_f1'])}"
-            + "".join(
-                f"; {row['stream']} (WER {row['wer']:.2f}): text-only "
-                f"{_ms(row['text']['timestep_f1'])}"
-                for row in r["rows"]
-                if row["variant"].startswith("asr-")
-            ),
-            "figures/asr_quality.png",
-        )
-    if "noise" in records:
-        r = records["noise"]
-        curves = r["curves"]["timestep_f1"]
-        last = len(r["points"]) - 1
-        at = lambda m, i: {"mean": curves[m]["mean"][i], "std": curves[m]["std"][i]}  # noqa: E731
-        add(
-            f"MultiQT: text keeps the multimodal model up when the audio is noisy "
-            f"({r['points'][last]} dB)",
-            compare(at("multimodal", last), at("audio", last)),
-            f"TIMESTEP F1 at {r['points'][last]} dB: multimodal {_ms(at('multimodal', last))}, "
-            f"audio-only {_ms(at('audio', last))} (clean: {_ms(at('multimodal', 0))} and "
-            f"{_ms(at('audio', 0))})",
-            "figures/noise.png",
-        )
-    if "text_lag" in records:
-        r = records["text_lag"]
-        text = r["curves"]["timestep_f1"]["text"]
-        first = {"mean": text["mean"][0], "std": text["std"][0]}
-        last = {"mean": text["mean"][-1], "std": text["std"][-1]}
-        add(
-            f"MultiQT: the text modality's value depends on when words arrive "
-            f"({r['points'][0]:g} s against {r['points'][-1]:g} s of lag)",
-            compare(first, last),
-            f"text-only TIMESTEP F1 {_ms(first)} -> {_ms(last)}; offline text "
-            f"{_ms(r['offline']['text']['timestep_f1'])}",
-            "figures/text_lag.png",
-        )
-    if "missing_modality" in records:
-        rows = records["missing_modality"]["rows"]
-        dropout, plain = (rows[k] for k in list(rows)[:2])
-        add(
-            "MultiQT: modality dropout keeps the multimodal model working when its text is missing",
-            compare(dropout["text missing"]["timestep_f1"], plain["text missing"]["timestep_f1"]),
-            f"text missing: {_ms(dropout['text missing']['timestep_f1'])} with dropout, "
-            f"{_ms(plain['text missing']['timestep_f1'])} without; audio missing: "
-            f"{_ms(dropout['audio missing']['timestep_f1'])} and "
-            f"{_ms(plain['audio missing']['timestep_f1'])}",
-        )
-    if "smoothing" in records:
-        r = records["smoothing"]
-        f1 = r["curves"]["instance_f1"]["multimodal"]
-        best = int(np.argmax(f1["mean"]))
-        add(
-            "MultiQT: a causal minimum-duration rule repairs INSTANCE precision at a small "
-            "latency cost",
-            compare(
-                {"mean": f1["mean"][best], "std": f1["std"][best]},
-                {"mean": f1["mean"][0], "std": f1["std"][0]},
-            ),
-            f"multimodal INSTANCE F1 raw {f1['mean'][0]:.3f} -> {f1['mean'][best]:.3f} at "
-            f"{r['points'][best]} frames (declared latency "
-            f"{r['declared_latency_s'][best] * 1000:.0f} ms)",
-            "figures/smoothing.png",
-        )
-    if "unknown_class" in records:
-        cells = records["unknown_class"]["cells"]
-        for claim, key, split in (
-            ("AF-KWS: the unknown class improves mAP", "mAP", "test"),
-            (
-                "AF-KWS: the unknown class improves mAP on an unheard synthesiser",
-                "heldout_mAP",
-                "held-out engine",
-            ),
-        ):
-            pairs = [
-                (c, _scores_of(c["afkws"], key), _scores_of(c["afkws_no_unknown"], key))
-                for c in cells
-            ]
-            pairs = [(c, a, b) for c, a, b in pairs if None not in (a["mAP"], b["mAP"])]
-            if not pairs:
-                continue
-            signs = [
-                f"{c['training_utterances']} utterances, {c['steps']} steps: "
-                f"{a['mAP']:.3f} vs {b['mAP']:.3f}"
-                for c, a, b in pairs
-            ]
-            wins = sum(_beats(a, b) for _, a, b in pairs)
-            losses = sum(_beats(b, a) for _, a, b in pairs)
-            verdict = (
-                "holds"
-                if wins == len(pairs)
-                else "reversed"
-                if losses == len(pairs)
-                else ("depends on scale" if wins and losses else "not shown")
-            )
-            add(
-                claim,
-                verdict,
-                f"{split} mAP with vs without: " + "; ".join(signs) + f" (of {len(pairs)} "
-                f"cells, with it above the other's 95 % interval in {wins}, without it in "
-                f"{losses})",
-                "figures/unknown_class.png",
-            )
-    if "lookahead" in records:
-        rows = records["lookahead"]["rows"]
-        gain = rows[-1]["mAP"] - rows[0]["mAP"]
-        add(
-            "AF-KWS: more look-ahead buys accuracy at the cost of latency",
-            "holds" if gain > 0.02 else "reversed" if gain < -0.02 else "not shown",
-            ", ".join(
-                f"delay {r['delay']}: mAP {r['mAP']:.3f} at "
-                f"{r['algorithmic_latency_s'] * 1000:.0f} ms"
-                for r in rows
-            ),
-            "figures/lookahead.png",
-        )
-    return found
-
-
-def _scores_of(model: dict, key: str) -> dict:
-    """An unknown-class cell's model entry as {"mAP", "mAP_interval"} of the test split
-    (key "mAP") or the held-out engine (key "heldout_mAP")."""
-    if key == "mAP":
-        return model
-    return {"mAP": model.get(key), "mAP_interval": model.get(f"{key}_interval")}
-
-
-def _beats(a: dict, b: dict) -> bool:
-    """a's mAP above b's 95 % interval (or above b's mAP where there is none)."""
-    interval = b.get("mAP_interval")
-    return a["mAP"] > (interval[1] if interval else b["mAP"])
-
-
-def _ms(value: dict) -> str:
-    return f"{value['mean']:.3f} ± {value['std']:.3f}"
-
-
-# --------------------------------------------------------------------------- report
-
-
-def _latency_text(latency: dict) -> str:
-    if latency["median_s"] is None:
-        return "n/a"
-    return f"{latency['median_s']:.2f} / {latency['p90_s']:.2f} s"
-
-
-def _curve_table(record: dict, metric: str, header: str) -> list[str]:
-    points = [p if isinstance(p, str) else f"{p:g}" for p in record["points"]]
-    lines = [
-        "| model | " + " | ".join(f"{header} {p}" for p in points) + " |",
-        "|---" * (len(points) + 1) + "|",
-    ]
-    for name, curve in record["curves"][metric].items():
-        cells = [f"{m:.3f} ± {s:.3f}" for m, s in zip(curve["mean"], curve["std"], strict=True)]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def report(payload: dict, paths: dict) -> str:
-    """studies.md: the verdicts first, then one section per study."""
-    records = payload["studies"]
-    lines = [
-        "# Studies",
-        "",
-        f"Preset `{payload['preset']}`; corpora `{payload['corpora']['multiqt']}` and "
-        f"`{payload['corpora']['cskws']}`"
-        + "".join(f", `{name}`" for name in payload["corpora"].get("cskws_larger", ()))
-        + f". MultiQT scores are mean ± std over "
-        f"{payload['num_folds']} folds (each fold's model on its own test fold); AF-KWS "
-        "scores are on the test split, with the 95 % bootstrap interval over test "
-        "utterances where the experiment measured one. Seconds per study: "
-        + ", ".join(f"{k} {v:.0f}" for k, v in payload["seconds"].items())
-        + ".",
-        "",
-        "## The papers' claims on this data",
-        "",
-        "| claim | verdict | evidence |",
-        "|---|---|---|",
-    ]
-    for claim in payload["claims"]:
-        figure = f" ([figure]({claim['figure']}))" if claim["figure"] else ""
-        lines.append(f"| {claim['claim']} | **{claim['verdict']}** | {claim['evidence']}{figure} |")
-    lines += [
-        "",
-        'Verdicts: MultiQT, "holds" when the difference of means exceeds the two '
-        'stds over folds together, "reversed" the other way, "not shown" within '
-        "that spread; AF-KWS unknown class, a win is a mAP above the other model's "
-        "95 % interval.",
-        "",
-    ]
-    if "asr_quality" in records:
-        r = records["asr_quality"]
-        lines += [
-            "## ASR quality: word error rate of the text stream",
-            "",
-            "The oracle stream is the transcript the synthesiser spoke, each word emitted "
-            "at its true end (a perfect streaming recogniser); substituted streams replace "
-            "that share of its words by other words of the same call. The worse "
-            "recognisers hear the same call audio through a narrow-band telephone line, "
-            "decode it with smaller beams, or with a unigram language model of the "
-            "same text (`multiqt_jax.datasets.render.RECOGNIZER_VARIANTS`). "
-            "WER is measured against the oracle words over every call of the corpus. "
-            "Each stream's models are trained and tested on it.",
-            "",
-            "| text stream | causal | WER | multimodal TIMESTEP F1 | text-only TIMESTEP F1 "
-            "| multimodal INSTANCE F1 | text-only INSTANCE F1 |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for row in r["rows"]:
-            lines.append(
-                f"| {row['stream']} | {'yes' if row['causal'] else 'no'} | {row['wer']:.3f} | "
-                f"{_ms(row['multimodal']['timestep_f1'])} | {_ms(row['text']['timestep_f1'])} | "
-                f"{_ms(row['multimodal']['instance_f1'])} | {_ms(row['text']['instance_f1'])} |"
-            )
-        lines += [
-            "",
-            f"Audio-only (reads no text): TIMESTEP F1 {_ms(r['audio']['timestep_f1'])}.",
-            "",
-            f"![ASR quality]({paths['asr_quality']})",
-            "",
-        ]
-    if "text_lag" in records:
-        r = records["text_lag"]
-        lines += [
-            "## ASR timing: word emission lag",
-            "",
-            "Every recognised word reaches the models this many seconds after the "
-            "recogniser emitted it (trained and tested so). The audio-only model "
-            "reads no text (its row repeats the base model).",
-            "",
-        ]
-        lines += _curve_table(r, "timestep_f1", "TIMESTEP F1, lag")
-        lines += [
-            "",
-            "Offline text (words at their recognised times, not causal): "
-            + ", ".join(f"{m} {_ms(v['timestep_f1'])}" for m, v in r["offline"].items()),
-            "",
-            f"![text lag]({paths['text_lag']})",
-            "",
-        ]
-    if "noise" in records:
-        r = records["noise"]
-        lines += [
-            "## Noise at test time",
-            "",
-            "Feature-domain noise (`speechkit.augment.mix_noise`) at each SNR "
-            "relative to the call's mean band energy; only the audio is degraded, "
-            "the text stream stays as the corpus's recogniser produced it. "
-            f"Noise-trained: {r['matched_snr_db'][0]:g}-{r['matched_snr_db'][1]:g} dB "
-            "in every training call.",
-            "",
-        ]
-        lines += _curve_table(r, "timestep_f1", "TIMESTEP F1,")
-        lines += ["", f"![noise]({paths['noise']})", ""]
-    if "data_size" in records:
-        r = records["data_size"]
-        lines += ["## Training-data size", "", "Share of each fold's training calls.", ""]
-        lines += _curve_table(r, "timestep_f1", "TIMESTEP F1,")
-        if r["heldout_curves"]["timestep_f1"]:
-            lines += ["", "On the held-out engine's calls:", ""]
-            lines += _curve_table(
-                {**r, "curves": r["heldout_curves"]}, "timestep_f1", "TIMESTEP F1,"
-            )
-        lines += ["", f"![data size]({paths['data_size']})", ""]
-    if "missing_modality" in records:
-        r = records["missing_modality"]
-        lines += [
-            "## Missing modality at test time",
-            "",
-            "| model | " + " | ".join(r["conditions"]) + " |",
-            "|---" * (len(r["conditions"]) + 1) + "|",
-        ]
-        for name, row in r["rows"].items():
-            cells = [_ms(row[c]["timestep_f1"]) if c in row else "" for c in r["conditions"]]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        lines += ["", "(TIMESTEP F1; the single-modality models as trained, for comparison.)", ""]
-    if "smoothing" in records:
-        r = records["smoothing"]
-        lines += [
-            "## INSTANCE fragmentation: minimum-duration smoothing",
-            "",
-            "| model | min_frames | declared latency | INSTANCE P | INSTANCE R | "
-            "INSTANCE F1 | TIMESTEP F1 | tracking latency median / p90 |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for name in r["curves"]["instance_f1"]:
-            for i, k in enumerate(r["points"]):
-                cell = lambda metric, i=i, name=name: (  # noqa: E731
-                    f"{r['curves'][metric][name]['mean'][i]:.3f}"
-                )
-                lines.append(
-                    f"| {name} | {k} | {r['declared_latency_s'][i] * 1000:.0f} ms | "
-                    f"{cell('instance_precision')} | {cell('instance_recall')} | "
-                    f"{cell('instance_f1')} | {cell('timestep_f1')} | "
-                    f"{_latency_text(r['latency'][name][i])} |"
-                )
-        lines += [
-            "",
-            "Tracking latency: gold onset to the first frame labelled with the "
-            "instance's class, over the found instances of every fold "
-            "(`metrics.tracking_latency`).",
-            "",
-            f"![smoothing]({paths['smoothing']})",
-            "",
-        ]
-    if "unknown_class" in records:
-        lines += [
-            "## AF-KWS: unknown class against scale",
-            "",
-            "| corpus | data share (utterances) | steps | afkws mAP | no-unknown mAP | afkws "
-            "held-out mAP | no-unknown held-out mAP |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for c in records["unknown_class"]["cells"]:
-            a, b = c["afkws"], c["afkws_no_unknown"]
-            lines.append(
-                f"| {c.get('dataset', payload['corpora']['cskws'])} | "
-                f"{c['train_fraction']:g} ({c['training_utterances']}) | {c['steps']} | "
-                f"{_map_text(a)} | {_map_text(b)} | "
-                f"{_map_text(_scores_of(a, 'heldout_mAP'))} | "
-                f"{_map_text(_scores_of(b, 'heldout_mAP'))} |"
-            )
-        lines += ["", f"![unknown class]({paths['unknown_class']})", ""]
-    if "lookahead" in records:
-        lines += [
-            "## AF-KWS: look-ahead",
-            "",
-            "| delay (frames) | algorithmic latency | mAP | AP@0.05 | FRR@5 | "
-            "detection latency median / p90 |",
-            "|---|---|---|---|---|---|",
-        ]
-        for row in records["lookahead"]["rows"]:
-            lines.append(
-                f"| {row['delay']} | {row['algorithmic_latency_s'] * 1000:.0f} ms | "
-                f"{row['mAP']:.3f} | {row['AP@0.05']:.3f} | {row['FRR@5']:.3f} | "
-                f"{_latency_text(row['latency'])} |"
-            )
-        lines += [
-            "",
-            "Detection latency: emission by the streaming detector minus the "
-            "keyword's true end (`metrics.detection_latency`, IoU 0.05 matches).",
-            "",
-            f"![look-ahead]({paths['lookahead']})",
-            "",
-        ]
-    if "kws_noise" in records:
-        r = records["kws_noise"]
-        points = [p if isinstance(p, str) else f"{p:g} dB" for p in r["points"]]
-        lines += [
-            "## AF-KWS: noise at test time",
-            "",
-            "| model | " + " | ".join(points) + " |",
-            "|---" * (len(points) + 1) + "|",
-        ]
-        for name, rows in r["rows"].items():
-            lines.append(f"| {name} | " + " | ".join(f"{row['mAP']:.3f}" for row in rows) + " |")
-        lines += [
-            "",
-            f"(mAP. Noise-trained: every crop at {r['matched_snr_db'][0]:g}-"
-            f"{r['matched_snr_db'][1]:g} dB; the base models draw 5-30 dB on half "
-            "their crops.)",
-            "",
-            f"![kws noise]({paths['kws_noise']})",
-            "",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _map_text(scores: dict) -> str:
-    if scores["mAP"] is None:
-        return "n/a"
-    interval = scores.get("mAP_interval")
-    extra = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
-    return f"{scores['mAP']:.3f}{extra}"
-
-
-def _number(value) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 # ----------------------------------------------------------------------------- main

@@ -1,7 +1,8 @@
 """experiments.reproduce, the main job, end to end on smoke data: MultiQT with few models
 and steps, all three CS-KWS models trained, scored, timed and saved (this run stands in
 for a separate run of experiments.cskws, which the main job calls as it is), one corpus
-size for both stages, and the report with its figures."""
+size for both stages, and the report with its figures; and the report's tables and
+figures (`experiments.report.reproduce_md`) from made-up results."""
 
 import json
 import types
@@ -16,8 +17,10 @@ from cskws_jax import operating_points as op
 from experiments import common, cskws, evaluate, reproduce
 from experiments.configs import cskws as cskws_config
 from experiments.configs import reproduce as reproduce_config
+from experiments.report import models, reproduce_md
+from experiments.scoring import keywords as kws_scoring
 from multiqt_jax import labels, track
-from speechkit import tts
+from speechkit import files, tts
 
 
 @pytest.mark.slow
@@ -63,14 +66,18 @@ def test_smoke_main_job_writes_results_and_the_report(
     assert results["dataset"] == "synthetic_kws/smoke" and len(results["keywords"]) == 20
     assert set(results["models"]) == set(cskws.MODELS)
     for name, scores in results["models"].items():
-        for key in (*cskws.REPORTED, "RTF"):
+        for key in (*kws_scoring.REPORTED, "RTF"):
             assert np.isfinite(scores[key]), (name, key)
         assert 0 <= scores["mAP"] <= 1 and scores["RTF"] > 0
-        heldout = scores[cskws.HELDOUT]
-        assert set(heldout) == {*cskws.HELDOUT_REPORTED, "intervals", "allowed_false_alarms"}
+        heldout = scores["heldout"]
+        assert set(heldout) == {
+            *kws_scoring.OTHER_SPLIT_REPORTED,
+            "intervals",
+            "allowed_false_alarms",
+        }
         assert heldout["test_hours"] > 0
         check_intervals(heldout)  # over the held-out utterances
-        for key in cskws.REPORTED:
+        for key in kws_scoring.REPORTED:
             assert 0 <= heldout[key] <= 1, (name, key)
         if scores["mAP"] == 0:
             assert scores["transfer"] is None
@@ -80,7 +87,7 @@ def test_smoke_main_job_writes_results_and_the_report(
         assert (kws / name / "heldout" / "detection_curves.json").exists()
         # The saved scores keep them, so a resumed run does not recompute or lose them.
         saved = json.loads((kws / name / "scores.json").read_text())
-        assert saved["heldout"] == heldout and cskws.reusable(saved, heldout=True)
+        assert saved["heldout"] == heldout and cskws.reusable(saved, ["heldout"])
         assert saved["intervals"] == scores["intervals"]
         saved = np.load(kws / name / "detections.npz")
         assert saved["detection_score"].shape == saved["detection_valid"].shape
@@ -99,19 +106,19 @@ def test_smoke_main_job_writes_results_and_the_report(
     afkws = results["models"]["afkws"]
     low, high = afkws["intervals"]["mAP"]
     mean_ap = f"{afkws['mAP']:.3f} [{low:.2f}, {high:.2f}] (paper 0.86)"
-    assert f"| {reproduce.KWS_NAMES['afkws']} | {mean_ap} |" in report
+    assert f"| {models.KWS_NAMES['afkws']} | {mean_ap} |" in report
     assert "95 % percentile bootstrap interval over test utterances" in report
     allowed = afkws["allowed_false_alarms"]["FRR@5"]
     assert f"FRR@5 (5 FA/h) allows {allowed:.2f}, i.e. at most " in report
     # The intervals come from the saved test detections alone: recomputed, they agree.
     config = cskws_config.get_config("smoke")
-    assert cskws.score_intervals(config, str(kws / "afkws"), 20) == {
-        key: afkws[key] for key in ("intervals", "allowed_false_alarms")
-    }
+    assert kws_scoring.score_intervals(
+        str(kws / "afkws"), 20, resamples=config.eval.bootstrap_resamples, seed=config.seed
+    ) == {key: afkws[key] for key in ("intervals", "allowed_false_alarms")}
     det_part = report.split("### Operating points (DET)")[1]
     for name, scores in results["models"].items():
         entry = scores["operating_points"]["budgets"][1]
-        row = f"| {reproduce.KWS_NAMES[name]} | {entry['fa_per_hour']:g} | "
+        row = f"| {models.KWS_NAMES[name]} | {entry['fa_per_hour']:g} | "
         assert (
             row + f"{entry['allowed_false_alarms']} ({entry['allowed_per_keyword']}) |" in det_part
         )
@@ -189,7 +196,7 @@ def check_the_trained_models_work_outside_the_runner(workdir, tmp, capsys) -> No
 def check_intervals(scores: dict) -> None:
     """A model's bootstrap intervals: one per INTERVALS score, ordered, within the
     score's range; and the false alarms the FRR budgets allow on the test hours."""
-    assert set(scores["intervals"]) == set(cskws.INTERVALS)
+    assert set(scores["intervals"]) == set(kws_scoring.INTERVALS)
     for key, (low, high) in scores["intervals"].items():
         assert 0 <= low <= high <= 1, key
     hours = scores["test_hours"]
@@ -203,8 +210,8 @@ def check_operating_points(folder, scores: dict, keywords: list) -> None:
     (AF-KWS models) stores the same ones, and results.json reports what they give on
     the test and held-out splits; det.json holds the test DET curves."""
     budgets = tuple(cskws_config.get_config("smoke").eval.fa_budgets)
-    test = cskws.saved_outcomes(str(folder), len(keywords))
-    heldout = cskws.saved_outcomes(str(folder / cskws.HELDOUT), len(keywords))
+    test = kws_scoring.saved_outcomes(str(folder), len(keywords))
+    heldout = kws_scoring.saved_outcomes(str(folder / "heldout"), len(keywords))
     points = op.choose(test, budgets, split="synthetic_kws/smoke:test")
     summary = scores["operating_points"]
     assert summary["test_hours"] == pytest.approx(scores["test_hours"])
@@ -214,8 +221,8 @@ def check_operating_points(folder, scores: dict, keywords: list) -> None:
         assert entry["allowed_false_alarms"] == op.allowed_false_alarms(budget, test.hours)
         assert entry["test"] == op.measure(test, point.thresholds)
         assert entry["test"]["fa_per_hour"] <= budget  # chosen there: met by construction
-        assert entry[cskws.HELDOUT] == op.measure(heldout, point.thresholds)
-        assert entry[cskws.HELDOUT]["hours"] == pytest.approx(scores["heldout"]["test_hours"])
+        assert entry["heldout"] == op.measure(heldout, point.thresholds)
+        assert entry["heldout"]["hours"] == pytest.approx(scores["heldout"]["test_hours"])
         if f"FRR@{budget:g}" in scores and np.isfinite(scores[f"FRR@{budget:g}"]):
             frr = scores[f"FRR@{budget:g}"]  # one shared threshold: the metric's FRR
             assert entry["shared_threshold_miss_rate"] == pytest.approx(frr, abs=1e-6)
@@ -226,24 +233,24 @@ def check_operating_points(folder, scores: dict, keywords: list) -> None:
     assert set(det["per_keyword"]) == set(keywords) and det["hours"] == test.hours
     pooled = det["pooled"]
     assert pooled["threshold"][0] is None and pooled["miss_rate"][0] in (1.0, None)
-    assert 1 < len(pooled["fa_per_hour"]) <= cskws.DET_CURVE_POINTS
+    assert 1 < len(pooled["fa_per_hour"]) <= kws_scoring.DET_CURVE_POINTS
     assert pooled["fa_per_hour"] == sorted(pooled["fa_per_hour"])
 
 
 def test_report_transfer_tables_without_heldout_scores():
     kws = {"dataset": "libritop20/top20", "models": {"afkws": {"mAP": 0.5}}}
-    assert "No held-out-engine split" in reproduce.kws_transfer_table(kws)[0]
+    assert "No held-out-engine split" in reproduce_md.kws_transfer_table(kws)[0]
     mq = {"models": {"audio": {"mean": {}, "std": {}}}}
-    assert "No held-out-engine calls" in reproduce.multiqt_transfer_table(mq)[0]
-    assert not cskws.reusable({"mAP": 0.5}, heldout=True)
-    assert not cskws.reusable({"mAP": 0.5}, heldout=False)  # no operating points
+    assert "No held-out-engine calls" in reproduce_md.multiqt_transfer_table(mq)[0]
+    assert not cskws.reusable({"mAP": 0.5}, ["heldout"])
+    assert not cskws.reusable({"mAP": 0.5}, [])  # no operating points
     points_only = {"mAP": 0.5, "operating_points": {"budgets": []}}
-    assert not cskws.reusable(points_only, heldout=False)  # no intervals
+    assert not cskws.reusable(points_only, [])  # no intervals
     with_points = {**points_only, "intervals": {"mAP": [0.4, 0.6]}}
-    assert cskws.reusable(with_points, heldout=False)
-    assert not cskws.reusable(with_points, heldout=True)
-    assert cskws.reusable({**with_points, "heldout": {}, "transfer": None}, heldout=True)
-    assert reproduce.kws_det_table(kws) == ["No operating points in these results."]
+    assert cskws.reusable(with_points, [])
+    assert not cskws.reusable(with_points, ["heldout"])
+    assert cskws.reusable({**with_points, "heldout": {}, "transfer": None}, ["heldout"])
+    assert reproduce_md.kws_det_table(kws) == ["No operating points in these results."]
     assert common.transfer_ratio(0.2, 0.0) is None
     assert common.transfer_ratio(None, 0.4) is None
     assert common.transfer_ratio(0.2, 0.4) == pytest.approx(0.5)
@@ -260,12 +267,12 @@ def test_kws_table_shows_intervals_and_the_false_alarms_frr_allows():
         "RTF": 0.001,
         "test_hours": hours,
     }
-    old = "\n".join(reproduce.kws_table({"sliding_window": scores}))
+    old = "\n".join(reproduce_md.kws_table({"sliding_window": scores}))
     assert "| 0.294 (paper 0.398 / 0.426) | 0.300 |" in old and "[" not in old
     assert "FRR@5 (5 FA/h) allows 1.00, i.e. at most 1; FRR@25 (25 FA/h) allows 5.00" in old
     scores["intervals"] = {"mAP": [0.251, 0.338], "AP@0.05": [0.2, 0.4], "FRR@5": [None, None]}
     scores["allowed_false_alarms"] = {"FRR@5": 5 * hours, "FRR@25": 25 * hours}
-    table = "\n".join(reproduce.kws_table({"afkws": scores}))
+    table = "\n".join(reproduce_md.kws_table({"afkws": scores}))
     assert (
         "| AF-KWS | 0.294 [0.25, 0.34] (paper 0.86) | 0.300 [0.20, 0.40] (paper 0.952) |" in table
     )
@@ -294,18 +301,72 @@ def test_multiqt_tasks_and_the_studies_verdicts_in_the_report(tmp_path):
         with pytest.raises(ValueError, match="config.multiqt_tasks"):
             reproduce.multiqt_tasks(config)
     workdir = tmp_path / "reproduce"
-    assert "Not run yet" in "\n".join(reproduce.studies_lines(config, str(workdir)))
+    assert "Not run yet" in "\n".join(reproduce_md.studies_lines(config, str(workdir)))
     claims = [{"claim": "MultiQT: x beats y", "verdict": "holds"}]
     (tmp_path / "studies").mkdir()
     (tmp_path / "studies" / "studies.json").write_text(
         json.dumps({"preset": "quick", "claims": claims})
     )
-    text = "\n".join(reproduce.studies_lines(config, str(workdir)))
+    text = "\n".join(reproduce_md.studies_lines(config, str(workdir)))
     assert "[the studies' report](../studies/studies.md) (quick preset" in text
     assert "| MultiQT: x beats y | holds |" in text
 
 
 def test_kws_test_size_sentence_only_when_frr_at_5_allows_fewer_than_ten():
     small = {"models": {"afkws": {"test_hours": 0.21}}}
-    assert "FRR@5 allows 1 false alarm(s)" in reproduce.kws_test_size_lines(small)[0]
-    assert reproduce.kws_test_size_lines({"models": {"afkws": {"test_hours": 2.0}}}) == []
+    assert "FRR@5 allows 1 false alarm(s)" in reproduce_md.kws_test_size_lines(small)[0]
+    assert reproduce_md.kws_test_size_lines({"models": {"afkws": {"test_hours": 2.0}}}) == []
+
+
+def test_report_and_figures_from_recorded_results(tmp_path):
+    """report.md and its figures from results as the stages write them (made-up numbers,
+    the questions task only: nothing trained, no corpus read)."""
+    config = reproduce_config.get_config("smoke")
+    config.multiqt_tasks, config.cskws.dataset = "questions", "synthetic_kws/smoke"
+    workdir = tmp_path / "reproduce"
+    parts = {s: {p: 0.5 for p in ("precision", "recall", "f1")} for s in ("timestep", "instance")}
+    scores = {"mean": parts, "std": parts}
+    classes = labels.classes("questions")
+    mq = {
+        "num_folds": 2,
+        "heldout_engine": "piper",
+        "models": {
+            "audio": {
+                **scores,
+                "timestep_f1_per_class": [None] + [0.5] * (len(classes) - 1),
+                "heldout": scores,
+                "transfer": {"timestep_f1": 1.0},
+            }
+        },
+    }
+    files.write_json(workdir / "multiqt" / "results.json", mq)
+    kws = {"mAP": 0.3, "AP@0.05": 0.4, "AP@0.75": 0.2, "FRR@5": 0.6, "FRR@25": 0.4}
+    kws = {**kws, "RTF": 0.01, "test_hours": 0.2, "heldout": {"mAP": 0.15}, "transfer": 0.5}
+    results = {"dataset": "synthetic_kws/smoke", "keywords": ["a", "b"], "models": {"afkws": kws}}
+    files.write_json(workdir / "cskws" / "results.json", results)
+    curves = {
+        "recall": [0, 0.5],
+        "precision": [1, 0.5],
+        "fa_per_hour": [0, 5],
+        "miss_rate": [1, 0.5],
+    }
+    files.write_json(
+        workdir / "cskws" / "afkws" / "detection_curves.json", {"pr": curves, "det": curves}
+    )
+    build = {"configs": {}}
+    path = reproduce_md.write_report(config, str(workdir), build, {"corpora": 1.0})
+    report = (workdir / "report.md").read_text()
+    assert path == str(workdir / "report.md") and report.startswith("# Reproduction report")
+    assert "| MultiQT (audio only) | 0.500 ± 0.500 | 0.500 ± 0.500 | 1.00 |" in report
+    assert "| AF-KWS | 0.300 | 0.150 | 0.50 |" in report
+    assert "No operating points in these results." in report
+    assert "so FRR@5 allows 1 false alarm(s)" in report and "Not run yet" in report
+    written = sorted(p.name for p in (workdir / "figures").iterdir())
+    assert written == [
+        "kws_det.png",
+        "kws_frr_vs_false_alarms.png",
+        "kws_precision_recall.png",
+        "multiqt_per_class_f1.png",
+    ]  # each whole: no temporary file left beside them
+    for name in written:
+        assert (workdir / "figures" / name).read_bytes()[:4] == b"\x89PNG"

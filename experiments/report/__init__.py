@@ -1,0 +1,6 @@
+"""The report layer: the documents that `experiments.reproduce` (report.md,
+`reproduce_md`) and `experiments.studies` (studies.md, `studies_md`) write from their
+results, with their shared parts: `figures` (every figure, through one atomic writer),
+`claims` (the papers' claims and their verdicts), `markdown` (number formats, table
+lines), `models` (model names, scores over folds) and `layout` (where the main job runs
+MultiQT)."""
