@@ -1,6 +1,8 @@
-"""Small pieces the experiment runners share: logging, training curves, configs mapped
-field for field onto the dataclasses they build (`build`), the TFDS data folder of a
-config (`data_dir`) and held-out / in-engine transfer ratios (`transfer_ratio`)."""
+"""Small pieces the experiment runners share: the command line (`main`: the flags
+--config, --workdir and the multi-process ones, defined once here for every runner),
+logging, training curves, configs mapped field for field onto the dataclasses they build
+(`build`), the TFDS data folder of a config (`data_dir`) and transfer ratios
+(`transfer_ratio`)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import typing
 import jax
 from absl import app, flags
 from absl import logging as absl_logging
+from ml_collections import config_flags
 from tensorboardX import SummaryWriter
 
 from speechkit import accelerator
@@ -60,6 +63,14 @@ def initialize_distributed(address: str, num_processes: int, process_id: int) ->
 
 PRESETS = ("smoke", "quick", "full")
 
+# The runners' flags, defined once (every runner reads these; a module imported by another
+# runner defines none of its own).
+CONFIG = config_flags.DEFINE_config_file(
+    "config", None, "experiments/configs/<runner>.py:PRESET; any field can be overridden"
+)
+WORKDIR = flags.DEFINE_string("workdir", None, "output and checkpoint folder")
+DISTRIBUTED = define_distributed_flags()
+
 
 def data_dir(config) -> str:
     """`config.data_dir`, or TFDS's default folder when it is empty."""
@@ -98,6 +109,17 @@ def cli_main(run, config, workdir: str | None, distributed=None) -> None:
     if config is None or not workdir:
         raise app.UsageError("--config and --workdir are required")
     run(config, workdir)
+
+
+def main(run, *, distributed: bool = False) -> None:
+    """A runner's command line: `run(config, workdir)` from --config and --workdir
+    (`cli_main`), with the multi-process flags when `distributed`."""
+
+    def absl_main(argv) -> None:
+        del argv
+        cli_main(run, CONFIG.value, WORKDIR.value, DISTRIBUTED if distributed else None)
+
+    app.run(absl_main)
 
 
 def compilation_cache(folder: str) -> str:

@@ -8,8 +8,8 @@ r"""Scores a trained bundle on a corpus: the experiments' evaluators, without tr
 The task comes from the bundle (bundle.json's "task"):
 
 * cskws (`cskws_jax.bundle`): scored on a keyword corpus (synthetic_kws/<config>,
-  libritop20/<config>, folder_kws/<config>) with the CS-KWS experiment's own evaluation
-  (`experiments.cskws.evaluate_candidate`): WORKDIR/detections.npz and
+  libritop20/<config>, folder_kws/<config>) with the CS-KWS experiment's own scoring
+  (`experiments.scoring.keywords.score_detector`): WORKDIR/detections.npz and
   detection_curves.json, and in results.json the experiment's scores (mAP, AP@0.05,
   AP@0.75, FRR@5, FRR@25, RTF, test_hours) and AP@0.05 per keyword. Keywords are matched
   by name: only the keywords both the bundle and the corpus have are scored (class ids of
@@ -17,7 +17,8 @@ The task comes from the bundle (bundle.json's "task"):
   the scored ones and those dropped from each side, and the log names the dropped ones.
   `--keywords=strict` makes any difference an error; no shared keyword is always one.
   Operating points: WORKDIR/det.json holds the corpus split's DET curves (pooled and per
-  scored keyword, `experiments.cskws.det_record`), and results.json's "operating_points"
+  scored keyword, `experiments.scoring.keywords.det_record`), and results.json's
+  "operating_points"
   what each operating point stored in the bundle (`cskws_jax.train.DecodeConfig.
   operating_points`) gives on the split: per budget the false alarms it allows on the
   split's hours (`cskws_jax.operating_points.allowed_false_alarms`), the thresholds of the
@@ -27,8 +28,9 @@ The task comes from the bundle (bundle.json's "task"):
   saved without operating points gets an empty "budgets" list (and a log line).
 * multiqt (`multiqt_jax.bundle`): `--bundle` is one bundle folder or a folder of fold
   bundles (`bundle-fold<k>`, as `experiments.multiqt` writes them), scored on a call
-  corpus (annotated_calls/<task>, synthetic_calls/<task>-<size>...) with the tracking
-  evaluator, raw and smoothed (`experiments.multiqt.score_fold`); results.json holds the
+  corpus (annotated_calls/<task>, synthetic_calls/<task>-<size>...) with the MultiQT
+  scoring, raw and smoothed by `--min_frames` (`experiments.scoring.calls`, as the
+  runner scores with its default `config.smoothing`); results.json holds the
   summary over the bundles as experiments.multiqt writes a model's (per bundle in
   "folds", mean, std, "smoothed"). The bundle's classes must be the corpus task's, in
   order (a class cannot be dropped from a frame labelling). A fold bundle scored on the
@@ -47,16 +49,13 @@ WORKDIR/results.json and prints a table.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import os
 import re
 import time
-import types
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import tensorflow_datasets as tfds
 from absl import app, flags
@@ -66,11 +65,11 @@ from cskws_jax import operating_points
 from cskws_jax import train as kws_train
 from cskws_jax.datasets import folder_kws, libritop20, synthetic_kws  # noqa: F401 (registers)
 from cskws_jax.datasets.features import FEATURES as KWS_FEATURES
-from experiments import common, cskws, multiqt
-from experiments.configs import multiqt as multiqt_presets
+from experiments import common
+from experiments.scoring import calls
+from experiments.scoring import keywords as kws_scoring
 from multiqt_jax import bundle as calls_bundle
-from multiqt_jax import decode, input_pipeline, labels, model
-from multiqt_jax import train as calls_train
+from multiqt_jax import decode, input_pipeline, labels
 from multiqt_jax.datasets import annotated_calls, synthetic_calls  # noqa: F401 (registers)
 from multiqt_jax.datasets.features import FEATURES as CALL_FEATURES
 from multiqt_jax.datasets.features import NUM_FOLDS
@@ -239,15 +238,16 @@ def scored_detections(detections: dict, bundle_to_scored) -> dict:
 # ------------------------------------------------------------------------------ cskws
 
 
-def kws_detector(net, decoding, match: KeywordMatch):
-    """An object with `num_keywords` and `detect(params, batch)` (jitted), as
-    `experiments.cskws.evaluate_candidate` uses a candidate."""
+def bundle_detector(net, params, decoding, match: KeywordMatch):
+    """detect(batch) of a loaded bundle, its detections labelled with the scored ids of
+    `match` (jitted)."""
 
+    @jax.jit
     def detect(params, batch):
         found = kws_train.detect(net, params, batch, decoding)
         return scored_detections(found, match.bundle_to_scored)
 
-    return types.SimpleNamespace(num_keywords=len(match.scored), detect=jax.jit(detect))
+    return lambda batch: detect(params, batch)
 
 
 def scored_thresholds(thresholds, match: KeywordMatch) -> tuple[float, ...]:
@@ -268,9 +268,9 @@ def scored_thresholds(thresholds, match: KeywordMatch) -> tuple[float, ...]:
 def kws_operating_points(folder: str, points, match: KeywordMatch, split: str) -> dict:
     """results.json's "operating_points": what each of the bundle's `points`
     (`cskws_jax.train.OperatingPoint`) gives on the detections that
-    `experiments.cskws.evaluate_candidate` saved in `folder` (labels: scored ids); writes
-    `folder/det.json` (the split's DET curves, named `split`)."""
-    found, _ = cskws.write_det(folder, match.scored, split)
+    `experiments.scoring.keywords.score_detector` saved in `folder` (labels: scored ids);
+    writes `folder/det.json` (the split's DET curves, named `split`)."""
+    found, _ = kws_scoring.write_det(folder, match.scored, split)
     budgets = []
     for point in points:
         thresholds = scored_thresholds(point.thresholds, match)
@@ -305,13 +305,12 @@ def evaluate_kws(path: str, builder, source, settings, workdir: str, split: str 
             f"scoring {len(match.scored)} shared keywords; dropped, only in the bundle: "
             f"{list(match.bundle_only)}, only in the corpus: {list(match.corpus_only)}"
         )
-    config = ml_collections.ConfigDict({"eval": {"batch_size": settings.batch_size}})
-    scores = cskws.evaluate_candidate(
-        kws_detector(net, info.decoding, match),
-        params,
-        config,
+    scores = kws_scoring.score_detector(
+        bundle_detector(net, params, info.decoding, match),
         ScoredKeywordSource(source, match.corpus_to_scored),
-        workdir,
+        num_keywords=len(match.scored),
+        batch_size=settings.batch_size,
+        folder=workdir,
     )
     per_keyword = scores.pop("AP_per_keyword@0.05")
     points = info.decoding.operating_points
@@ -343,7 +342,7 @@ def _finite_or_none(value):
 def kws_table(payload: dict) -> str:
     """The experiment's score table, then AP@0.05 per scored keyword."""
     scores = {k: (np.nan if v is None else v) for k, v in payload["scores"].items()}
-    lines = [cskws.table({"bundle": scores}), "", f"{'keyword':<18}{'AP@0.05':>10}"]
+    lines = [kws_scoring.table({"bundle": scores}), "", f"{'keyword':<18}{'AP@0.05':>10}"]
     for keyword, ap in payload["AP_per_keyword@0.05"].items():
         lines.append(f"{keyword:<18}" + (f"{ap:>10.3f}" if ap is not None else f"{'-':>10}"))
     return "\n".join([*lines, "", operating_points_table(payload["operating_points"])])
@@ -383,29 +382,12 @@ def calls_task(builder) -> str:
     return task
 
 
-def smoothing_record(settings: decode.SmoothingConfig, hop_s: float) -> dict:
-    """The smoothing rule and its latency, as experiments.multiqt's results.json has it."""
-    return {
-        **dataclasses.asdict(settings),
-        "latency_frames": settings.latency_frames,
-        "latency_ms": round(settings.latency_frames * hop_s * 1000, 3),
-    }
-
-
-def _calls_config(task: str, causal: bool, batch_size: int):
-    """The experiment config fields `experiments.multiqt.score_fold` reads."""
-    config = multiqt_presets.get_config("quick")
-    config.task, config.train.batch_size = task, batch_size
-    config.text_stream = "causal" if causal else "offline"
-    return config
-
-
 def score_calls_bundle(fold, path, source, index, dataset, split, settings, task):
     """({"raw", "smoothed"} scores, (which calls, how many), the smoothing record) of
     one MultiQT bundle (`fold` None: not a fold bundle). Only on the split its
     cross-validation drew folds from (its training corpus's "train") does a fold bundle
     see just its own held-out fold; any other split was never trained on."""
-    net, params, info = calls_bundle.load(path)
+    predict, net, info = calls.load_predictor(path)
     if tuple(info.labels) != labels.classes(task):
         raise EvaluationError(
             f"{path}: the bundle's classes {list(info.labels)} are not the {task} task's "
@@ -413,30 +395,29 @@ def score_calls_bundle(fold, path, source, index, dataset, split, settings, task
         )
     if "audio" in net.config.modalities and info.features != CALL_FEATURES:
         raise EvaluationError(f"{path}: the bundle's front end is not the call corpora's")
-    config = _calls_config(task, info.decoding.causal_text, settings.batch_size)
-    calls, which = np.arange(len(source)), "all"
+    chosen, which = np.arange(len(source)), "all"
     if fold is not None and info.corpus == dataset and split == CROSS_VALIDATED_SPLIT:
-        calls = np.flatnonzero(index.folds % settings.num_folds == fold)
+        chosen = np.flatnonzero(index.folds % settings.num_folds == fold)
         which = f"fold {fold} of {settings.num_folds} (its training corpus)"
-    predict = jax.jit(functools.partial(calls_train.predict, net))
-    batches = multiqt.eval_batches(source, calls, config, index)
-    scored = multiqt.score_fold(
-        lambda batch: predict(params, batch),
-        batches,
-        None,
-        config,
-        multiqt.decoders(config),
-        len(info.labels),
+    batching = calls.CallBatching(
+        batch_size=settings.batch_size, causal_text=info.decoding.causal_text
     )
-    hop_s = model.streaming_spec(net.config).output_hop_s
-    return scored, (which, len(calls)), smoothing_record(multiqt.smoothing_config(config), hop_s)
+    smoothing = decode.SmoothingConfig(min_frames=settings.min_frames)
+    scored = calls.score(
+        predict,
+        calls.eval_batches(source, chosen, index, batching),
+        num_classes=len(info.labels),
+        decoders=calls.decoders(smoothing),
+    )
+    record = calls.smoothing_record(smoothing, calls.output_hop_s(net))
+    return scored, (which, len(chosen)), record
 
 
 def evaluate_calls(path: str, builder, source, settings, dataset: str, split: str) -> dict:
     """results.json's payload for MultiQT bundle(s) scored on a call corpus split."""
     task = calls_task(builder)
     index = input_pipeline.CorpusIndex.read(source)
-    per_fold, bundles = {"raw": [], multiqt.SMOOTHED: []}, []
+    per_fold, bundles = {decoding: [] for decoding in calls.DECODINGS}, []
     for fold, folder in bundle_folders(path):
         scored, (which, count), smoothing = score_calls_bundle(
             fold, folder, source, index, dataset, split, settings, task
@@ -450,7 +431,7 @@ def evaluate_calls(path: str, builder, source, settings, dataset: str, split: st
         "calls_task": task,
         "calls": len(source),
         "bundles": bundles,
-        "scores": multiqt.summarise_decodings(per_fold, smoothing),
+        "scores": calls.summarise_decodings(per_fold, smoothing),
     }
 
 
@@ -484,7 +465,7 @@ def evaluate(settings, workdir: str) -> dict:
     }
     files.write_json(os.path.join(workdir, "results.json"), payload)
     name = os.path.basename(os.path.normpath(settings.bundle))
-    print(kws_table(payload) if kws else multiqt.table({name: payload["scores"]}))
+    print(kws_table(payload) if kws else calls.table({name: payload["scores"]}))
     return payload
 
 
@@ -502,38 +483,40 @@ def _check_corpus_kind(builder, kws: bool, dataset: str) -> None:
         )
 
 
+def _option(default, help_text: str):
+    return dataclasses.field(default=default, metadata={"help": help_text})
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What to score and how; the command line has a flag per field (and --workdir)."""
+
+    bundle: str = _option("", "a bundle folder, or a folder of bundle-fold<k>")
+    dataset: str = _option("", "TFDS name with config, e.g. folder_kws/shipped")
+    split: str = _option("", "default: test (keyword corpus), train (call corpus)")
+    data_dir: str = _option("", "TFDS data folder (default ~/tensorflow_datasets)")
+    manual_dir: str = _option("", "build the corpus from this folder first")
+    keywords: str = _option("shared", f"keyword mismatch policy, one of {KEYWORD_POLICIES}")
+    batch_size: int = _option(16, "utterances or calls per evaluation batch")
+    num_folds: int = _option(NUM_FOLDS, "folds of the bundles' cross-validation")
+    min_frames: int = _option(3, "MultiQT: frames a class must hold when smoothed (1: off)")
+
+
+_FLAGS = {
+    field.name: (flags.DEFINE_integer if field.type == "int" else flags.DEFINE_string)(
+        field.name, field.default, field.metadata["help"]
+    )
+    for field in dataclasses.fields(Settings)
+}
+
+
 def main(argv) -> None:
     del argv
-    settings = types.SimpleNamespace(**{name: getattr(flags.FLAGS, name) for name in _FLAGS})
-    if not settings.bundle or not settings.dataset or not settings.workdir:
+    settings = Settings(**{name: flag.value for name, flag in _FLAGS.items()})
+    if not settings.bundle or not settings.dataset or not common.WORKDIR.value:
         raise app.UsageError("--bundle, --dataset and --workdir are required")
-    common.cli_main(evaluate, settings, settings.workdir)
+    common.cli_main(evaluate, settings, common.WORKDIR.value)
 
 
-def define_flags() -> tuple[str, ...]:
-    """Defines the command line's flags; returns their names."""
-    flags.DEFINE_string("bundle", None, "a bundle folder, or a folder of bundle-fold<k>")
-    flags.DEFINE_string("dataset", None, "TFDS name with config, e.g. folder_kws/shipped")
-    flags.DEFINE_string("split", "", "default: test (keyword corpus), train (call corpus)")
-    flags.DEFINE_string("data_dir", "", "TFDS data folder (default ~/tensorflow_datasets)")
-    flags.DEFINE_string("manual_dir", "", "build the corpus from this folder first")
-    flags.DEFINE_string("workdir", None, "output folder")
-    flags.DEFINE_enum("keywords", "shared", KEYWORD_POLICIES, "keyword mismatch policy")
-    flags.DEFINE_integer("batch_size", 16, "utterances or calls per evaluation batch")
-    flags.DEFINE_integer("num_folds", NUM_FOLDS, "folds of the bundles' cross-validation")
-    return (
-        "bundle",
-        "dataset",
-        "split",
-        "data_dir",
-        "manual_dir",
-        "workdir",
-        "keywords",
-        "batch_size",
-        "num_folds",
-    )
-
-
-if __name__ == "__main__":  # flags only here: the runners import each other
-    _FLAGS = define_flags()
+if __name__ == "__main__":
     app.run(main)

@@ -4,13 +4,14 @@ r"""MultiQT K-fold cross-validation, folds trained in parallel (see experiments/
         --workdir=/tmp/multiqt [--config.task=symptoms --config.num_folds=5 ...]
 
 For every model in `config.models` (MultiQT multimodal / audio / text, baselines rf /
-fnn), trains one model per fold on the other folds' calls and scores it on its own
-fold with TIMESTEP and INSTANCE precision, recall and F1 at the model's 40 ms output
-clock. Writes `WORKDIR/results.json` (per model: per-fold scores, mean and std over
-folds), prints the table, and keeps `WORKDIR/<model>/curves.jsonl` and checkpoints
-(`WORKDIR/<model>/checkpoints`; rerunning the same command resumes; a finished model's
-scores are kept in `WORKDIR/<model>/scores.json` and not recomputed), and each neural
-model's fold k as a bundle, `WORKDIR/<model>/bundle-fold<k>` (`multiqt_jax.bundle`).
+fnn), trains one model per fold on the other folds' calls, then scores it with
+`experiments.scoring.calls` on its own fold: TIMESTEP and INSTANCE precision, recall and
+F1 at the model's 40 ms output clock. Writes `WORKDIR/results.json` (per model: per-fold
+scores, mean and std over folds), prints the table, and keeps
+`WORKDIR/<model>/curves.jsonl` and checkpoints (`WORKDIR/<model>/checkpoints`; rerunning
+the same command resumes; a finished model's scores are kept in
+`WORKDIR/<model>/scores.json` and not recomputed), and each neural model's fold k as a
+bundle, `WORKDIR/<model>/bundle-fold<k>` (`multiqt_jax.bundle`).
 
 Every model is scored twice from one pass over its test fold: on its raw labels (the
 argmax per 40 ms frame) and after `multiqt_jax.decode.smooth` with `config.smoothing`
@@ -18,18 +19,20 @@ argmax per 40 ms frame) and after `multiqt_jax.decode.smooth` with `config.smoot
 summary holds the raw scores and, under "smoothed", the smoothed ones with the rule and
 its latency ("smoothing": fields, latency_frames, latency_ms); the table prints both.
 
-When the corpus has a `heldout` split (calls from scripts of their own, spoken only by a
-synthesiser never heard in training; their fold field means nothing), every fold's model
-is also scored on all of those calls, raw and smoothed: a model's summary gains
-"heldout" (the same summary over folds, with "smoothed") and "transfer" (held-out mean /
-in-engine mean of TIMESTEP and INSTANCE F1; None where the in-engine mean is 0), and
-results.json the corpus's "heldout_engine". The table prints a "heldout engine" row
-under each model. Saved scores without "heldout" while the corpus has it are recomputed.
+Evaluations (`config.evals`, `experiments.evals`): every fold's model is also scored on
+all calls of each declared split, raw and smoothed; a model's summary gains `<name>` (the
+same summary over folds, with "smoothed") and its transfer ratios (`<name>` mean /
+in-engine mean of TIMESTEP and INSTANCE F1, None where the in-engine mean is 0; under
+`experiments.evals.transfer_key`, "transfer" for the presets' "heldout": calls from
+scripts of their own spoken only by a synthesiser never heard in training), and
+results.json `<name>_engine` (that synthesiser, or None) and `<name>_calls`. The table
+prints an "on <name>" row under each model. Saved scores lacking an evaluation are
+recomputed. With `config.text_recognizer` the evaluations of the run's own corpus are
+skipped (their calls would need their synthesiser again).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import time
@@ -39,12 +42,10 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import tensorflow_datasets as tfds
-from absl import app, flags
 from jax.experimental import multihost_utils
-from ml_collections import config_flags
 
-from experiments import common, folds, training
-from experiments.evaluators import tracking
+from experiments import common, evals, folds, training
+from experiments.scoring import calls
 from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model, train
 from multiqt_jax.datasets import render, synthetic_calls
 from multiqt_jax.datasets.features import RecognisedBy, recognised_words
@@ -53,26 +54,14 @@ from speechkit.optim import OptimizerConfig, TrainState
 
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
 BASELINES = ("rf", "fnn")
-SCORES = tracking.SCORES
-SMOOTHED = "smoothed"  # the decoding scored next to the raw labels
-DECODINGS = ("raw", SMOOTHED)
-HELDOUT = "heldout"  # the corpus split spoken by the held-out engine
-TRANSFER = {"timestep_f1": ("timestep", "f1"), "instance_f1": ("instance", "f1")}
-
-
-def decoding_names(heldout: bool) -> tuple[str, ...]:
-    """The decodings every fold is scored under: DECODINGS on its test fold, and with a
-    heldout split the same again on the held-out engine's calls ("heldout-raw", ...)."""
-    return DECODINGS + (tuple(f"{HELDOUT}-{d}" for d in DECODINGS) if heldout else ())
-
 
 log = common.logger("multiqt")
 
 
 def load_corpus(config):
-    """(source, index, heldout_source, heldout_index): the calls of the train split and
-    their `input_pipeline.CorpusIndex`, then the same of the heldout split (None, None
-    when the corpus has none)."""
+    """(source, index): the calls of the train split (every call, with its fold) and their
+    `input_pipeline.CorpusIndex`; with `config.text_recognizer`, that recogniser's words
+    in place of the corpus's."""
     data_dir = common.data_dir(config)
     name = corpus_name(config)
     if config.build_missing and jax.process_index() == 0:
@@ -82,10 +71,8 @@ def load_corpus(config):
         builder.download_and_prepare()
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices("corpus ready")
-    sources = dict(tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir))
+    source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
     if text_recognizer(config):
-        # The other recogniser's words, for the train split only: its heldout calls would
-        # need the held-out synthesiser again (slow); no held-out scores then.
         builder = synthetic_calls.SyntheticCalls(config=name, data_dir=data_dir)
         words = None  # process 0 recognises; the others read its cache
         if jax.process_index() == 0:
@@ -94,15 +81,33 @@ def load_corpus(config):
             multihost_utils.sync_global_devices("recogniser variant")
         if words is None:
             words = builder.variant_words(config.text_recognizer, "train")
-        sources = {"train": RecognisedBy(sources["train"], words)}
-    source = sources["train"]
-    heldout = sources.get(HELDOUT)
-    return (
-        source,
-        input_pipeline.CorpusIndex.read(source),
-        heldout,
-        None if heldout is None else input_pipeline.CorpusIndex.read(heldout),
-    )
+        source = RecognisedBy(source, words)
+    return source, input_pipeline.CorpusIndex.read(source)
+
+
+def evaluation_sources(config) -> dict:
+    """{evaluation name: (source, index)} of `config.evals` (`experiments.evals`); an
+    optional evaluation whose split is absent (or, with `config.text_recognizer`, any of
+    the run's own corpus: its calls would need their slow synthesiser again) is logged
+    and left out."""
+    own = f"synthetic_calls/{corpus_name(config)}"
+    found = {}
+    for evaluation in evals.evaluations(config):
+        corpus = evaluation.corpus(own)
+        sources = tfds.data_source(corpus, data_dir=common.data_dir(config))
+        missing = evaluation.split not in sources
+        if text_recognizer(config) and corpus == own:
+            missing, why = True, f"config.text_recognizer={config.text_recognizer!r}"
+        else:
+            why = f"{corpus} has no {evaluation.split!r} split (has {sorted(sources)})"
+        if not missing:
+            source = sources[evaluation.split]
+            found[evaluation.name] = (source, input_pipeline.CorpusIndex.read(source))
+        elif evaluation.optional:
+            log(f"config.evals.{evaluation.name}: skipped, {why}")
+        else:
+            raise ValueError(f"config.evals.{evaluation.name}: {why}")
+    return found
 
 
 def corpus_name(config) -> str:
@@ -110,8 +115,11 @@ def corpus_name(config) -> str:
     return tts.corpus_config_name(f"{config.task}-{config.size}", config.engine_set)
 
 
-def heldout_engine(config) -> str | None:
-    """The synthesiser of the corpus's heldout calls, from its builder config."""
+def split_engine(config, evaluation: evals.Evaluation) -> str | None:
+    """The synthesiser that alone speaks an evaluation's calls: the run's synthetic corpus's
+    held-out engine for its "heldout" split; None otherwise."""
+    if evaluation.dataset or evaluation.split != "heldout":
+        return None
     built = synthetic_calls.SyntheticCalls.builder_configs[corpus_name(config)]
     return built.render_config.heldout_engine
 
@@ -265,64 +273,29 @@ def smoothing_config(config) -> decode.SmoothingConfig:
 
 def smoothing_record(config) -> dict:
     """The smoothing rule and its declared latency, as results.json reports them."""
-    settings = smoothing_config(config)
     num_classes = len(labels.classes(config.task))
-    hop_s = model.streaming_spec(model_config(config, "multimodal", num_classes)).output_hop_s
-    return {
-        **dataclasses.asdict(settings),
-        "latency_frames": settings.latency_frames,
-        "latency_ms": round(settings.latency_frames * hop_s * 1000, 3),
-    }
+    net = model.MultiQT(model_config(config, "multimodal", num_classes))
+    return calls.smoothing_record(smoothing_config(config), calls.output_hop_s(net))
 
 
-def decoders(config) -> dict:
-    """{SMOOTHED: smooth(pred int32 [B, T], mask bool [B, T]) -> int32 [B, T]}, jitted."""
-    return {SMOOTHED: jax.jit(functools.partial(decode.smooth, config=smoothing_config(config)))}
-
-
-def score_fold(predict, test_batches, heldout, config, smoothing, num_classes: int) -> dict:
-    """One fold's model scored on its test batches ("raw", "smoothed") and, with
-    `heldout` = (source, index), on every heldout call ("heldout-raw", ...)."""
-    scored = tracking.evaluate_decoded(
-        predict, test_batches, num_classes=num_classes, decoders=smoothing
-    )
-    if heldout is not None:
-        source, index = heldout
-        batches = eval_batches(source, np.arange(len(source)), config, index)
-        on_heldout = tracking.evaluate_decoded(
-            predict, batches, num_classes=num_classes, decoders=smoothing
-        )
-        scored.update({f"{HELDOUT}-{name}": scores for name, scores in on_heldout.items()})
-    return scored
-
-
-def eval_batches(source, indices, config, index):
-    """Evaluation batches of the calls `indices` of `source` (`index`: its
-    `multiqt_jax.input_pipeline.CorpusIndex`), in that order and unshuffled:
-    `config.train.batch_size` calls per batch, padded to `config.train.pad_multiple`
-    frames, text streamed as `causal_text(config)` says."""
-    pipeline = input_pipeline.PipelineConfig(
+def call_batching(config) -> calls.CallBatching:
+    """How the runner batches calls for scoring: `config.train.batch_size` calls per
+    batch, padded to `config.train.pad_multiple` frames, the text as the run streams it."""
+    return calls.CallBatching(
         batch_size=config.train.batch_size,
-        shuffle=False,
-        bucket_window=1,
         pad_multiple=config.train.pad_multiple,
         causal_text=causal_text(config),
         text=text_options(config),
     )
-    return input_pipeline.batches(source, pipeline, indices=indices, index=index)
 
 
 class FoldTrainer:
     """Trains one MultiQT variant on every fold at once, with checkpoints. Each process
-    builds the data of its own fold slots only (see experiments/folds.py). `heldout`:
-    (source, index) of the held-out engine's calls, every fold's model is scored on all
-    of them too (None: no such split)."""
+    builds the data of its own fold slots only (see experiments/folds.py); `finish`
+    saves each fold's model and hands back its predict function for scoring."""
 
-    def __init__(
-        self, name, config, source, index, fold_ids, mesh, workdir, record_counts, heldout=None
-    ):
+    def __init__(self, name, config, source, index, fold_ids, mesh, workdir, record_counts):
         self.name, self.config, self.source, self.index = name, config, source, index
-        self.heldout = heldout
         self.fold_ids, self.mesh = fold_ids, mesh
         self.num_folds = config.num_folds
         self.slots = folds.fold_slots(self.num_folds, mesh)
@@ -434,32 +407,20 @@ class FoldTrainer:
             writer=jax.process_index() == 0,
         )
 
-    def evaluate(self, states) -> dict[str, list[dict]]:
-        """Every fold's scores per decoding, {"raw": [...], "smoothed": [...]} and with a
-        heldout split "heldout-raw", "heldout-smoothed" (each process scores its own
-        folds; then all gathered)."""
-        predict = jax.jit(functools.partial(train.predict, self.net))
-        smoothing = decoders(self.config)
+    def finish(self, states) -> dict[int, object]:
+        """{fold: predict(batch)} of this process's trained folds; saves each as a bundle
+        (`WORKDIR/<model>/bundle-fold<k>`) and fold 0's first test call as timeline.json."""
         local_params = folds.to_local(states.params, self.mesh)
-        mine = {}
+        predictors = {}
         for position, slot in enumerate(self.mine):
             if slot >= self.num_folds:
                 continue  # a padding slot
             params = jax.tree_util.tree_map(lambda x, p=position: x[p], local_params)
-            test_set = np.flatnonzero(self.fold_ids == slot)
-            mine[slot] = score_fold(
-                lambda batch, params=params: predict(params, batch),
-                eval_batches(self.source, test_set, self.config, self.index),
-                self.heldout,
-                self.config,
-                smoothing,
-                len(self.classes),
-            )
             if slot == 0:
-                self._save_timeline(params, test_set[0])
+                self._save_timeline(params, np.flatnonzero(self.fold_ids == 0)[0])
             self._save_bundle(params, slot)
-        names = decoding_names(self.heldout is not None)
-        return gather_decodings(mine, names, self.num_folds, len(self.classes))
+            predictors[slot] = calls.predictor(self.net, params)
+        return predictors
 
     def _save_bundle(self, params, fold: int) -> None:
         """Fold `fold`'s trained model as a bundle (`multiqt_jax.bundle`)."""
@@ -497,60 +458,62 @@ class FoldTrainer:
         )
 
 
-def _encode(scores: dict) -> list[float]:
-    values = [scores[s][p] for s in SCORES for p in tracking.PARTS]
-    return values + [np.nan if v is None else v for v in scores["timestep_f1_per_class"]]
-
-
-def _decode(values: np.ndarray) -> dict:
-    parts = tracking.PARTS
-    scores = {
-        s: {p: float(values[3 * i + j]) for j, p in enumerate(parts)} for i, s in enumerate(SCORES)
-    }
-    scores["timestep_f1_per_class"] = [None if np.isnan(v) else float(v) for v in values[6:]]
-    return scores
-
-
-def gather_fold_scores(mine: dict[int, dict], num_folds: int, num_classes: int) -> list[dict]:
-    """This process's {fold: scores} -> every fold's scores, in fold order, on every
-    process (one all-gather of a [folds, values] array, NaN where not owned)."""
-    table = np.full((num_folds, 6 + num_classes), np.nan)
-    owned = np.zeros(num_folds, bool)
-    for fold, scores in mine.items():
-        table[fold], owned[fold] = _encode(scores), True
-    if jax.process_count() > 1:
-        tables = multihost_utils.process_allgather(table)
-        owners = multihost_utils.process_allgather(owned)
-        table = np.stack([tables[np.argmax(owners[:, f]), f] for f in range(num_folds)])
-    return [_decode(row) for row in table]
-
-
-def gather_decodings(
-    mine: dict[int, dict], names, num_folds: int, num_classes: int
-) -> dict[str, list[dict]]:
-    """This process's {fold: {decoding: scores}} -> {decoding: every fold's scores} for
-    each decoding of `names` (given, not read from `mine`: a process that owns no fold
-    still joins every all-gather, in the same order)."""
-    return {
-        decoding: gather_fold_scores(
-            {fold: scored[decoding] for fold, scored in mine.items()}, num_folds, num_classes
-        )
-        for decoding in names
-    }
-
-
 def owned_folds(mesh, num_folds: int) -> list[int]:
     """The real folds whose slots live on this process."""
     slots = folds.fold_slots(num_folds, mesh)
     return [s for s in folds.local_slots(mesh, slots) if s < num_folds]
 
 
-def run_baseline(
-    name, config, source, index, fold_ids, mesh, heldout=None
-) -> dict[str, list[dict]]:
-    """Baseline `name` trained and scored per fold (each process its own folds), and
-    with `heldout` = (source, index) scored on every heldout call too; as
-    `FoldTrainer.evaluate`."""
+class FoldScorer:
+    """Scores fold models: fold f's on its own test fold ("test") and on every call of
+    each evaluation, raw and smoothed, then gathers every process's folds."""
+
+    def __init__(self, config, source, index, fold_ids, others: dict):
+        self.config, self.source, self.index, self.fold_ids = config, source, index, fold_ids
+        self.others = others  # {evaluation name: (source, index)}
+        self.num_classes = len(labels.classes(config.task))
+        self.batching = call_batching(config)
+        self.decoders = calls.decoders(smoothing_config(config))
+
+    @property
+    def parts(self) -> list[str]:
+        """The gathered parts: "<split>/<decoding>" for "test" and every evaluation."""
+        splits = ["test", *self.others]
+        return [f"{split}/{decoding}" for split in splits for decoding in calls.DECODINGS]
+
+    def score(self, fold: int, predict) -> dict:
+        """{part: scores} of fold `fold`'s model (`parts`)."""
+        test = np.flatnonzero(self.fold_ids == fold)
+        splits = {"test": (self.source, test, self.index)}
+        for name, (source, index) in self.others.items():
+            splits[name] = (source, np.arange(len(source)), index)
+        scored = {}
+        for split, (source, indices, index) in splits.items():
+            batches = calls.eval_batches(source, indices, index, self.batching)
+            found = calls.score(
+                predict, batches, num_classes=self.num_classes, decoders=self.decoders
+            )
+            scored.update({f"{split}/{decoding}": found[decoding] for decoding in found})
+        return scored
+
+    def summary(self, mine: dict[int, dict], smoothing: dict) -> dict:
+        """A model's results.json entry from this process's {fold: `score`}: every fold
+        gathered, summarised over folds, with each evaluation and its transfer ratios."""
+        per_fold = calls.gather_folds(mine, self.parts, self.config.num_folds, self.num_classes)
+
+        def decodings(split: str) -> dict:
+            return {d: per_fold[f"{split}/{d}"] for d in calls.DECODINGS}
+
+        summary = calls.summarise_decodings(decodings("test"), smoothing)
+        for name in self.others:
+            summary[name] = calls.summarise_decodings(decodings(name), smoothing)
+            summary[evals.transfer_key(name)] = calls.transfer(summary, summary[name])
+        return summary
+
+
+def run_baseline(name, config, source, index, fold_ids, mesh, scorer: FoldScorer) -> dict:
+    """Baseline `name` trained and scored per fold (each process its own folds), as
+    this process's {fold: `FoldScorer.score`}."""
     classes = labels.classes(config.task)
     stride = model.MultiQTConfig(num_classes=len(classes)).audio_stride
     settings = common.build(
@@ -566,107 +529,24 @@ def run_baseline(
         gold, gold_mask = train.output_labels(batch["labels"], mask, stride, frames)
         return pred, gold, gold_mask
 
-    smoothing, mine = decoders(config), {}
+    mine = {}
     for fold in owned_folds(mesh, config.num_folds):
         train_set = training_calls(fold_ids, fold, config)
-        test_set = np.flatnonzero(fold_ids == fold)
-        segments = list(eval_batches(source, train_set, config, index))
+        segments = list(calls.eval_batches(source, train_set, index, scorer.batching))
         features, targets = baselines.segment_dataset(segments, settings)
         if name == "rf":
             classifier = baselines.fit_random_forest(features, targets, settings)
         else:
             classifier = baselines.fit_fnn(features, targets, settings, num_classes=len(classes))
-        mine[fold] = score_fold(
-            functools.partial(predict, classifier),
-            eval_batches(source, test_set, config, index),
-            heldout,
-            config,
-            smoothing,
-            len(classes),
-        )
+        mine[fold] = scorer.score(fold, functools.partial(predict, classifier))
         log(
-            f"{name}: fold {fold} TIMESTEP F1 {mine[fold]['raw']['timestep']['f1']:.3f}"
-            + (
-                f", held-out engine {mine[fold][HELDOUT + '-raw']['timestep']['f1']:.3f}"
-                if heldout is not None
-                else ""
+            f"{name}: fold {fold} TIMESTEP F1 {mine[fold]['test/raw']['timestep']['f1']:.3f}"
+            + "".join(
+                f", {other} {mine[fold][f'{other}/raw']['timestep']['f1']:.3f}"
+                for other in scorer.others
             )
         )
-    names = decoding_names(heldout is not None)
-    return gather_decodings(mine, names, config.num_folds, len(classes))
-
-
-def summarise(per_fold: list[dict]) -> dict:
-    per_class = np.array(
-        [[np.nan if v is None else v for v in fold["timestep_f1_per_class"]] for fold in per_fold]
-    )
-    present = (~np.isnan(per_class)).sum(axis=0)
-    class_means = np.where(
-        present > 0, np.nansum(per_class, axis=0) / np.maximum(present, 1), np.nan
-    )
-    summary = {
-        "folds": per_fold,
-        "mean": {},
-        "std": {},
-        "timestep_f1_per_class": [None if np.isnan(v) else float(v) for v in class_means],
-    }
-    for score in SCORES:
-        for part in tracking.PARTS:
-            values = np.array([fold[score][part] for fold in per_fold], np.float64)
-            summary["mean"].setdefault(score, {})[part] = float(np.nanmean(values))
-            summary["std"].setdefault(score, {})[part] = float(np.nanstd(values))
-    return summary
-
-
-def transfer(summary: dict, heldout: dict) -> dict:
-    """{"timestep_f1", "instance_f1"}: held-out mean / in-engine mean (fold means)."""
-    return {
-        key: common.transfer_ratio(heldout["mean"][score][part], summary["mean"][score][part])
-        for key, (score, part) in TRANSFER.items()
-    }
-
-
-def summarise_decodings(per_fold: dict[str, list[dict]], smoothing: dict) -> dict:
-    """A model's results.json entry from its gathered per-fold scores: the raw summary,
-    "smoothed", and with heldout decodings "heldout" (raw, with "smoothed") and
-    "transfer"."""
-    summary = summarise(per_fold["raw"])
-    summary[SMOOTHED] = {**summarise(per_fold[SMOOTHED]), "smoothing": smoothing}
-    if f"{HELDOUT}-raw" in per_fold:
-        summary[HELDOUT] = summarise(per_fold[f"{HELDOUT}-raw"])
-        summary[HELDOUT][SMOOTHED] = {
-            **summarise(per_fold[f"{HELDOUT}-{SMOOTHED}"]),
-            "smoothing": smoothing,
-        }
-        summary["transfer"] = transfer(summary, summary[HELDOUT])
-    return summary
-
-
-def _table_row(label: str, summary: dict) -> str:
-    cells = "".join(
-        f"{summary['mean'][score][part]:>14.3f} ± {summary['std'][score][part]:.3f}"
-        for score in SCORES
-        for part in tracking.PARTS
-    )
-    return f"{label:<18}{cells}"
-
-
-def table(results: dict) -> str:
-    """Mean ± std over folds per model, and the smoothed scores under each model's row
-    ("+smooth 80 ms": the rule's declared latency), then its raw scores on the held-out
-    engine's calls ("heldout engine") when there are any."""
-    header = f"{'model':<18}" + "".join(
-        f"{score.upper() + ' ' + part:>22}" for score in SCORES for part in ("P", "R", "F1")
-    )
-    rows = [header]
-    for name, summary in results.items():
-        rows.append(_table_row(name, summary))
-        if SMOOTHED in summary:
-            latency_ms = summary[SMOOTHED]["smoothing"]["latency_ms"]
-            rows.append(_table_row(f"  +smooth {latency_ms:g} ms", summary[SMOOTHED]))
-        if HELDOUT in summary:
-            rows.append(_table_row("  heldout engine", summary[HELDOUT]))
-    return "\n".join(rows)
+    return mine
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
@@ -679,20 +559,21 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     text_options(config).check(causal_text(config), "config.text_lag_s")
     training_noise(config)
     text_recognizer(config)
+    evaluations = evals.evaluations(config)
     smoothing = smoothing_record(config)
-    source, index, heldout_source, heldout_index = load_corpus(config)
-    heldout = None if heldout_source is None else (heldout_source, heldout_index)
-    engine = None if heldout is None else heldout_engine(config)
+    source, index = load_corpus(config)
+    others = evaluation_sources(config)
     fold_ids = index.folds % config.num_folds
     processes = jax.process_count()
     devices = jax.devices() if processes > 1 else jax.devices()[: config.num_devices or None]
     mesh = folds.fold_mesh(devices)
     log(
         f"{len(source)} calls"
-        + ("" if heldout is None else f" (+{len(heldout_source)} held-out-engine {engine})")
+        + "".join(f" (+{len(s)} {name})" for name, (s, _) in others.items())
         + f", {config.num_folds} folds, {config.text_stream} text stream, "
         f"{len(devices)} device(s)" + (f" in {processes} processes" if processes > 1 else "")
     )
+    scorer = FoldScorer(config, source, index, fold_ids, others)
     writer = jax.process_index() == 0
     record_counts = None  # read when a neural model first needs class weights
     results, seconds = {}, {}
@@ -700,33 +581,34 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         key = row_name(name, config)
         path = os.path.join(workdir, key, "scores.json")
         saved = files.read_json(path)
-        if _reusable(saved, smoothing, heldout is not None):
+        if reusable(saved, smoothing, others):
             results[key] = saved
             log(f"{key}: scores found, skipped")
             continue
         if saved is not None:
-            log(f"{key}: saved scores lack this smoothing or the held-out engine, recomputing")
+            log(f"{key}: saved scores lack this smoothing or an evaluation, recomputing")
         started = time.perf_counter()
         if name in NEURAL:
             if record_counts is None:
                 record_counts = record_frame_counts(source, len(labels.classes(config.task)))
             trainer = FoldTrainer(
-                name, config, source, index, fold_ids, mesh, workdir, record_counts, heldout
+                name, config, source, index, fold_ids, mesh, workdir, record_counts
             )
-            per_fold = trainer.evaluate(trainer.train())
+            predictors = trainer.finish(trainer.train())
+            mine = {fold: scorer.score(fold, predict) for fold, predict in predictors.items()}
         else:
-            per_fold = run_baseline(name, config, source, index, fold_ids, mesh, heldout)
-        results[key] = summarise_decodings(per_fold, smoothing)
+            mine = run_baseline(name, config, source, index, fold_ids, mesh, scorer)
+        results[key] = scorer.summary(mine, smoothing)
         seconds[key] = time.perf_counter() - started
         if writer:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             files.write_json(path, results[key])
-        raw, smoothed = results[key]["mean"], results[key][SMOOTHED]["mean"]
+        raw, smoothed = results[key]["mean"], results[key][calls.SMOOTHED]["mean"]
         log(
             f"{key}: TIMESTEP F1 {raw['timestep']['f1']:.3f}, INSTANCE P "
             f"{raw['instance']['precision']:.3f} -> {smoothed['instance']['precision']:.3f} "
             f"smoothed (+{smoothing['latency_ms']:g} ms)"
-            + (_heldout_text(results[key]) if HELDOUT in results[key] else "")
+            + "".join(_evaluation_text(results[key], other) for other in others)
             + f" ({seconds[key]:.0f} s)"
         )
     payload = {
@@ -741,44 +623,35 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         "smoothing": smoothing,
         "models": results,
     }
-    if heldout is not None:
-        payload["heldout_engine"] = engine
-        payload["heldout_calls"] = len(heldout_source)
+    for evaluation in evaluations:
+        if evaluation.name in others:
+            payload[f"{evaluation.name}_engine"] = split_engine(config, evaluation)
+            payload[f"{evaluation.name}_calls"] = len(others[evaluation.name][0])
     if writer:
         files.write_json(os.path.join(workdir, "results.json"), payload)
-        print(table(results))
+        print(calls.table(results, others))
     return payload
 
 
-def _reusable(saved: dict | None, smoothing: dict, heldout: bool) -> bool:
-    """Whether saved scores answer this run: same smoothing, and held-out-engine scores
-    (with the same smoothing) whenever the corpus has a heldout split."""
-    if saved is None or saved.get(SMOOTHED, {}).get("smoothing") != smoothing:
+def reusable(saved: dict | None, smoothing: dict, evaluations) -> bool:
+    """Whether saved scores answer this run: same smoothing, and the scores (with the
+    same smoothing) and transfer ratios of every evaluation of `evaluations` (names)."""
+    if saved is None or saved.get(calls.SMOOTHED, {}).get("smoothing") != smoothing:
         return False
-    if not heldout:
-        return True
-    held = saved.get(HELDOUT, {})
-    return held.get(SMOOTHED, {}).get("smoothing") == smoothing and "transfer" in saved
+    return all(
+        saved.get(name, {}).get(calls.SMOOTHED, {}).get("smoothing") == smoothing
+        and evals.transfer_key(name) in saved
+        for name in evaluations
+    )
 
 
-def _heldout_text(summary: dict) -> str:
-    f1 = summary[HELDOUT]["mean"]["timestep"]["f1"]
-    share = summary["transfer"]["timestep_f1"]
-    return f"; held-out engine TIMESTEP F1 {f1:.3f}, transfer " + (
+def _evaluation_text(summary: dict, name: str) -> str:
+    f1 = summary[name]["mean"]["timestep"]["f1"]
+    share = summary[evals.transfer_key(name)]["timestep_f1"]
+    return f"; {name} TIMESTEP F1 {f1:.3f}, transfer " + (
         "n/a" if share is None else f"{share:.3f}"
     )
 
 
-def main(argv) -> None:
-    del argv
-    distributed = (_COORDINATOR, _NUM_PROCESSES, _PROCESS_ID)
-    common.cli_main(train_and_evaluate, _CONFIG.value, _WORKDIR.value, distributed)
-
-
-if __name__ == "__main__":  # flags only here: the runners import each other
-    _CONFIG = config_flags.DEFINE_config_file(
-        "config", None, "experiments/configs/multiqt.py:PRESET"
-    )
-    _WORKDIR = flags.DEFINE_string("workdir", None, "output and checkpoint folder")
-    _COORDINATOR, _NUM_PROCESSES, _PROCESS_ID = common.define_distributed_flags()
-    app.run(main)
+if __name__ == "__main__":
+    common.main(train_and_evaluate, distributed=True)

@@ -61,7 +61,6 @@ the verdict on each of the papers' claims, worked out from the numbers).
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import os
 import time
@@ -70,27 +69,17 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-from absl import app, flags
-from ml_collections import config_flags
 
-import metrics
-from cskws_jax import bundle as kws_bundle
-from cskws_jax import input_pipeline as kws_pipeline
-from cskws_jax import streaming as kws_streaming
-from experiments import common, cskws, multiqt
-from experiments.evaluators import detection, tracking
-from experiments.report.studies import (
-    KWS_MODELS,
-    NEURAL,
-    claims,
-    figures,
-    fold_summary,
-    mean_std_text,
-    report,
-)
-from multiqt_jax import bundle as calls_bundle
-from multiqt_jax import decode, input_pipeline, labels, model
-from multiqt_jax import train as calls_train
+from experiments import common, cskws, evals, multiqt
+from experiments.evaluators import tracking
+from experiments.report import studies_md
+from experiments.report.claims import claims
+from experiments.report.figures import study_figures
+from experiments.report.markdown import mean_std_text
+from experiments.report.models import KWS_MODELS, NEURAL, fold_summary
+from experiments.scoring import calls, latency
+from experiments.scoring import keywords as kws_scoring
+from multiqt_jax import decode, input_pipeline, labels
 from speechkit import augment, files, lm
 
 MULTIQT_STUDIES = ("asr_quality", "text_lag", "noise", "data_size", "missing_modality", "smoothing")
@@ -176,7 +165,7 @@ class Runs:
         return self._done[key]
 
 
-# ------------------------------------------------------------------ MultiQT scoring
+# ------------------------------------------------------------------------- scoring
 
 
 def _mean_std(values) -> dict:
@@ -184,87 +173,77 @@ def _mean_std(values) -> dict:
     return {"mean": float(np.nanmean(values)), "std": float(np.nanstd(values))}
 
 
-def _latency(latencies: list[np.ndarray], valid: list[np.ndarray]) -> dict:
-    """{count, median_s, p90_s} of the pooled valid latencies (`metrics.latency_summary`)."""
-    summary = metrics.latency_summary(np.concatenate(latencies), np.concatenate(valid))
-    median, p90 = float(summary.median), float(summary.p90)
-    return {
-        "count": int(summary.count),
-        "median_s": None if np.isnan(median) else median,
-        "p90_s": None if np.isnan(p90) else p90,
-    }
-
-
 class CallScorer:
     """Scores a MultiQT variant's fold bundles (`multiqt_jax.bundle`) on their own test
-    folds, with the test input altered (noise, a missing modality) and the labels
-    smoothed at several rule lengths, in one pass per fold."""
+    folds through `experiments.scoring.calls`, with the test input altered (noise, a
+    missing modality) and the labels smoothed at several rule lengths, in one pass per
+    fold."""
 
     def __init__(self, config, source, index):
         self.config, self.source, self.index = config, source, index
         self.fold_ids = index.folds % config.num_folds
         self.num_classes = len(labels.classes(config.task))
+        self.batching = multiqt.call_batching(config)
 
     def score(self, folder: str, *, snr_db=None, present=None, smoothing=(1,)) -> dict:
         """{"per_fold": [{min_frames: scores}], "summary": {min_frames: row}} of the fold
         bundles in `folder` (`bundle-fold<k>`); `present` (audio, text) marks a modality
         missing in every call; `smoothing`: minimum-duration rule lengths (1 = raw)."""
-        net = None
+        decoders = {
+            k: calls.smoother(decode.SmoothingConfig(min_frames=k)) for k in smoothing if k != 1
+        }
         per_fold, lags = [], {k: ([], []) for k in smoothing}
         for fold in range(self.config.num_folds):
-            fold_net, params, _ = calls_bundle.load(os.path.join(folder, f"bundle-fold{fold}"))
-            if net is None:
-                net = fold_net
-                predict = jax.jit(functools.partial(calls_train.predict, net))
-                hop_s = model.streaming_spec(net.config).output_hop_s
-            totals = {}
-            calls = np.flatnonzero(self.fold_ids == fold)
-            batches = multiqt.eval_batches(self.source, calls, self.config, self.index)
-            for position, batch in enumerate(batches):
-                if snr_db is not None:
-                    key = jax.random.key(self.config.seed * 100_003 + fold * 1009 + position)
-                    batch = _noisy(batch, key, float(snr_db))
-                rows = None
-                if present is not None:
-                    rows = np.tile(np.asarray(present, bool), (batch["audio"].shape[0], 1))
-                pred, gold, mask = predict(params, batch, rows)
-                for k in smoothing:
-                    labelled = pred if k == 1 else _smoother(k)(pred, mask)
-                    found = tracking.counts(labelled, gold, mask, num_classes=self.num_classes)
-                    totals[k] = found if k not in totals else _add(totals[k], found)
-                    late = metrics.tracking_latency(
-                        labelled, gold, mask, num_classes=self.num_classes
-                    )
-                    lags[k][0].append(np.asarray(late.latency, np.float32).ravel() * hop_s)
-                    lags[k][1].append(np.asarray(late.valid).ravel())
-            per_fold.append({k: tracking.scores_from_counts(t) for k, t in totals.items()})
+            predict, net, _ = calls.load_predictor(os.path.join(folder, f"bundle-fold{fold}"))
+            hop_s = calls.output_hop_s(net)
+            test = np.flatnonzero(self.fold_ids == fold)
+            batches = calls.eval_batches(self.source, test, self.index, self.batching)
+            if snr_db is not None:
+                batches = [
+                    _noisy(batch, self._noise_key(fold, position), float(snr_db))
+                    for position, batch in enumerate(batches)
+                ]
+            scored = calls.score(
+                _with_present(predict, present),
+                batches,
+                num_classes=self.num_classes,
+                decoders=decoders,
+                latency=True,
+            )
+            by_length = {k: scored["raw" if k == 1 else k] for k in smoothing}
+            for k, found in by_length.items():
+                lags[k][0].append(found.pop("latency_frames") * hop_s)
+                lags[k][1].append(found.pop("latency_valid"))
+            per_fold.append(by_length)
         summary = {
             k: {
                 **{
-                    f"{score}_{part}": _mean_std([f[k][score][part] for f in per_fold])
-                    for score in tracking.SCORES
+                    f"{name}_{part}": _mean_std([f[k][name][part] for f in per_fold])
+                    for name in calls.SCORES
                     for part in tracking.PARTS
                 },
-                "latency": _latency(*lags[k]),
+                "latency": latency.record(*lags[k]),
                 "declared_latency_s": (k - 1) * hop_s,
             }
             for k in smoothing
         }
         return {"per_fold": per_fold, "summary": summary}
 
+    def _noise_key(self, fold: int, position: int):
+        return jax.random.key(self.config.seed * 100_003 + fold * 1009 + position)
+
+
+def _with_present(predict, present):
+    """`predict` with the modalities `present` (audio, text) in every call (None: both)."""
+    if present is None:
+        return predict
+    return lambda batch: predict(
+        batch, np.tile(np.asarray(present, bool), (batch["audio"].shape[0], 1))
+    )
+
 
 def _word_list(record, options) -> list[str]:
     return [w.word for w in input_pipeline.text_words(record, options)]
-
-
-def _add(total: dict, found: dict) -> dict:
-    return {name: total[name] + found[name] for name in total}
-
-
-@functools.cache
-def _smoother(min_frames: int):
-    settings = decode.SmoothingConfig(min_frames=min_frames)
-    return jax.jit(functools.partial(decode.smooth, config=settings))
 
 
 @jax.jit
@@ -279,59 +258,25 @@ def _noisy(batch: dict, key, snr_db: float) -> dict:
     return {**batch, "audio": audio}
 
 
-# ------------------------------------------------------------------- AF-KWS scoring
-
-
 class KeywordScorer:
     """Scores a CS-KWS variant's AF-KWS bundle on a split with the streaming detector
-    (blocks of one output frame), the test features optionally at an SNR."""
+    (`experiments.scoring.keywords.score_streaming`), the features optionally at an SNR."""
 
-    def __init__(self, config, sources):
-        self.config, self.sources = config, sources
+    def __init__(self, config, sources, num_keywords: int):
+        self.config, self.sources, self.num_keywords = config, sources, num_keywords
 
     def score(self, bundle_dir: str, *, split: str = "test", snr_db=None) -> dict:
-        net, params, info = kws_bundle.load(bundle_dir)
-        decoding = info.decoding
-        detector = kws_streaming.StreamDetector(
-            net, params, block_outputs=1, radius=decoding.radius, min_score=decoding.min_score
+        batches = kws_scoring.evaluation_batches(
+            self.sources[split],
+            num_keywords=self.num_keywords,
+            batch_size=self.config.eval.batch_size,
         )
-        num_keywords = net.config.num_keywords
-        pipeline = kws_pipeline.PipelineConfig(
-            batch_size=self.config.eval.batch_size, unknown_class=False
-        )
-        batches = kws_pipeline.evaluation_batches(
-            self.sources[split], pipeline, num_keywords=num_keywords
-        )
-        emitted = []
-
-        def detect(batch, position=[0]):  # noqa: B006 - counts the batches of this call
-            features = batch["audio"]
-            if snr_db is not None:
-                key = jax.random.key(self.config.seed * 100_003 + position[0])
-                features = _noise_audio(features, batch["audio_mask"], key, jnp.float32(snr_db))
-            position[0] += 1
-            found, times = detector.detect(
-                features, batch["audio_mask"], max_detections=decoding.max_detections
-            )
-            emitted.append(np.asarray(times))
-            return found
-
-        result = detection.evaluate(detect, batches, num_keywords=num_keywords, timed=False)
-        late = metrics.detection_latency(
-            result["detections"],
-            np.concatenate(emitted),
-            result["truth"],
-            num_classes=num_keywords,
-        )
-        scores = result["scores"]
-        return {
-            **{key: scores[key] for key in ("mAP", "AP@0.05", "FRR@5")},
-            "latency": _latency(
-                [np.asarray(late.latency).ravel()], [np.asarray(late.valid).ravel()]
-            ),
-            "algorithmic_latency_s": detector.latency_s,
-            "hours": result["hours"],
-        }
+        if snr_db is not None:
+            batches = [
+                _noisy(batch, jax.random.key(self.config.seed * 100_003 + position), snr_db)
+                for position, batch in enumerate(batches)
+            ]
+        return kws_scoring.score_streaming(bundle_dir, batches)
 
 
 # -------------------------------------------------------------------------- studies
@@ -375,15 +320,16 @@ class Studies:
     def calls(self) -> CallScorer:
         if self._calls is None:
             _, _, base = self.runs.multiqt("base")
-            source, index, _, _ = multiqt.load_corpus(base)
+            source, index = multiqt.load_corpus(base)
             self._calls = CallScorer(base, source, index)
         return self._calls
 
     def keywords(self) -> KeywordScorer:
         if self._keywords is None:
             _, _, base = self.runs.cskws("base")
-            sources, _ = cskws.load_corpus(base)
-            self._keywords = KeywordScorer(base, sources)
+            sources, keywords = cskws.load_corpus(base)
+            sources.update(cskws.evaluation_sources(base, keywords))
+            self._keywords = KeywordScorer(base, sources, len(keywords))
         return self._keywords
 
     # -- MultiQT
@@ -636,7 +582,7 @@ def unknown_class_cell(results: dict, dataset: str, fraction: float, steps: int)
     }
     for m in KWS_MODELS:
         scores = results["models"][m]
-        heldout = scores.get(cskws.HELDOUT, {})
+        heldout = scores.get(evals.HELDOUT, {})
         cell[m] = {
             "mAP": scores["mAP"],
             "mAP_interval": scores.get("intervals", {}).get("mAP"),
@@ -672,7 +618,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         records[name] = getattr(studies, name)()
         seconds[name] = time.perf_counter() - started
         log(f"study {name} done ({seconds[name]:.0f} s)")
-    paths = figures(records, workdir)
+    paths = study_figures(records, workdir)
     payload = {
         "preset": config.preset,
         "corpora": {
@@ -689,9 +635,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     }
     files.write_json(os.path.join(workdir, "studies.json"), payload)
     path = os.path.join(workdir, "studies.md")
-    with open(path + ".tmp", "w") as handle:
-        handle.write(report(payload, paths))
-    os.replace(path + ".tmp", path)
+    with files.atomic_open(path) as out:
+        out.write(studies_md.report(payload, paths))
     for claim in payload["claims"]:
         print(f"{claim['verdict']:>16}  {claim['claim']}")
     log(f"report: {path}")
@@ -704,14 +649,5 @@ def _run_with_cache(config, workdir: str) -> dict:
     return train_and_evaluate(config, workdir)
 
 
-def main(argv) -> None:
-    del argv
-    common.cli_main(_run_with_cache, _CONFIG.value, _WORKDIR.value)
-
-
 if __name__ == "__main__":
-    _CONFIG = config_flags.DEFINE_config_file(
-        "config", None, "experiments/configs/studies.py:PRESET"
-    )
-    _WORKDIR = flags.DEFINE_string("workdir", None, "output folder")
-    app.run(main)
+    common.main(_run_with_cache)

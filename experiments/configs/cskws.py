@@ -39,6 +39,14 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.models = "afkws,afkws_no_unknown,sliding_window"  # comma-separated
     config.seed = 0
 
+    # What every trained model is also scored on (`experiments.evals`): name -> a split of
+    # a corpus ("" = this run's). "heldout": the split spoken only by a synthesiser never
+    # heard in training (skipped where the corpus has none).
+    config.evals = ml_collections.ConfigDict()
+    config.evals.heldout = ml_collections.ConfigDict(
+        {"split": "heldout", "dataset": "", "optional": True}
+    )
+
     config.model = ml_collections.ConfigDict()
     config.model.stem_channels = 64
     config.model.kernel = 5

@@ -55,6 +55,14 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.num_devices = 0  # 0: all
     config.fold_loop = "auto"  # a device's folds: "vmap", "unroll", auto = unroll on CPU
 
+    # What every trained model is also scored on (`experiments.evals`): name -> a split of
+    # a corpus ("" = this run's). "heldout": the split spoken only by a synthesiser never
+    # heard in training (skipped where the corpus has none).
+    config.evals = ml_collections.ConfigDict()
+    config.evals.heldout = ml_collections.ConfigDict(
+        {"split": "heldout", "dataset": "", "optional": True}
+    )
+
     config.model = ml_collections.ConfigDict()  # -> MultiQTConfig (num_classes, modalities:
     # set by the runner from the task and the model name)
     config.model.fusion = "concat"

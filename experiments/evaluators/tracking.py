@@ -15,7 +15,10 @@ batches. Returns {"timestep": {precision, recall, f1}, "instance": {...},
 
 scores the raw labels and each decoder's relabelling of them (`decoder(pred, mask)` ->
 int32 [B, T], e.g. `multiqt_jax.decode.smooth` with a fixed config) from one pass of
-`predict` over the batches.
+`predict` over the batches. With `latency=True` each also holds "latency_frames" (float32
+[N]) and "latency_valid" (bool [N]): `metrics.tracking_latency` of every batch, pooled
+(output frames from a gold onset to the first correctly labelled frame; valid where the
+instance was found).
 """
 
 from __future__ import annotations
@@ -58,23 +61,40 @@ def evaluate(predict: Callable, batches: Iterable, *, num_classes: int) -> dict:
 
 
 def evaluate_decoded(
-    predict: Callable, batches: Iterable, *, num_classes: int, decoders: Mapping[str, Callable]
+    predict: Callable,
+    batches: Iterable,
+    *,
+    num_classes: int,
+    decoders: Mapping[str, Callable],
+    latency: bool = False,
 ) -> dict[str, dict]:
     """{"raw": scores of `predict`, name: scores of `decoder(pred, mask)` for each of
     `decoders`}, every batch predicted once (see the module docstring)."""
     if "raw" in decoders:
         raise ValueError("tracking.evaluate_decoded: decoders: 'raw' names the undecoded labels")
-    total = None
+    total, lags = None, {}
     for batch in batches:
         pred, gold, mask = predict(batch)
-        found = {"raw": counts(pred, gold, mask, num_classes=num_classes)}
-        for name, decoder in decoders.items():
-            found[name] = counts(decoder(pred, mask), gold, mask, num_classes=num_classes)
+        labelled = {"raw": pred} | {name: fn(pred, mask) for name, fn in decoders.items()}
+        found = {
+            name: counts(labels, gold, mask, num_classes=num_classes)
+            for name, labels in labelled.items()
+        }
         total = (
             found
             if total is None
             else {name: {k: total[name][k] + found[name][k] for k in SCORES} for name in found}
         )
+        if latency:
+            for name, labels in labelled.items():
+                late = metrics.tracking_latency(labels, gold, mask, num_classes=num_classes)
+                lags.setdefault(name, []).append(
+                    (np.asarray(late.latency, np.float32).ravel(), np.asarray(late.valid).ravel())
+                )
     if total is None:
         raise ValueError("tracking.evaluate: no batches")
-    return {name: scores_from_counts(counted) for name, counted in total.items()}
+    scored = {name: scores_from_counts(counted) for name, counted in total.items()}
+    for name, pieces in lags.items():
+        scored[name]["latency_frames"] = np.concatenate([frames for frames, _ in pieces])
+        scored[name]["latency_valid"] = np.concatenate([valid for _, valid in pieces])
+    return scored

@@ -40,11 +40,11 @@ def check_multiqt_heldout():
     """check(summary, num_folds): a MultiQT model's results.json entry holds its scores
     on the held-out engine's calls (raw and smoothed, every fold, all in [0, 1]) and the
     transfer ratios of their means to the in-engine ones."""
-    from experiments import multiqt
     from experiments.evaluators import tracking
+    from experiments.scoring import calls
 
     def check(summary: dict, num_folds: int) -> None:
-        heldout = summary[multiqt.HELDOUT]
+        heldout = summary["heldout"]
         assert heldout["smoothed"]["smoothing"] == summary["smoothed"]["smoothing"]
         for part in (heldout, heldout["smoothed"]):
             assert len(part["folds"]) == num_folds
@@ -53,8 +53,8 @@ def check_multiqt_heldout():
                     assert 0 <= part["mean"][score][name] <= 1, (score, name)
                     for fold in part["folds"]:
                         assert 0 <= fold[score][name] <= 1, (score, name)
-        assert set(summary["transfer"]) == set(multiqt.TRANSFER)
-        for key, (score, name) in multiqt.TRANSFER.items():
+        assert set(summary["transfer"]) == set(calls.TRANSFER)
+        for key, (score, name) in calls.TRANSFER.items():
             in_engine = summary["mean"][score][name]
             if in_engine == 0:
                 assert summary["transfer"][key] is None

@@ -7,7 +7,6 @@ import json
 import math
 import subprocess
 import sys
-import types
 
 import jax
 import numpy as np
@@ -18,8 +17,9 @@ from cskws_jax import keywords as shipped
 from cskws_jax import model as kws_model
 from cskws_jax import operating_points
 from cskws_jax import train as kws_train
-from experiments import cskws, evaluate
+from experiments import evaluate
 from experiments.evaluators import tracking
+from experiments.scoring import keywords as kws_scoring
 from multiqt_jax import bundle as calls_bundle
 from multiqt_jax import labels, model
 from speechkit import audio_io
@@ -86,7 +86,7 @@ def settings(bundle, dataset, data_dir, manual_dir, **overrides):
         "batch_size": 2,
         "num_folds": 5,
     }
-    return types.SimpleNamespace(**{**values, **overrides})
+    return evaluate.Settings(**{**values, **overrides})
 
 
 def test_a_kws_bundle_is_scored_on_a_folder_corpus_from_the_command_line(
@@ -116,9 +116,9 @@ def test_a_kws_bundle_is_scored_on_a_folder_corpus_from_the_command_line(
     corpus_only = [k for k in shipped.load_keywords() if k not in ("people", "hundred")]
     assert results["keywords"]["dropped_corpus_only"] == corpus_only
     scores = results["scores"]
-    assert set(scores) >= {*cskws.REPORTED, "RTF", "test_hours"}
+    assert set(scores) >= {*kws_scoring.REPORTED, "RTF", "test_hours"}
     assert scores["test_hours"] == pytest.approx(3 * 1.5 / 3600, rel=1e-3)
-    for name in cskws.REPORTED:
+    for name in kws_scoring.REPORTED:
         assert 0 <= scores[name] <= 1, name
     assert scores["RTF"] > 0
     assert set(results["AP_per_keyword@0.05"]) == {"people", "hundred"}
@@ -180,7 +180,7 @@ def test_a_bundles_operating_points_are_measured_on_the_corpus(
         assert measured["fa_per_hour"] == pytest.approx(measured["false_alarms"] / hours)
         assert measured["miss_rate"] == pytest.approx(1 - measured["hits"] / 2)  # 2 truths
     assert none["measured"]["miss_rate"] == 1.0
-    found = cskws.saved_outcomes(str(workdir), 2)  # scored order: hundred, people
+    found = kws_scoring.saved_outcomes(str(workdir), 2)  # scored order: hundred, people
     assert people["measured"] == operating_points.measure(found, (keep_none, keep_all))
     assert both["measured"] == operating_points.measure(found, (keep_all, keep_all))
     det = json.loads((workdir / "det.json").read_text())

@@ -62,12 +62,12 @@ def test_smoke_cross_validation_writes_results(reference, check_multiqt_heldout)
         check_multiqt_heldout(summary, FOLDS)  # neural and baseline alike
     assert results["heldout_engine"] and results["heldout_calls"] > 0
     assert "TIMESTEP F1" in done.stdout and "multimodal" in done.stdout
-    assert done.stdout.count("  heldout engine") == 2
-    assert "held-out engine TIMESTEP F1" in done.stderr
+    assert done.stdout.count("  on heldout") == 2
+    assert "heldout TIMESTEP F1" in done.stderr
 
 
-def test_gather_decodings_keeps_the_given_names_in_order():
-    from experiments import multiqt
+def test_fold_scores_are_gathered_in_fold_order_under_the_given_names():
+    from experiments.scoring import calls
 
     def scores(value):
         return {
@@ -76,26 +76,26 @@ def test_gather_decodings_keeps_the_given_names_in_order():
             "timestep_f1_per_class": [value, None, 1.0],
         }
 
-    names = multiqt.decoding_names(heldout=True)
-    assert names == ("raw", "smoothed", "heldout-raw", "heldout-smoothed")
-    assert multiqt.decoding_names(heldout=False) == multiqt.DECODINGS
+    names = ["test/raw", "test/smoothed", "heldout/raw", "heldout/smoothed"]
     mine = {
         fold: {name: scores(fold / 4 + i / 16) for i, name in enumerate(names)} for fold in (0, 2)
     }
-    gathered = multiqt.gather_decodings(mine, names, num_folds=3, num_classes=3)
-    assert tuple(gathered) == names
+    gathered = calls.gather_folds(mine, names, num_folds=3, num_classes=3)
+    assert list(gathered) == names
     for i, name in enumerate(names):
         assert len(gathered[name]) == 3
         for fold in (0, 2):
             assert gathered[name][fold] == scores(fold / 4 + i / 16)  # exact in binary
         assert np.isnan(gathered[name][1]["timestep"]["f1"])  # not owned here
-    # A process that owns no fold still gathers every decoding it is told of.
-    empty = multiqt.gather_decodings({}, names, num_folds=2, num_classes=3)
-    assert tuple(empty) == names and all(len(folds) == 2 for folds in empty.values())
+        assert gathered[name][1]["timestep_f1_per_class"] == [None] * 3
+    # A process that owns no fold still gathers every part it is told of.
+    empty = calls.gather_folds({}, names, num_folds=2, num_classes=3)
+    assert list(empty) == names and all(len(folds) == 2 for folds in empty.values())
 
 
-def test_heldout_summary_transfer_and_cache_check():
+def test_evaluation_summary_transfer_and_cache_check():
     from experiments import common, multiqt
+    from experiments.scoring import calls
 
     def fold(f1):
         return {
@@ -105,28 +105,44 @@ def test_heldout_summary_transfer_and_cache_check():
         }
 
     smoothing = {"min_frames": 3, "latency_ms": 80.0}
-    per_fold = {
-        "raw": [fold(0.8), fold(0.6)],
-        "smoothed": [fold(0.7), fold(0.7)],
-        "heldout-raw": [fold(0.35), fold(0.35)],
-        "heldout-smoothed": [fold(0.3), fold(0.2)],
-    }
-    summary = multiqt.summarise_decodings(per_fold, smoothing)
+    summary = calls.summarise_decodings(
+        {"raw": [fold(0.8), fold(0.6)], "smoothed": [fold(0.7), fold(0.7)]}, smoothing
+    )
+    in_engine_only = json.loads(json.dumps(summary))
+    summary["heldout"] = calls.summarise_decodings(
+        {"raw": [fold(0.35), fold(0.35)], "smoothed": [fold(0.3), fold(0.2)]}, smoothing
+    )
+    summary["transfer"] = calls.transfer(summary, summary["heldout"])
     assert summary["heldout"]["mean"]["timestep"]["f1"] == pytest.approx(0.35)
     assert summary["heldout"]["smoothed"]["mean"]["timestep"]["f1"] == pytest.approx(0.25)
     assert summary["transfer"] == pytest.approx({"timestep_f1": 0.5, "instance_f1": 0.5})
-    assert "  heldout engine" in multiqt.table({"audio": summary})
+    assert "  on heldout" in calls.table({"audio": summary}, ["heldout"])
+    assert "  on heldout" not in calls.table({"audio": summary})
     assert common.transfer_ratio(0.3, 0.0) is None
     assert common.transfer_ratio(float("nan"), 0.5) is None
-    in_engine_only = multiqt.summarise_decodings(
-        {key: per_fold[key] for key in multiqt.DECODINGS}, smoothing
-    )
-    assert "heldout" not in in_engine_only and "transfer" not in in_engine_only
-    # Scores saved without the heldout split are recomputed once the corpus has one.
-    assert multiqt._reusable(summary, smoothing, heldout=True)
-    assert multiqt._reusable(in_engine_only, smoothing, heldout=False)
-    assert not multiqt._reusable(in_engine_only, smoothing, heldout=True)
-    assert not multiqt._reusable(summary, {**smoothing, "min_frames": 2}, heldout=True)
+    # Scores saved without an evaluation are recomputed once the run declares it.
+    assert multiqt.reusable(summary, smoothing, ["heldout"])
+    assert multiqt.reusable(in_engine_only, smoothing, [])
+    assert not multiqt.reusable(in_engine_only, smoothing, ["heldout"])
+    assert not multiqt.reusable(summary, {**smoothing, "min_frames": 2}, ["heldout"])
+
+
+def test_evaluations_come_from_the_config_and_refuse_taken_names():
+    from experiments import evals
+    from experiments.configs import multiqt as presets
+
+    config = presets.get_config("smoke")
+    (heldout,) = evals.evaluations(config)
+    assert heldout == evals.Evaluation("heldout", "heldout", "", optional=True)
+    assert heldout.corpus("synthetic_calls/questions-smoke") == "synthetic_calls/questions-smoke"
+    assert evals.transfer_key("heldout") == "transfer"
+    assert evals.transfer_key("libri") == "transfer_libri"
+    config.evals.test = {"split": "test"}
+    with pytest.raises(ValueError, match="config.evals.test: the name is taken"):
+        evals.evaluations(config)
+    config.evals = {"other": {"split": "train", "corpus": "x"}}
+    with pytest.raises(ValueError, match="config.evals.other"):
+        evals.evaluations(config)
 
 
 @pytest.mark.slow

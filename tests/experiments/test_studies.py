@@ -11,6 +11,7 @@ from experiments import cskws, multiqt, studies
 from experiments.configs import cskws as cskws_config
 from experiments.configs import multiqt as multiqt_config
 from experiments.configs import studies as studies_config
+from experiments.report import claims, figures, studies_md
 
 
 def test_training_calls_are_nested_seeded_subsets_of_the_other_folds():
@@ -125,9 +126,9 @@ def test_unknown_class_cells_name_their_corpus():
 
 
 def test_verdicts_follow_the_spread_over_folds():
-    assert studies.compare({"mean": 0.8, "std": 0.05}, {"mean": 0.6, "std": 0.05}) == "holds"
-    assert studies.compare({"mean": 0.6, "std": 0.05}, {"mean": 0.8, "std": 0.05}) == "reversed"
-    assert studies.compare({"mean": 0.7, "std": 0.1}, {"mean": 0.6, "std": 0.1}) == "not shown"
+    assert claims.compare({"mean": 0.8, "std": 0.05}, {"mean": 0.6, "std": 0.05}) == "holds"
+    assert claims.compare({"mean": 0.6, "std": 0.05}, {"mean": 0.8, "std": 0.05}) == "reversed"
+    assert claims.compare({"mean": 0.7, "std": 0.1}, {"mean": 0.6, "std": 0.1}) == "not shown"
     config = studies_config.get_config("smoke")
     config.studies = "noise, smoothing"
     assert studies.selected(config) == ["noise", "smoothing"]
@@ -291,26 +292,26 @@ def test_claims_figures_and_report_from_recorded_numbers(tmp_path):
             for name, f1 in (("multimodal", 0.7), ("audio", 0.75), ("text", 0.3))
         }
     }
-    claims = {c["claim"]: c for c in studies.claims(records, base)}
-    verdicts = {claim.split(":")[1].strip(): c["verdict"] for claim, c in claims.items()}
+    found = {c["claim"]: c for c in claims.claims(records, base)}
+    verdicts = {claim.split(":")[1].strip(): c["verdict"] for claim, c in found.items()}
     assert verdicts["text and audio together beat audio alone (in-engine)"] == "reversed"
     assert verdicts["better transcripts make the text modality useful"] == "holds"
     assert verdicts["the unknown class improves mAP"] == "depends on scale"
-    unknown = claims["AF-KWS: the unknown class improves mAP"]["evidence"]
+    unknown = found["AF-KWS: the unknown class improves mAP"]["evidence"]
     assert unknown.endswith(
         "(of 3 cells, with it above the other's 95 % interval in 2, without it in 1)"
     )
     # held out: the cell without a held-out score is left out; the other two are wins
     assert verdicts["the unknown class improves mAP on an unheard synthesiser"] == "holds"
     assert "80 utterances, 10 steps: 0.300 vs 0.200" in " ".join(
-        c["evidence"] for c in claims.values()
+        c["evidence"] for c in found.values()
     )
     assert verdicts["more look-ahead buys accuracy at the cost of latency"] == "holds"
     assert (
         verdicts["modality dropout keeps the multimodal model working when its text is missing"]
         == "holds"
     )
-    paths = studies.figures(records, str(tmp_path))
+    paths = figures.study_figures(records, str(tmp_path))
     assert set(paths) == set(studies.STUDIES) - {"missing_modality"}
     for path in paths.values():
         assert (tmp_path / path).read_bytes()[:4] == b"\x89PNG"
@@ -324,9 +325,9 @@ def test_claims_figures_and_report_from_recorded_numbers(tmp_path):
         "num_folds": 5,
         "seconds": {name: 1.0 for name in records},
         "studies": records,
-        "claims": list(claims.values()),
+        "claims": list(found.values()),
     }
-    text = studies.report(payload, paths)
+    text = studies_md.report(payload, paths)
     assert "| MultiQT: better transcripts make the text modality useful | **holds** |" in text
     assert "| recogniser, offline | no | 0.450 | 0.720 ± 0.010 | 0.400 ± 0.010 |" in text
     assert "| recogniser narrowband, causal | yes | 0.680 | 0.690 ± 0.010 |" in text
@@ -339,6 +340,35 @@ def test_claims_figures_and_report_from_recorded_numbers(tmp_path):
     assert "`synthetic_kws/smoke`, `synthetic_kws/medium`. MultiQT scores" in text
     for path in paths.values():
         assert f"]({path})" in text
+
+
+def test_a_figure_that_fails_to_save_leaves_no_partial_file_and_is_closed(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    path = tmp_path / "figures" / "curve.png"
+    figure, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    figures.write(figure, str(path))
+    written = path.read_bytes()
+    assert written[:4] == b"\x89PNG" and not plt.fignum_exists(figure.number)
+
+    def fail(target, **kwargs):  # writes half a PNG, then the disk is full
+        with open(target, "wb") as out:
+            out.write(written[:100])
+        raise OSError("disk full")
+
+    figure, ax = plt.subplots()
+    monkeypatch.setattr(figure, "savefig", fail)
+    with pytest.raises(OSError, match="disk full"):
+        figures.write(figure, str(path))
+    assert path.read_bytes() == written  # the old figure, whole; no temporary file beside it
+    assert [p.name for p in path.parent.iterdir()] == ["curve.png"]
+    assert not plt.fignum_exists(figure.number)
+    (tmp_path / "taken").write_text("a file where the folder would go")
+    figure, _ = plt.subplots()
+    with pytest.raises(OSError):
+        figures.write(figure, str(tmp_path / "taken" / "curve.png"))
+    assert not plt.fignum_exists(figure.number)
 
 
 class _FoldScores(dict):
@@ -415,7 +445,9 @@ def test_smoke_studies_write_records_figures_and_the_report(tmp_path, run_experi
     assert lookahead["mAP"] == pytest.approx(kws["models"]["afkws"]["mAP"], abs=1e-6)
     config = studies_config.get_config("smoke").cskws
     config.data_dir = str(smoke_build[0])
-    scorer = studies.KeywordScorer(config, cskws.load_corpus(config)[0])
+    sources, keywords = cskws.load_corpus(config)
+    sources.update(cskws.evaluation_sources(config, keywords))
+    scorer = studies.KeywordScorer(config, sources, len(keywords))
     heldout = scorer.score(str(tmp_path / "cskws" / "base" / "afkws" / "bundle"), split="heldout")
     assert heldout["mAP"] == pytest.approx(kws["models"]["afkws"]["heldout"]["mAP"], abs=1e-6)
     assert heldout["latency"]["count"] >= 1

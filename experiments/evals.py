@@ -1,0 +1,53 @@
+"""Evaluations declared in a runner's config (big_vision's `config.evals`): what every
+trained model is scored on besides its own test data.
+
+    config.evals.heldout = dict(split="heldout", dataset="", optional=True)
+
+Each entry names a split of a corpus: `dataset` "" is the run's own corpus (any other
+TFDS name, e.g. "annotated_calls/questions", is read from the same data folder), and an
+`optional` evaluation whose split the corpus lacks is skipped with a log line instead of
+an error. A model's results.json entry holds each evaluation's scores under its name and
+the ratio of its score to the in-corpus one under `transfer_key(name)`. The presets
+declare one: "heldout", the split spoken only by a synthesiser never heard in training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from experiments import common
+
+HELDOUT = "heldout"  # the presets' evaluation: the held-out engine's split
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """One entry of `config.evals`: its `name` (the results key), a `split` of `dataset`
+    ("" = the run's corpus), skipped when absent if `optional`."""
+
+    name: str
+    split: str
+    dataset: str = ""
+    optional: bool = False
+
+    def corpus(self, own: str) -> str:
+        """The TFDS name of the corpus scored, given the run's own `own`."""
+        return self.dataset or own
+
+
+def evaluations(config) -> list[Evaluation]:
+    """`config.evals` as `Evaluation`s, in the config's order (none when absent)."""
+    section = config.get("evals") or {}
+    found = []
+    for name in section:
+        if name in ("test", "train", "mean", "std", "folds", "smoothed"):
+            raise ValueError(f"config.evals.{name}: the name is taken by the results' own keys")
+        found.append(common.build(Evaluation, section[name], f"config.evals.{name}", name=name))
+    return found
+
+
+def transfer_key(name: str) -> str:
+    """The results.json key of evaluation `name`'s score / the in-corpus score:
+    "transfer" for "heldout" (as runs before `config.evals` wrote it), else
+    "transfer_<name>"."""
+    return "transfer" if name == HELDOUT else f"transfer_{name}"
