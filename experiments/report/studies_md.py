@@ -85,13 +85,18 @@ def _asr_quality(r: dict, payload: dict, paths: dict) -> list[str]:
     ]
 
 
+TEXT_LAG_NOTE = (
+    "Every recognised word reaches the models this many seconds after the recogniser "
+    "emitted it (trained and tested so). The audio-only model reads no text (its row "
+    "repeats the base model)."
+)
+
+
 def _text_lag(r: dict, payload: dict, paths: dict) -> list[str]:
     return [
         "## ASR timing: word emission lag",
         "",
-        "Every recognised word reaches the models this many seconds after the "
-        "recogniser emitted it (trained and tested so). The audio-only model "
-        "reads no text (its row repeats the base model).",
+        TEXT_LAG_NOTE,
         "",
         *_curve_table(r["points"], r["curves"]["timestep_f1"], "TIMESTEP F1, lag"),
         "",
@@ -160,12 +165,19 @@ def _smoothing(r: dict, payload: dict, paths: dict) -> list[str]:
     ]
 
 
+UNKNOWN_CLASS_TABLE = (
+    "AF-KWS: unknown class against scale",
+    "corpus | data share (utterances) | steps | afkws mAP | no-unknown mAP | "
+    "afkws held-out mAP | no-unknown held-out mAP",
+)
+LOOKAHEAD_TABLE = (
+    "AF-KWS: look-ahead",
+    "delay (frames) | algorithmic latency | mAP | AP@0.05 | FRR@5 | detection latency median / p90",
+)
+
+
 def _unknown_class(r: dict, payload: dict, paths: dict) -> list[str]:
-    lines = _table_start(
-        "AF-KWS: unknown class against scale",
-        "corpus | data share (utterances) | steps | afkws mAP | no-unknown mAP | "
-        "afkws held-out mAP | no-unknown held-out mAP",
-    )
+    lines = _table_start(*UNKNOWN_CLASS_TABLE)
     for c in r["cells"]:
         corpus = c.get("dataset", payload["corpora"]["cskws"])
         share = f"{c['train_fraction']:g} ({c['training_utterances']})"
@@ -179,11 +191,7 @@ def _unknown_class(r: dict, payload: dict, paths: dict) -> list[str]:
 
 
 def _lookahead(r: dict, payload: dict, paths: dict) -> list[str]:
-    lines = _table_start(
-        "AF-KWS: look-ahead",
-        "delay (frames) | algorithmic latency | mAP | AP@0.05 | FRR@5 | "
-        "detection latency median / p90",
-    )
+    lines = _table_start(*LOOKAHEAD_TABLE)
     for scores in r["rows"]:
         lines.append(
             row(
