@@ -18,6 +18,19 @@ reached, and one fold's step at each matmul precision ("highest" is the models'
 default; "high" / "default" are TF32 / bfloat16 on GPU / TPU). `--trace_dir DIR`
 writes a `jax.profiler` trace of three fold-parallel steps (view it with XProf /
 TensorBoard's profile plugin).
+
+`loop` in the JSON: the experiments' training loop (`experiments.training.run_loop`)
+in steps per second, both tasks, two ways side by side on the same batches and keys:
+"host_sync", as the loop ran before (every step's loss read back on the host: MultiQT's
+`folds.gather`, AF-KWS's `float`; no donation), and "device_metrics" (the state
+donated, the losses left on the device and fetched once per log: `training.fetch_losses`,
+MultiQT's `folds.gather_rows`). MultiQT is 5 folds in one `folds.fold_parallel` step
+(the backend's fold loop), its batch stacked and sent every step, as the experiments
+train. Each run takes `--loop_steps` steps (30) after one log interval of warm-up
+(compilation), logging every `--loop_log_every` (10) steps, timed from the first log
+line to the last (the end's checkpoint not counted); the ways alternate for
+`--loop_rounds` rounds (2) and each reports its median, with "same_curves" whether both
+wrote the same curves.jsonl, bit for bit. `--loop_steps 0` leaves it out.
 """
 
 from __future__ import annotations
@@ -25,9 +38,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import os
 import statistics
 import sys
+import tempfile
 import time
+import types
 
 import jax
 import numpy as np
@@ -35,7 +51,7 @@ import numpy as np
 from benchmarks import common
 from cskws_jax import model as kws_model
 from cskws_jax import train as kws_train
-from experiments import folds
+from experiments import folds, training
 from multiqt_jax import model as mq_model
 from multiqt_jax import train as mq_train
 from multiqt_jax.datasets.features import FEATURES  # 10 ms frames (so are the KWS ones)
@@ -161,7 +177,8 @@ def profile_multiqt(setup: dict, repeats: int) -> dict:
         "one_fold": _parts(jax.jit, functions, (state, batch, setup["rng_data"]), repeats),
     }
     for loop in ("vmap", "unroll"):
-        jit = functools.partial(folds.fold_parallel, mesh=mesh, loop=loop)
+        # timed repeatedly on one state, and "forward" returns no state: nothing donated
+        jit = functools.partial(folds.fold_parallel, mesh=mesh, loop=loop, donate_state=False)
         args = (setup["states"], stacked, setup["rngs"])
         result[f"{FOLDS}_folds_{loop}"] = _parts(jit, functions, args, repeats)
     result["one_fold_step_by_precision"] = _step_by_precision(
@@ -172,7 +189,7 @@ def profile_multiqt(setup: dict, repeats: int) -> dict:
 
 def _trace(setup: dict, directory: str) -> None:
     """A jax.profiler trace of three fold-parallel steps (compiled before tracing)."""
-    step = folds.fold_parallel(_one_fold_functions(setup["net"])["step"], setup["mesh"])
+    step = setup["kept"]["vmap"]
     stacked = folds.to_global(folds.stack([setup["batch"]] * setup["slots"]), setup["mesh"])
     args = (setup["states"], stacked, setup["rngs"])
     jax.block_until_ready(step(*args))
@@ -181,13 +198,12 @@ def _trace(setup: dict, directory: str) -> None:
             jax.block_until_ready(step(*args))
 
 
-def bench_multiqt(
-    rng, repeats: int, profile: bool = False, trace_dir: str | None = None, quick: bool = False
-) -> dict:
+def multiqt_setup(rng, quick: bool = False) -> dict:
+    """The MultiQT model, its batch and train states (one fold's; `FOLDS` stacked and
+    padded to the devices, on them and on the host) shared by the measurements."""
     config = mq_model.MultiQTConfig(num_classes=7)
     net = mq_model.MultiQT(config)
     batch = multiqt_batch(rng, *QUICK_MULTIQT) if quick else multiqt_batch(rng)
-    audio_seconds = batch["audio"].shape[0] * batch["audio"].shape[1] * FEATURES.hop_s
     optimizer = OptimizerConfig()
 
     def init(key):
@@ -196,33 +212,51 @@ def bench_multiqt(
     def one_fold(state, batch, rng):
         return mq_train.train_step(net, state, batch, jax.random.wrap_key_data(rng))
 
-    single = jax.jit(one_fold)
-    state = jax.jit(init)(jax.random.key(0))
-    rng_data = jax.random.key_data(jax.random.key(1))
-    one = _median_seconds(lambda: single(state, batch, rng_data), repeats)
-
     mesh = folds.fold_mesh()
     slots = folds.fold_slots(FOLDS, mesh)
-    states = folds.to_global(
-        jax.tree_util.tree_map(
-            np.asarray, jax.jit(jax.vmap(init))(jax.random.split(jax.random.key(0), slots))
-        ),
-        mesh,
+    host_states = jax.tree_util.tree_map(
+        np.asarray, jax.jit(jax.vmap(init))(jax.random.split(jax.random.key(0), slots))
     )
-    stacked = folds.to_global(folds.stack([batch] * slots), mesh)
-    rngs = folds.to_global(np.stack([np.asarray(rng_data)] * slots), mesh)
-    parallel_step = folds.fold_parallel(one_fold, mesh)
-    parallel = _median_seconds(lambda: parallel_step(states, stacked, rngs), repeats)
-    unrolled_step = folds.fold_parallel(one_fold, mesh, loop="unroll")
-    unrolled = _median_seconds(lambda: unrolled_step(states, stacked, rngs), repeats)
+    rng_data = jax.random.key_data(jax.random.key(1))
+    return {
+        "net": net,
+        "quick": quick,
+        "one_fold": one_fold,
+        "state": jax.jit(init)(jax.random.key(0)),
+        "host_states": host_states,
+        "states": folds.to_global(host_states, mesh),
+        "batch": batch,
+        "mesh": mesh,
+        "rng_data": rng_data,
+        "rngs": folds.to_global(np.stack([np.asarray(rng_data)] * slots), mesh),
+        "slots": slots,
+        # fold-parallel steps that keep their state (timed repeatedly on one state)
+        "kept": {
+            loop: folds.fold_parallel(one_fold, mesh, loop=loop, donate_state=False)
+            for loop in ("vmap", "unroll")
+        },
+    }
+
+
+def bench_multiqt(
+    setup: dict, repeats: int, profile: bool = False, trace_dir: str | None = None
+) -> dict:
+    net, state, batch, rng_data = (setup[k] for k in ("net", "state", "batch", "rng_data"))
+    audio_seconds = batch["audio"].shape[0] * batch["audio"].shape[1] * FEATURES.hop_s
+    single = jax.jit(setup["one_fold"])
+    one = _median_seconds(lambda: single(state, batch, rng_data), repeats)
+    stacked = folds.to_global(folds.stack([batch] * setup["slots"]), setup["mesh"])
+    args = (setup["states"], stacked, setup["rngs"])
+    parallel = _median_seconds(lambda: setup["kept"]["vmap"](*args), repeats)
+    unrolled = _median_seconds(lambda: setup["kept"]["unroll"](*args), repeats)
 
     def sequential_run():
         return [single(state, batch, rng_data) for _ in range(FOLDS)]
 
     sequential = _median_seconds(sequential_run, repeats)
     result = {
-        "model": mq_model.describe(config, state.params),
-        "batch": "{} calls x {:g} s".format(*QUICK_MULTIQT) if quick else "8 calls x 20 s",
+        "model": mq_model.describe(net.config, state.params),
+        "batch": "{} calls x {:g} s".format(*QUICK_MULTIQT) if setup["quick"] else "8 calls x 20 s",
         "step_seconds": one,
         "audio_seconds_per_second": audio_seconds / one,
         "five_folds_parallel_seconds": parallel,
@@ -232,16 +266,6 @@ def bench_multiqt(
         "unrolled_speedup": sequential / unrolled,
         "devices": len(jax.devices()),
     }
-    setup = {
-        "net": net,
-        "state": state,
-        "states": states,
-        "batch": batch,
-        "mesh": mesh,
-        "rng_data": rng_data,
-        "rngs": rngs,
-        "slots": slots,
-    }
     if profile:
         result["profile"] = profile_multiqt(setup, repeats)
     if trace_dir:
@@ -250,20 +274,167 @@ def bench_multiqt(
     return result
 
 
-def bench_afkws(rng, repeats: int, quick: bool = False) -> dict:
-    config = kws_model.AfKwsConfig()
-    net = kws_model.AfKws(config)
+def afkws_setup(rng, quick: bool = False) -> dict:
+    """The AF-KWS model, its batch, train state and jitted step (keeping its state)."""
+    net = kws_model.AfKws(kws_model.AfKwsConfig())
     batch = kws_batch(rng, *QUICK_AFKWS) if quick else kws_batch(rng)
+    train_step = functools.partial(kws_train.train_step, net, kws_train.AugmentConfig())
+    return {
+        "net": net,
+        "quick": quick,
+        "batch": batch,
+        "state": kws_train.create_train_state(net, OptimizerConfig(), jax.random.key(0), batch),
+        "train_step": train_step,
+        "step": jax.jit(train_step),
+    }
+
+
+def bench_afkws(setup: dict, repeats: int) -> dict:
+    net, batch, state, step = (setup[k] for k in ("net", "batch", "state", "step"))
     audio_seconds = batch["audio"].shape[0] * batch["audio"].shape[1] * FEATURES.hop_s
-    state = kws_train.create_train_state(net, OptimizerConfig(), jax.random.key(0), batch)
-    step = jax.jit(functools.partial(kws_train.train_step, net, kws_train.AugmentConfig()))
     seconds = _median_seconds(lambda: step(state, batch, jax.random.key(1)), repeats)
     return {
-        "model": kws_model.describe(config, state.params),
-        "batch": "{} crops x {:g} s".format(*QUICK_AFKWS) if quick else "16 crops x 4 s",
+        "model": kws_model.describe(net.config, state.params),
+        "batch": "{} crops x {:g} s".format(*QUICK_AFKWS) if setup["quick"] else "16 crops x 4 s",
         "step_seconds": seconds,
         "audio_seconds_per_second": audio_seconds / seconds,
     }
+
+
+class Batches:
+    """An endless iterator of `batch_at(1)`, `batch_at(2)`, ... (by default one batch
+    every time), with the get_state / set_state that `experiments.training.run_loop`
+    checkpoints."""
+
+    def __init__(self, batch=None):
+        self.batch, self.count = batch, 0
+
+    def batch_at(self, count: int):
+        return self.batch
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.count += 1
+        return self.batch_at(self.count)
+
+    def get_state(self) -> dict:
+        return {"count": self.count}
+
+    def set_state(self, state: dict) -> None:
+        self.count = state["count"]
+
+
+class _NoConfig:
+    def to_json(self) -> str:
+        return "{}"
+
+
+def _timed_loop(step, state, iterators, fetch, loop) -> tuple[float, str]:
+    """(steps per second, curves.jsonl) of one `run_loop` of `loop.steps` steps after
+    `loop.log_every` steps of warm-up, timed from the first log line to the last."""
+    stamps = []
+    total = loop.log_every + loop.steps
+    with tempfile.TemporaryDirectory() as workdir:
+        training.run_loop(
+            name="loop",
+            workdir=workdir,
+            loop=types.SimpleNamespace(
+                steps=total, log_every=loop.log_every, checkpoint_every=total, keep_checkpoints=1
+            ),
+            config=_NoConfig(),
+            state=state,
+            iterators=iterators,
+            step=step,
+            log=lambda _: stamps.append(time.perf_counter()),
+            fetch=fetch,
+        )
+        with open(os.path.join(workdir, "curves.jsonl")) as lines:
+            curves = lines.read()
+    return loop.steps / (stamps[-1] - stamps[0]), curves
+
+
+def _compare_loops(ways: dict, fresh_state, fresh_iterators, loop) -> dict:
+    """`ways` {"host_sync": (step, fetch), "device_metrics": (step, fetch)} run in turn
+    for `loop.rounds` rounds, each from `fresh_state()` (a donated state is gone)."""
+    rates, curves = {name: [] for name in ways}, {}
+    for _ in range(loop.rounds):
+        for name, (step, fetch) in ways.items():
+            rate, curves[name] = _timed_loop(step, fresh_state(), fresh_iterators(), fetch, loop)
+            rates[name].append(rate)
+    old, new = (statistics.median(rates[name]) for name in ("host_sync", "device_metrics"))
+    return {
+        "host_sync_steps_per_s": old,
+        "device_metrics_steps_per_s": new,
+        "ratio": new / old,
+        "rounds_steps_per_s": rates,
+        "same_curves": curves["host_sync"] == curves["device_metrics"],
+        "steps": loop.steps,
+        "log_every": loop.log_every,
+    }
+
+
+def loop_multiqt(setup: dict, loop) -> dict:
+    """MultiQT's training loop both ways (see the module docstring)."""
+    mesh, slots, fold_loop = setup["mesh"], setup["slots"], folds.default_loop()
+    total = loop.log_every + loop.steps
+    keys = jax.random.key_data(jax.random.split(jax.random.key(2), total * slots))
+    keys = np.asarray(keys).reshape(total, slots, -1)
+
+    def stepper(fold_step, host_sync: bool):
+        def step(states, batches, index):
+            batch = folds.to_global(folds.stack(batches), mesh)
+            states, stats = fold_step(states, batch, folds.to_global(keys[index], mesh))
+            if host_sync:
+                return states, folds.gather(stats["loss"])[:FOLDS]
+            return states, stats["loss"]
+
+        return step
+
+    donating = folds.fold_parallel(setup["one_fold"], mesh, loop=fold_loop)
+    ways = {
+        "host_sync": (stepper(setup["kept"][fold_loop], True), training.fetch_losses),
+        "device_metrics": (
+            stepper(donating, False),
+            lambda losses: folds.gather_rows(losses)[:, :FOLDS],
+        ),
+    }
+    return {
+        "folds": FOLDS,
+        "fold_loop": fold_loop,
+        **_compare_loops(
+            ways,
+            lambda: folds.to_global(setup["host_states"], mesh),
+            lambda: [Batches(setup["batch"]) for _ in range(slots)],
+            loop,
+        ),
+    }
+
+
+def loop_afkws(setup: dict, loop) -> dict:
+    """AF-KWS's training loop both ways (see the module docstring)."""
+    base = jax.random.key(3)
+
+    def stepper(jitted, host_sync: bool):
+        def step(state, batches, index):
+            state, stats = jitted(state, batches[0], jax.random.fold_in(base, index))
+            return state, float(stats["loss"]) if host_sync else stats["loss"]
+
+        return step
+
+    host_state = jax.device_get(setup["state"])
+    ways = {
+        "host_sync": (stepper(setup["step"], True), training.fetch_losses),
+        "device_metrics": (
+            stepper(jax.jit(setup["train_step"], donate_argnums=0), False),
+            # float64 means, as the float(loss) of every step gave: the same curves
+            functools.partial(training.fetch_losses, dtype=np.float64),
+        ),
+    }
+    return _compare_loops(
+        ways, lambda: jax.device_put(host_state), lambda: [Batches(setup["batch"])], loop
+    )
 
 
 def main(argv=None) -> int:
@@ -273,16 +444,25 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", action="store_true", help="where a step's time goes")
     parser.add_argument("--trace_dir", default=None, help="write a jax.profiler trace here")
     parser.add_argument("--quick", action="store_true", help="small batches (a rehearsal)")
+    parser.add_argument("--loop_steps", type=int, default=30, help="0: no loop measurement")
+    parser.add_argument("--loop_log_every", type=int, default=10)
+    parser.add_argument("--loop_rounds", type=int, default=2)
     args = parser.parse_args(argv)
     accelerator.configure()  # deterministic XLA:GPU kernels, as the experiments train
     rng = np.random.default_rng(0)
-    payload = {
-        "machine": common.machine(),
-        "multiqt": bench_multiqt(rng, args.repeats, args.profile, args.trace_dir, args.quick),
-        "afkws": bench_afkws(rng, args.repeats, args.quick),
-    }
-    for name in ("multiqt", "afkws"):
-        _log(f"{name}: {payload[name]}")
+    payload = {"machine": common.machine()}
+    multiqt = multiqt_setup(rng, args.quick)
+    afkws = afkws_setup(rng, args.quick)
+    payload["multiqt"] = bench_multiqt(multiqt, args.repeats, args.profile, args.trace_dir)
+    payload["afkws"] = bench_afkws(afkws, args.repeats)
+    if args.loop_steps > 0:
+        loop = types.SimpleNamespace(
+            steps=args.loop_steps, log_every=args.loop_log_every, rounds=args.loop_rounds
+        )
+        payload["loop"] = {"multiqt": loop_multiqt(multiqt, loop), "afkws": loop_afkws(afkws, loop)}
+    for name in ("multiqt", "afkws", "loop"):
+        if name in payload:
+            _log(f"{name}: {payload[name]}")
     files.write_json(args.json, payload)
     _log(f"wrote {args.json}")
     return 0

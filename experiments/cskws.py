@@ -136,7 +136,8 @@ class Candidate:
             )
             self.init = lambda key, batch: baselines.create_train_state(window, num_keywords, key)
             self.step = jax.jit(
-                lambda state, batch, rng: baselines.train_step(state, batch, window, num_keywords)
+                lambda state, batch, rng: baselines.train_step(state, batch, window, num_keywords),
+                donate_argnums=0,
             )
             self.detect = jax.jit(
                 functools.partial(
@@ -166,7 +167,8 @@ class Candidate:
             net.init(key, {"audio": batch["audio"][:1]}), optimizer
         )
         self.step = jax.jit(
-            lambda state, batch, rng: train.train_step(net, augment, state, batch, rng, loss)
+            lambda state, batch, rng: train.train_step(net, augment, state, batch, rng, loss),
+            donate_argnums=0,
         )
         self.detect = jax.jit(lambda params, batch: train.detect(net, params, batch, decoding))
         self.describe = lambda state: model.describe(net.config, state.params)
@@ -213,7 +215,7 @@ def train_candidate(candidate: Candidate, config, source, workdir: str):
 
     def step(state, batches, index):
         state, stats = candidate.step(state, batches[0], jax.random.fold_in(base_key, index))
-        return state, float(stats["loss"])
+        return state, stats["loss"]  # left on the device until the loop logs
 
     return training.run_loop(
         name=candidate.name,
@@ -225,6 +227,8 @@ def train_candidate(candidate: Candidate, config, source, workdir: str):
         step=step,
         log=log,
         describe=candidate.describe,
+        # float64 means of the float32 losses, as float(loss) every step gave
+        fetch=functools.partial(training.fetch_losses, dtype=np.float64),
     )
 
 

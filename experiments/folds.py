@@ -5,13 +5,16 @@
     mine = local_slots(mesh, slots)                       # the slots this process feeds
     step = fold_parallel(one_fold_step, mesh)             # vmap over folds, shard_map over devices
     states, stats = step(to_global(local_states, mesh), to_global(local_batches, mesh), ...)
+    losses = gather_rows([stats["loss"], ...])            # [steps, slots] on every process
 
 A fold's computation does not depend on which device holds it or how many folds share
 a device: each device runs `vmap(one_fold_step)` over its own folds, and no collective
 mixes folds. The fold count is padded up to a multiple of the device count; a padding
 slot s repeats fold s % K and its results are dropped. With several processes
 (`jax.distributed`), each process builds only its own slots' data (`local_slots`,
-`to_global`) and reads results back with `to_local` / `gather`.
+`to_global`) and reads results back with `to_local` / `gather` / `gather_rows`. The
+step donates the stacked state (its first argument): the caller passes each step the
+state the last one returned and keeps no other reference to it.
 """
 
 from __future__ import annotations
@@ -79,6 +82,18 @@ def gather(global_tree):
     )
 
 
+@jax.jit
+def _stack_rows(arrays):
+    return jnp.stack(arrays)
+
+
+def gather_rows(global_arrays) -> np.ndarray:
+    """Same-shaped global arrays (each [slots, ...], say a loss per step) as one host
+    array [len, slots, ...] on every process: stacked on the devices, then one `gather`
+    (one transfer, one collective across processes) for them all."""
+    return gather(_stack_rows(list(global_arrays)))
+
+
 def _unrolled(one_fold_fn):
     """A device's folds one after another in one program (the count is static)."""
 
@@ -98,7 +113,7 @@ def default_loop() -> str:
     return "unroll" if jax.default_backend() == "cpu" else "vmap"
 
 
-def fold_parallel(one_fold_fn, mesh, loop: str = "vmap"):
+def fold_parallel(one_fold_fn, mesh, loop: str = "vmap", donate_state: bool = True):
     """jit(shard_map(per-device folds)) over the "fold" axis of every argument and
     output (each a pytree whose leaves lead with the fold axis).
 
@@ -106,7 +121,12 @@ def fold_parallel(one_fold_fn, mesh, loop: str = "vmap"):
     convolutions with the folds' weights side by side); loop="unroll" writes them one
     after another into the same program. On XLA:CPU grouped convolutions are slower than
     plain ones: 5 folds of MultiQT take 0.96 s vmapped, 0.67 s unrolled and 0.73 s as 5
-    separate calls (benchmarks/train.py), so the experiments unroll on CPU."""
+    separate calls (benchmarks/train.py), so the experiments unroll on CPU.
+
+    With `donate_state` the first argument's buffers are donated: the outputs' first item
+    (a train step's new state) is written over them, and the argument cannot be used
+    again. Pass False to call a step more than once on one state (benchmarks), or for a
+    function whose outputs do not start with a state of the first argument's shapes."""
     if loop not in ("vmap", "unroll"):
         raise ValueError(f"loop: expected 'vmap' or 'unroll', got {loop!r}")
     per_device = jax.vmap(one_fold_fn) if loop == "vmap" else _unrolled(one_fold_fn)
@@ -120,8 +140,13 @@ def fold_parallel(one_fold_fn, mesh, loop: str = "vmap"):
     )
     # The outputs keep the inputs' sharding: left to jit, a one-device mesh hands the
     # state back as P() (the same placement, another sharding), so the next step with
-    # that state compiled the same program again and missed the compilation cache.
-    return jax.jit(sharded, out_shardings=jax.sharding.NamedSharding(mesh, spec))
+    # that state compiled the same program again and missed the compilation cache. Kept
+    # shardings also let the new state's buffers reuse the donated ones.
+    return jax.jit(
+        sharded,
+        out_shardings=jax.sharding.NamedSharding(mesh, spec),
+        donate_argnums=0 if donate_state else (),
+    )
 
 
 def stack(trees):

@@ -370,10 +370,16 @@ class FoldTrainer:
         loop = folds.default_loop() if self.config.fold_loop == "auto" else self.config.fold_loop
         return folds.fold_parallel(one_fold, self.mesh, loop=loop)
 
-    def _rngs(self, step: int):
-        base = jax.random.fold_in(jax.random.key(self.config.seed + 1), step)
-        keys = [jax.random.key_data(jax.random.fold_in(base, self._fold(s))) for s in self.mine]
-        return folds.to_global(np.stack([np.asarray(k) for k in keys]), self.mesh)
+    def _rng_table(self) -> np.ndarray:
+        """uint32 [steps, this process's slots, key data]: every step's fold keys, drawn at
+        once (reading a step's keys back from the device would wait for the step before)."""
+        slot_folds = jnp.asarray([self._fold(s) for s in self.mine])
+
+        def keys(step):
+            base = jax.random.fold_in(jax.random.key(self.config.seed + 1), step)
+            return jax.vmap(lambda f: jax.random.key_data(jax.random.fold_in(base, f)))(slot_folds)
+
+        return np.asarray(jax.jit(jax.vmap(keys))(jnp.arange(self.config.train.steps)))
 
     def _batch(self, local: list[dict]):
         """This process's slots' batches, padded to one length across processes."""
@@ -386,9 +392,12 @@ class FoldTrainer:
         weights = folds.to_global(self.weights, self.mesh)
         step_fn = self._step_fn()
 
+        keys = self._rng_table()
+
         def step(states, batches, index):
-            states, stats = step_fn(states, self._batch(batches), self._rngs(index), weights)
-            return states, folds.gather(stats["loss"])[: self.num_folds]
+            rngs = folds.to_global(keys[index], self.mesh)
+            states, stats = step_fn(states, self._batch(batches), rngs, weights)
+            return states, stats["loss"]  # left on the devices until the loop logs
 
         def describe(states):
             first = jax.tree_util.tree_map(lambda x: x[0], folds.to_local(states.params, self.mesh))
@@ -405,6 +414,7 @@ class FoldTrainer:
             log=log,
             describe=describe,
             writer=jax.process_index() == 0,
+            fetch=lambda losses: folds.gather_rows(losses)[:, : self.num_folds],
         )
 
     def finish(self, states) -> dict[int, object]:

@@ -5,15 +5,22 @@
         state=state, iterators=[iter(dataset)], step=step, log=log)
 
 `step(state, batches, index) -> (state, loss)` does one optimiser step on `batches`
-(one batch from each of `iterators`, in order) at step `index`; `loss` is a float or a
-1-D array (one value per fold). The loop runs steps from the latest checkpoint (or 0)
-to `loop.steps`; every `loop.log_every` steps it logs and records the mean loss since
-the last log (`experiments.common.Curves`: curves.jsonl and TensorBoard), and every
+(one batch from each of `iterators`, in order) at step `index`; `loss` is a scalar or a
+1-D array (one value per fold), best left where the step computed it (a device array):
+the loop keeps the losses as they come and reads them back only when it logs, so no
+step waits on the host for the one before it (a jitted step may donate its state).
+`fetch(losses)` turns the losses since the last log into one host array [n, ...]
+(default `fetch_losses`; MultiQT gathers its sharded per-fold losses from every
+process). The loop runs steps from the latest checkpoint (or 0) to `loop.steps`; every
+`loop.log_every` steps (and at the end) it logs and records the mean loss since the
+last log (`experiments.common.Curves`: curves.jsonl and TensorBoard), and every
 `loop.checkpoint_every` steps (and at the end) it saves, with `experiments.checkpoints`,
 the state and {"iterators": every iterator's state, "config": the run's config as
-JSON}; a rerun restores both and continues with the same batches. `loop` is any object
-with the fields steps, log_every, checkpoint_every and keep_checkpoints (the configs'
-`train` section). Only the writer process (`writer=True`) writes curves.
+JSON}, with the last step's loss (its mean over folds) as the checkpoint's metric; a
+rerun restores both and continues with the same batches. `fetch` runs at log steps,
+and at checkpoint steps that are not log steps (for the last loss). `loop` is any
+object with the fields steps, log_every, checkpoint_every and keep_checkpoints (the
+configs' `train` section). Only the writer process (`writer=True`) writes curves.
 """
 
 from __future__ import annotations
@@ -22,9 +29,18 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
+import jax
 import numpy as np
 
 from experiments import checkpoints, common
+
+
+def fetch_losses(losses: Sequence, dtype=None) -> np.ndarray:
+    """The default `fetch`: `losses` (device arrays, numpy arrays or floats) as one host
+    array [n, ...], every transfer started before any is waited for. A step returning
+    `float(loss)` gave float64 losses, so float64 means: `dtype=np.float64` keeps those
+    means when the step returns the float32 device loss instead."""
+    return np.asarray(jax.device_get(list(losses)), dtype)
 
 
 def _loss_text(loss: np.ndarray) -> str:
@@ -35,6 +51,15 @@ def _loss_text(loss: np.ndarray) -> str:
 
 def _curve_value(loss: np.ndarray):
     return float(loss) if loss.ndim == 0 else loss.tolist()
+
+
+def _host(fetch: Callable, losses: list) -> np.ndarray:
+    """`fetch(losses)`, checked, as one C-ordered array: `np.mean` over its rows adds the
+    same values in the same order as it did over the list of per-step host arrays."""
+    rows = np.ascontiguousarray(fetch(losses))
+    if rows.shape[:1] != (len(losses),):
+        raise ValueError(f"fetch: expected {len(losses)} rows, got shape {rows.shape}")
+    return rows
 
 
 def run_loop(
@@ -49,6 +74,7 @@ def run_loop(
     log: Callable[[str], None],
     describe: Callable[[object], str] | None = None,
     writer: bool = True,
+    fetch: Callable[[list], np.ndarray] = fetch_losses,
 ):
     """Trains `state` to `loop.steps` (see the module docstring) and returns it.
     `describe(state)` gives the line logged at a fresh start."""
@@ -71,11 +97,11 @@ def run_loop(
     with common.Curves(workdir, enabled=writer) as curves:
         for index in range(start, loop.steps):
             state, loss = step(state, [next(it) for it in iterators], index)
-            loss = np.asarray(loss)
             recent.append(loss)
-            done = index + 1
+            done, last = index + 1, None
             if done % loop.log_every == 0 or done == loop.steps:
-                mean = np.mean(recent, axis=0)
+                rows = _host(fetch, recent)
+                mean, last = np.mean(rows, axis=0), rows[-1]
                 curves.add(done, loss=_curve_value(mean))
                 log(
                     f"{name}: step {done}/{loop.steps} {_loss_text(mean)} "
@@ -83,9 +109,11 @@ def run_loop(
                 )
                 recent = []
             if done % loop.checkpoint_every == 0 or done == loop.steps:
+                if last is None:
+                    last = _host(fetch, [loss])[0]
                 extra = {
                     "iterators": [it.get_state() for it in iterators],
                     "config": config.to_json(),
                 }
-                checkpoints.save(mgr, done, state, extra, float(np.mean(loss)))
+                checkpoints.save(mgr, done, state, extra, float(np.mean(last)))
     return state
