@@ -18,6 +18,11 @@ import dataclasses
 from experiments import common
 
 HELDOUT = "heldout"  # the presets' evaluation: the held-out engine's split
+# Keys a model's results.json entry has of its own (an evaluation's name is a key there too).
+TAKEN = frozenset(
+    {"test", "train", "folds", "mean", "std", "smoothed", "timestep_f1_per_class"}
+    | {"intervals", "allowed_false_alarms", "operating_points", "seconds", "test_hours"}
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +45,7 @@ def evaluations(config) -> list[Evaluation]:
     section = config.get("evals") or {}
     found = []
     for name in section:
-        if name in ("test", "train", "mean", "std", "folds", "smoothed"):
+        if name in TAKEN or name.startswith("transfer"):
             raise ValueError(f"config.evals.{name}: the name is taken by the results' own keys")
         found.append(common.build(Evaluation, section[name], f"config.evals.{name}", name=name))
     return found
