@@ -19,6 +19,16 @@ default; "high" / "default" are TF32 / bfloat16 on GPU / TPU). `--trace_dir DIR`
 writes a `jax.profiler` trace of three fold-parallel steps (view it with XProf /
 TensorBoard's profile plugin).
 
+`fold_forms` in the JSON: every way `experiments.folds.fold_parallel` can run 5 folds
+(`folds.FORMS`: one-fold programs called in turn, "sequential"; vmapped; unrolled;
+`lax.map`, "scan") at the MultiQT model and batch of the `quick` and `full` presets
+(`experiments/configs/multiqt.py`; calls of `--form_call_seconds`, 30), each with its
+compile seconds (the first call less one step: tracing, lowering and XLA, the
+persistent compilation cache off) and median step seconds, and the total for the
+preset's training steps (compile + steps x step, one batch shape), with the fastest
+form ("winner") beside the one the experiments use (`folds.default_loop()`). "scan" is
+left out at `full` where its step at `quick` exceeds 5x the fastest (XLA:CPU).
+
 `loop` in the JSON: the experiments' training loop (`experiments.training.run_loop`)
 in steps per second, both tasks, two ways side by side on the same batches and keys:
 "host_sync", as the loop ran before (every step's loss read back on the host: MultiQT's
@@ -51,7 +61,9 @@ import numpy as np
 from benchmarks import common
 from cskws_jax import model as kws_model
 from cskws_jax import train as kws_train
+from experiments import common as experiments_common
 from experiments import folds, training
+from experiments.configs import multiqt as multiqt_configs
 from multiqt_jax import model as mq_model
 from multiqt_jax import train as mq_train
 from multiqt_jax.datasets.features import FEATURES  # 10 ms frames (so are the KWS ones)
@@ -233,7 +245,7 @@ def multiqt_setup(rng, quick: bool = False) -> dict:
         # fold-parallel steps that keep their state (timed repeatedly on one state)
         "kept": {
             loop: folds.fold_parallel(one_fold, mesh, loop=loop, donate_state=False)
-            for loop in ("vmap", "unroll")
+            for loop in folds.FORMS
         },
     }
 
@@ -299,6 +311,98 @@ def bench_afkws(setup: dict, repeats: int) -> dict:
         "step_seconds": seconds,
         "audio_seconds_per_second": audio_seconds / seconds,
     }
+
+
+def _first_and_steps(run, repeats: int) -> tuple[float, float]:
+    """(seconds of the first call, median seconds of the `repeats` calls after it)."""
+    started = time.perf_counter()
+    jax.block_until_ready(run())
+    first = time.perf_counter() - started
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        jax.block_until_ready(run())
+        times.append(time.perf_counter() - started)
+    return first, statistics.median(times)
+
+
+def _form_step(form: str, one_fold, mesh, host_states, batch, rngs):
+    """A `run()` doing one training step of every fold in `form`, each call on the state
+    the last one returned."""
+    step = folds.fold_parallel(one_fold, mesh, loop=form)
+    stacked = folds.to_global(folds.stack([batch] * len(rngs)), mesh)
+    keys = folds.to_global(np.stack(rngs), mesh)
+    box = [folds.to_global(host_states, mesh)]
+
+    def run():
+        box[0], stats = step(box[0], stacked, keys)
+        return stats["loss"]
+
+    return run
+
+
+def _first_fold_params(host_states):
+    """The first fold's parameters of stacked host train states."""
+    return jax.tree_util.tree_map(lambda leaf: leaf[0], host_states.params)
+
+
+def fold_forms(preset: str, call_seconds: float, repeats: int, skip=()) -> dict:
+    """Compile and step seconds of every fold form at a preset's model and batch (see the
+    module docstring); forms in `skip` are left out."""
+    config = multiqt_configs.get_config(preset)
+    net = mq_model.MultiQT(
+        experiments_common.build(
+            mq_model.MultiQTConfig, config.model, "config.model", num_classes=7
+        )
+    )
+    batch = multiqt_batch(np.random.default_rng(0), config.train.batch_size, call_seconds)
+    optimizer = OptimizerConfig()
+
+    def init(key):
+        return TrainState.create(net.init(key, mq_train.model_inputs(batch, rows=1)), optimizer)
+
+    def one_fold(state, batch, rng):
+        return mq_train.train_step(net, state, batch, jax.random.wrap_key_data(rng))
+
+    mesh = folds.fold_mesh()
+    slots = folds.fold_slots(FOLDS, mesh)
+    host_states = jax.tree_util.tree_map(
+        np.asarray, jax.jit(jax.vmap(init))(jax.random.split(jax.random.key(0), slots))
+    )
+    rngs = [np.asarray(jax.random.key_data(jax.random.key(s))) for s in range(slots)]
+    steps = config.train.steps
+    forms = {}
+    for form in folds.FORMS:
+        if form in skip:
+            continue
+        run = _form_step(form, one_fold, mesh, host_states, batch, rngs)
+        first, step = _first_and_steps(run, repeats)
+        forms[form] = {
+            "compile_seconds": max(first - step, 0.0),
+            "step_seconds": step,
+            "total_seconds": max(first - step, 0.0) + steps * step,
+        }
+        _log(f"fold forms, {preset}: {form} {forms[form]}")
+    winner = min(forms, key=lambda form: forms[form]["total_seconds"])
+    return {
+        "model": mq_model.describe(net.config, _first_fold_params(host_states)),
+        "batch": f"{config.train.batch_size} calls x {call_seconds:g} s",
+        "folds": FOLDS,
+        "steps": steps,
+        "forms": forms,
+        "skipped": sorted(skip),
+        "winner": winner,
+        "default": folds.default_loop(),
+    }
+
+
+def bench_fold_forms(call_seconds: float, repeats: int) -> dict:
+    """`fold_forms` at the quick and full presets, without the persistent cache."""
+    jax.config.update("jax_enable_compilation_cache", False)
+    quick = fold_forms("quick", call_seconds, repeats)
+    fastest = min(entry["step_seconds"] for entry in quick["forms"].values())
+    slow = {form for form, e in quick["forms"].items() if e["step_seconds"] > 5 * fastest}
+    return {"quick": quick, "full": fold_forms("full", call_seconds, repeats, skip=slow)}
 
 
 class Batches:
@@ -447,6 +551,7 @@ def main(argv=None) -> int:
     parser.add_argument("--loop_steps", type=int, default=30, help="0: no loop measurement")
     parser.add_argument("--loop_log_every", type=int, default=10)
     parser.add_argument("--loop_rounds", type=int, default=2)
+    parser.add_argument("--form_call_seconds", type=float, default=30.0, help="0: no fold forms")
     args = parser.parse_args(argv)
     accelerator.configure()  # deterministic XLA:GPU kernels, as the experiments train
     rng = np.random.default_rng(0)
@@ -455,12 +560,14 @@ def main(argv=None) -> int:
     afkws = afkws_setup(rng, args.quick)
     payload["multiqt"] = bench_multiqt(multiqt, args.repeats, args.profile, args.trace_dir)
     payload["afkws"] = bench_afkws(afkws, args.repeats)
+    if args.form_call_seconds > 0:
+        payload["fold_forms"] = bench_fold_forms(args.form_call_seconds, args.repeats)
     if args.loop_steps > 0:
         loop = types.SimpleNamespace(
             steps=args.loop_steps, log_every=args.loop_log_every, rounds=args.loop_rounds
         )
         payload["loop"] = {"multiqt": loop_multiqt(multiqt, loop), "afkws": loop_afkws(afkws, loop)}
-    for name in ("multiqt", "afkws", "loop"):
+    for name in ("multiqt", "afkws", "fold_forms", "loop"):
         if name in payload:
             _log(f"{name}: {payload[name]}")
     files.write_json(args.json, payload)

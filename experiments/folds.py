@@ -3,12 +3,13 @@
     mesh = fold_mesh()                                    # every device on a "fold" axis
     slots = fold_slots(num_folds, mesh)                   # folds padded to the device count
     mine = local_slots(mesh, slots)                       # the slots this process feeds
-    step = fold_parallel(one_fold_step, mesh)             # vmap over folds, shard_map over devices
+    step = fold_parallel(one_fold_step, mesh, loop=default_loop())  # shard_map over devices
     states, stats = step(to_global(local_states, mesh), to_global(local_batches, mesh), ...)
     losses = gather_rows([stats["loss"], ...])            # [steps, slots] on every process
 
 A fold's computation does not depend on which device holds it or how many folds share
-a device: each device runs `vmap(one_fold_step)` over its own folds, and no collective
+a device: each device runs `one_fold_step` over its own folds (one at a time through
+one compiled program, or vmapped, unrolled or scanned: `FORMS`), and no collective
 mixes folds. The fold count is padded up to a multiple of the device count; a padding
 slot s repeats fold s % K and its results are dropped. With several processes
 (`jax.distributed`), each process builds only its own slots' data (`local_slots`,
@@ -108,45 +109,128 @@ def _unrolled(one_fold_fn):
     return run
 
 
+def _scanned(one_fold_fn):
+    """A device's folds one after another through one compiled fold (`lax.map`)."""
+
+    def run(*args):
+        return jax.lax.map(lambda fold_args: one_fold_fn(*fold_args), args)
+
+    return run
+
+
+LOOPS = {"vmap": jax.vmap, "unroll": _unrolled, "scan": _scanned}
+FORMS = ("sequential", *LOOPS)
+
+
 def default_loop() -> str:
-    """ "unroll" on CPU, "vmap" elsewhere (see `fold_parallel`)."""
-    return "unroll" if jax.default_backend() == "cpu" else "vmap"
+    """ "sequential" on CPU, "vmap" elsewhere (see `fold_parallel`)."""
+    return "sequential" if jax.default_backend() == "cpu" else "vmap"
 
 
-def fold_parallel(one_fold_fn, mesh, loop: str = "vmap", donate_state: bool = True):
-    """jit(shard_map(per-device folds)) over the "fold" axis of every argument and
-    output (each a pytree whose leaves lead with the fold axis).
-
-    loop="vmap" batches a device's folds with `vmap` (convolutions become grouped
-    convolutions with the folds' weights side by side); loop="unroll" writes them one
-    after another into the same program. On XLA:CPU grouped convolutions are slower than
-    plain ones: 5 folds of MultiQT take 0.96 s vmapped, 0.67 s unrolled and 0.73 s as 5
-    separate calls (benchmarks/train.py), so the experiments unroll on CPU.
-
-    With `donate_state` the first argument's buffers are donated: the outputs' first item
-    (a train step's new state) is written over them, and the argument cannot be used
-    again. Pass False to call a step more than once on one state (benchmarks), or for a
-    function whose outputs do not start with a state of the first argument's shapes."""
-    if loop not in ("vmap", "unroll"):
-        raise ValueError(f"loop: expected 'vmap' or 'unroll', got {loop!r}")
-    per_device = jax.vmap(one_fold_fn) if loop == "vmap" else _unrolled(one_fold_fn)
+def _per_device(fn, mesh, in_specs=None):
+    """shard_map of `fn` over the "fold" axis of every output and of every argument (or
+    as `in_specs` says)."""
     spec = PartitionSpec(FOLD_AXIS)
-    sharded = jax.shard_map(
-        per_device,
+    return jax.shard_map(
+        fn,
         mesh=mesh,
-        in_specs=spec,
+        in_specs=spec if in_specs is None else in_specs,
         out_specs=spec,
         axis_names=frozenset({FOLD_AXIS}),
     )
+
+
+def _jit(fn, mesh, donate: int | None, in_specs=None):
+    """jit of `_per_device(fn)` donating argument `donate` (None: none)."""
     # The outputs keep the inputs' sharding: left to jit, a one-device mesh hands the
     # state back as P() (the same placement, another sharding), so the next step with
     # that state compiled the same program again and missed the compilation cache. Kept
     # shardings also let the new state's buffers reuse the donated ones.
     return jax.jit(
-        sharded,
-        out_shardings=jax.sharding.NamedSharding(mesh, spec),
-        donate_argnums=0 if donate_state else (),
+        _per_device(fn, mesh, in_specs),
+        out_shardings=jax.sharding.NamedSharding(mesh, PartitionSpec(FOLD_AXIS)),
+        donate_argnums=() if donate is None else donate,
     )
+
+
+def _leading(tree) -> int:
+    return jax.tree_util.tree_leaves(tree)[0].shape[0]
+
+
+def _sequential(one_fold_fn, mesh, donate_state: bool):
+    """One program for one fold slot per device, called once per slot of a device with
+    the slot's index (so it compiles once whatever the fold count). It reads its slot
+    out of the stacked arguments and, with `donate_state`, writes the new state into the
+    donated stacked state in place; the other outputs (every output without
+    `donate_state`) come out per call and are stacked by one small program."""
+    index_and_folds = (PartitionSpec(), PartitionSpec(FOLD_AXIS), PartitionSpec(FOLD_AXIS))
+
+    def outputs(index, args):
+        return one_fold_fn(*jax.tree_util.tree_map(lambda leaf: leaf[index], args))
+
+    def expanded(tree):
+        return jax.tree_util.tree_map(lambda leaf: leaf[None], tree)
+
+    def in_place(index, state, others):
+        new, *rest = outputs(index, (state, *others))
+        new = jax.tree_util.tree_map(
+            lambda whole, part: jax.lax.dynamic_update_index_in_dim(whole, part, index, 0),
+            state,
+            new,
+        )
+        return new, expanded(rest)
+
+    def join(groups):
+        return jax.tree_util.tree_map(lambda *leaves: jnp.concatenate(leaves), *groups)
+
+    join = _jit(join, mesh, None)
+
+    def slots_per_device(args) -> range:
+        return range(_leading(args[0]) // mesh.shape[FOLD_AXIS])
+
+    if not donate_state:
+        each = _jit(
+            lambda index, args: expanded(outputs(index, args)), mesh, None, index_and_folds[:2]
+        )
+        return lambda *args: join([each(np.int32(j), args) for j in slots_per_device(args)])
+
+    step = _jit(in_place, mesh, 1, index_and_folds)
+
+    def run(state, *others):
+        rests = []
+        for j in slots_per_device((state,)):
+            state, rest = step(np.int32(j), state, others)
+            rests.append(rest)
+        return (state, *join(rests))
+
+    return run
+
+
+def fold_parallel(one_fold_fn, mesh, loop: str = "sequential", donate_state: bool = True):
+    """`one_fold_fn` for every fold slot: a function of pytrees whose leaves lead with
+    the fold axis (global arrays split over the mesh's "fold" axis), returning the same.
+
+    How a device runs its folds (`loop`; `benchmarks.train` measures each form's compile
+    and step seconds, "fold_forms" in benchmarks/results/train.json): "sequential" calls
+    one compiled program per slot of a device, which reads its slot's arguments by index
+    and writes the new state into the donated stacked state in place (it compiles one
+    fold's step whatever the fold count); "vmap" batches them in one program
+    (convolutions become grouped convolutions with the folds' weights side by side);
+    "unroll" writes them one after another into one program; "scan" loops over them
+    (`lax.map`) in one program (on XLA:CPU a weight-gradient convolution inside a loop
+    body runs ~40x slower). `default_loop()` is "sequential" on CPU, where it compiled
+    and stepped fastest, and "vmap" elsewhere (an H200 ran vmap 1.63x and unroll 1.69x
+    faster than 5 separately called folds).
+
+    With `donate_state` the first argument's buffers are donated: the outputs' first item
+    (a train step's new state) is written over them, and the argument cannot be used
+    again. Pass False to call a step more than once on one state (benchmarks), or for a
+    function whose outputs do not start with a state of the first argument's shapes."""
+    if loop not in FORMS:
+        raise ValueError(f"loop: expected one of {list(FORMS)}, got {loop!r}")
+    if loop == "sequential":
+        return _sequential(one_fold_fn, mesh, donate_state)
+    return _jit(LOOPS[loop](one_fold_fn), mesh, 0 if donate_state else None)
 
 
 def stack(trees):

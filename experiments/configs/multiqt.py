@@ -53,7 +53,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.text_substitution_rate = 0.0
     config.train_fraction = 1.0  # share of each fold's training calls (a study)
     config.num_devices = 0  # 0: all
-    config.fold_loop = "auto"  # a device's folds: "vmap", "unroll", auto = unroll on CPU
+    # How a device runs its folds (experiments.folds.FORMS): "sequential", "vmap", "unroll",
+    # "scan"; auto: sequential on CPU, vmap elsewhere.
+    config.fold_loop = "auto"
 
     # What every trained model is also scored on (`experiments.evals`): name -> a split of
     # a corpus ("" = this run's). "heldout": the split spoken only by a synthesiser never

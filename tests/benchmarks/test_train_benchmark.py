@@ -1,11 +1,13 @@
 """benchmarks.train's training-loop measurement (`loop` in its JSON), on toy steps: both
-ways run through experiments.training.run_loop and write the same curves."""
+ways run through experiments.training.run_loop and write the same curves; and its fold
+forms (`fold_forms`) at the smoke preset."""
 
 import types
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from benchmarks import train as train_benchmark
 from experiments import folds
@@ -38,7 +40,7 @@ def test_the_multiqt_loop_both_ways():
         "one_fold": _toy_step,
         "kept": {
             loop: folds.fold_parallel(_toy_step, mesh, loop=loop, donate_state=False)
-            for loop in ("vmap", "unroll")
+            for loop in folds.FORMS
         },
         "host_states": {"w": np.ones((slots, 3), np.float32)},
         "batch": np.arange(3, dtype=np.float32),
@@ -60,3 +62,17 @@ def test_the_afkws_loop_both_ways():
         "step": jax.jit(train_step),
     }
     _check(train_benchmark.loop_afkws(setup, LOOP))
+
+
+def test_fold_forms_time_each_form_and_name_the_fastest():
+    result = train_benchmark.fold_forms("smoke", 1.0, repeats=1, skip=("vmap", "unroll"))
+    assert set(result["forms"]) == {"sequential", "scan"}
+    assert result["skipped"] == ["unroll", "vmap"]
+    for entry in result["forms"].values():
+        assert entry["compile_seconds"] >= 0 and entry["step_seconds"] > 0
+        assert entry["total_seconds"] == pytest.approx(
+            entry["compile_seconds"] + result["steps"] * entry["step_seconds"]
+        )
+    totals = {form: entry["total_seconds"] for form, entry in result["forms"].items()}
+    assert result["winner"] == min(totals, key=totals.get)
+    assert result["default"] == folds.default_loop() and result["steps"] == 30
