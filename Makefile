@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= outputs
 
-.PHONY: test lint demo studies metrics-demo bench lock clean gpu-check gpu-wheels
+.PHONY: test lint demo studies metrics-demo bench lock clean clean-cache gpu-check gpu-wheels
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -71,3 +71,9 @@ lock:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+
+# JAX's persistent compilation cache of every command (speechkit/compilation.py): safe to
+# delete at any time, the next run compiles again.
+JAX_CACHE ?= $(or $(JAX_COMPILATION_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/speech-tracking-jax/jax)
+clean-cache:
+	rm -rf '$(JAX_CACHE)'

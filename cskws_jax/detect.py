@@ -55,7 +55,7 @@ import numpy as np
 
 from cskws_jax import bundle, export
 from cskws_jax.streaming import StreamDetector
-from speechkit import audio_io, frontend, stream_inputs
+from speechkit import audio_io, compilation, frontend, stream_inputs
 from speechkit import export as export_lib
 from speechkit.bundle import Bundle, BundleError
 from speechkit.stream_inputs import STDIN, InputError, Output, block_outputs
@@ -325,6 +325,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
     args = parser().parse_args(argv)
+    compilation.enable_cache()
     try:
         detector, info = load(args.model, args.block_ms, args.min_score)
         operating_thresholds(info, args.fa_per_hour)  # a budget it lacks: before any audio

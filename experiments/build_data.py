@@ -33,7 +33,7 @@ from cskws_jax.datasets import synthetic_kws
 from multiqt_jax import labels
 from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import NUM_FOLDS, recognised_words
-from speechkit import asr, files, lm, tts
+from speechkit import asr, compilation, files, lm, tts
 
 SPEED_TEXTS = (
     "Where are you calling from? My father fell down the stairs.",
@@ -302,6 +302,7 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     corpora = tuple(name for name in args.corpora.split(",") if name)
+    compilation.enable_cache()
     build(args.size, os.path.expanduser(args.data_dir), corpora, args.engine_set)
     return 0
 

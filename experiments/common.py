@@ -20,7 +20,7 @@ from absl import logging as absl_logging
 from ml_collections import config_flags
 from tensorboardX import SummaryWriter
 
-from speechkit import accelerator
+from speechkit import accelerator, compilation
 
 
 def logger(name: str):
@@ -95,8 +95,9 @@ def check_preset(preset: str) -> str:
 
 def cli_main(run, config, workdir: str | None, distributed=None) -> None:
     """The runners' absl main: the project's XLA flags (run-to-run deterministic GPU
-    kernels, `speechkit.accelerator.configure`, before jax starts), quiet orbax,
-    optional jax.distributed, then run(config, workdir)."""
+    kernels, `speechkit.accelerator.configure`, before jax starts), the persistent
+    compilation cache (`speechkit.compilation`), quiet orbax, optional jax.distributed,
+    then run(config, workdir), logging at the end what it compiled."""
     flags_set = accelerator.configure()
     if accelerator.with_flags(flags_set["xla_flags"]) != flags_set["xla_flags"]:
         logger("experiments")(
@@ -108,7 +109,12 @@ def cli_main(run, config, workdir: str | None, distributed=None) -> None:
         initialize_distributed(*(flag.value for flag in distributed))
     if config is None or not workdir:
         raise app.UsageError("--config and --workdir are required")
-    run(config, workdir)
+    cache = compilation.enable_cache()
+    log = logger("experiments")
+    log(f"compiled programs cached in {cache}" if cache else "compilation cache off")
+    with compilation.Counter() as counted:
+        run(config, workdir)
+    log(f"compilation: {counted.summary()}")
 
 
 def main(run, *, distributed: bool = False) -> None:
@@ -120,20 +126,6 @@ def main(run, *, distributed: bool = False) -> None:
         cli_main(run, CONFIG.value, WORKDIR.value, DISTRIBUTED if distributed else None)
 
     app.run(absl_main)
-
-
-def compilation_cache(folder: str) -> str:
-    """Keeps compiled XLA programs in `folder` (jax's persistent compilation cache)
-    unless a cache is set already (JAX_COMPILATION_CACHE_DIR); returns the one in use.
-    A run that trains the same programs many times (the studies' variants) compiles each
-    once; a cached executable is the one XLA would build again, so no number changes."""
-    current = jax.config.jax_compilation_cache_dir
-    if current:
-        return current
-    os.makedirs(folder, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", folder)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
-    return folder
 
 
 def build(cls, section, where: str, **overrides):

@@ -26,6 +26,7 @@ import numpy as np
 
 import metrics
 from metrics import reference, synthetic
+from speechkit import compilation
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the headless backend)
@@ -207,7 +208,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="duration per utterance")
     parser.add_argument("--keywords", type=int, default=20)
     args = parser.parse_args(argv)
-
+    compilation.enable_cache()
     os.makedirs(args.out, exist_ok=True)
     _log(f"generating data (seed {args.seed}) ...")
     data = make_data(args.seed, args)

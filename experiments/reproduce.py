@@ -7,10 +7,12 @@ Stages (each timed and reported): build any missing corpus (experiments.build_da
 experiments.multiqt once per task of `config.multiqt_tasks` (questions in
 WORKDIR/multiqt, symptoms in WORKDIR/multiqt-symptoms; `experiments.report.layout`),
 experiments.cskws, then `WORKDIR/report.md` (`experiments.report.reproduce_md`) with the
-tables beside the papers' figures, each task's in-engine vs held-out-engine scores
-(models scored on a synthesiser never heard in training, with the transfer ratio), the
-KWS operating points (per-keyword thresholds for false-alarm budgets: a DET table and
-figure), the studies' verdicts where `make studies` has run (`config.studies_dir`), and
+tables beside the papers' figures, the stages' seconds and compiled programs (also in
+WORKDIR/compilation.json, `speechkit.compilation.Counter`), each task's in-engine vs
+held-out-engine scores (models scored on a synthesiser never heard in training, with
+the transfer ratio), the KWS operating points (per-keyword thresholds for false-alarm
+budgets: a DET table and figure), the studies' verdicts where `make studies` has run
+(`config.studies_dir`), and
 PNG figures in `WORKDIR/figures/`; training curves are in `WORKDIR/*/*/tensorboard`
 (`tensorboard --logdir WORKDIR`). Rerunning resumes: finished stages are read back,
 interrupted training continues from its checkpoints.
@@ -24,7 +26,7 @@ import time
 from experiments import build_data, common, cskws, multiqt
 from experiments.report.layout import multiqt_folder, multiqt_tasks, task_config
 from experiments.report.reproduce_md import write_report
-from speechkit import tts
+from speechkit import compilation, files, tts
 
 log = common.logger("reproduce")
 
@@ -34,7 +36,7 @@ def run(config, workdir: str) -> str:
     report's path."""
     os.makedirs(workdir, exist_ok=True)
     data_dir = os.path.expanduser(config.data_dir or "~/tensorflow_datasets")
-    seconds = {}
+    seconds, compiled = {}, {}
 
     count = len(multiqt_tasks(config)) + 3  # corpora, MultiQT per task, CS-KWS, report
     started = time.perf_counter()
@@ -52,12 +54,16 @@ def run(config, workdir: str) -> str:
     for stage, (name, module, sub) in enumerate(stages, start=2):
         started = time.perf_counter()
         log(f"stage {stage}/{count}: {name}")
-        module.train_and_evaluate(sub, os.path.join(workdir, name))
+        with compilation.Counter() as counted:
+            module.train_and_evaluate(sub, os.path.join(workdir, name))
         seconds[name] = time.perf_counter() - started
+        compiled[name] = counted.record()
+        log(f"{name}: {counted.summary()}")
+    files.write_json(os.path.join(workdir, "compilation.json"), compiled)
 
     started = time.perf_counter()
     log(f"stage {count}/{count}: report")
-    path = write_report(config, workdir, build, seconds)
+    path = write_report(config, workdir, build, seconds, compiled)
     seconds["report"] = time.perf_counter() - started
     log(
         "done: "

@@ -643,11 +643,5 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     return payload
 
 
-def _run_with_cache(config, workdir: str) -> dict:
-    cache = common.compilation_cache(os.path.join(workdir, "jax_cache"))
-    log(f"compiled programs cached in {cache}")
-    return train_and_evaluate(config, workdir)
-
-
 if __name__ == "__main__":
-    common.main(_run_with_cache)
+    common.main(train_and_evaluate)

@@ -60,7 +60,7 @@ import numpy as np
 from multiqt_jax import bundle, decode, export, input_pipeline, model
 from multiqt_jax.datasets import annotated_calls
 from multiqt_jax.datasets.features import word_fields
-from speechkit import asr, audio_io, frontend, stream_inputs, streaming
+from speechkit import asr, audio_io, compilation, frontend, stream_inputs, streaming
 from speechkit import export as export_lib
 from speechkit.bundle import Bundle, BundleError
 from speechkit.stream_inputs import STDIN, InputError, Output, block_outputs
@@ -478,6 +478,7 @@ def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
     args = parser().parse_args(argv)
     args.inputs = list(stream_inputs.expand_paths(args.calls))
+    compilation.enable_cache()
     try:
         tracker = load(args.model, args.block_ms)
         _check_text_arguments(args, tracker)

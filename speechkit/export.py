@@ -40,7 +40,7 @@ import numpy as np
 from jax import export as jax_export
 
 from speechkit import bundle as bundle_lib
-from speechkit import checks, files
+from speechkit import checks, compilation, files
 from speechkit.frontend import FeatureConfig
 
 MANIFEST = "export.json"
@@ -271,6 +271,7 @@ def main(
     )
     args = parse.parse_args(argv)
     platforms = args.platforms.split(",") if args.platforms else None
+    compilation.enable_cache()
     try:
         modules, payload = export_bundle(args.bundle, args.block_outputs, platforms)
     except ValueError as err:  # BundleError included

@@ -38,9 +38,20 @@ KWS_PAPER = {
 }
 
 
-def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
+def _compiled_text(compiled: dict) -> str:
+    if not compiled:
+        return ""
+    return "; programs compiled (seconds): " + ", ".join(
+        f"{stage} {record['programs']} ({record['compile_seconds']:.0f})"
+        for stage, record in compiled.items()
+    )
+
+
+def write_report(config, workdir: str, build: dict, seconds: dict, compiled=None) -> str:
     """WORKDIR/report.md and its figures from the main job's results in `workdir`, the
-    corpora's build report `build` and the stages' `seconds`; returns its path."""
+    corpora's build report `build`, the stages' `seconds` and, per training stage, what
+    it compiled (`compiled`: `speechkit.compilation.Counter.record()` by stage); returns
+    its path."""
     with open(os.path.join(workdir, "cskws", "results.json")) as source:
         kws = json.load(source)
     paths = {
@@ -58,7 +69,8 @@ def write_report(config, workdir: str, build: dict, seconds: dict) -> str:
         "",
         f"Run {time.strftime('%Y-%m-%d %H:%M')} on {platform.node()} "
         f"({os.cpu_count()} CPUs, {platform.python_version()}); stage seconds: "
-        + ", ".join(f"{stage} {value:.0f}" for stage, value in seconds.items()),
+        + ", ".join(f"{stage} {value:.0f}" for stage, value in seconds.items())
+        + _compiled_text(compiled or {}),
         "",
         "## Data",
         "",
