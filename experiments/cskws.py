@@ -163,9 +163,11 @@ class Candidate:
         augment = common.build(train.AugmentConfig, config.augment, "config.augment")
         loss = common.build(losses.LossConfig, config.loss, "config.loss")
         decoding = common.build(train.DecodeConfig, config.decode, "config.decode")
-        self.init = lambda key, batch: TrainState.create(
-            net.init(key, {"audio": batch["audio"][:1]}), optimizer
+        # jitted: one program instead of hundreds of op-by-op ones (the same parameters)
+        init = jax.jit(
+            lambda key, audio: TrainState.create(net.init(key, {"audio": audio}), optimizer)
         )
+        self.init = lambda key, batch: init(key, batch["audio"][:1])
         self.step = jax.jit(
             lambda state, batch, rng: train.train_step(net, augment, state, batch, rng, loss),
             donate_argnums=0,

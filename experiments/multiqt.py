@@ -289,6 +289,34 @@ def call_batching(config) -> calls.CallBatching:
     )
 
 
+# The runner's jitted functions, one per distinct setting: variants and tasks with the same
+# model, optimiser and augmentation (the tasks' models, the studies' variants) reuse the
+# programs traced, lowered and compiled for the first.
+
+
+@functools.cache
+def _init_fn(net_config: model.MultiQTConfig, optimizer: OptimizerConfig):
+    """jit((key, inputs) -> a fold's step-0 TrainState), compiled once and called per
+    fold."""
+    net = model.MultiQT(net_config)
+    return jax.jit(lambda key, inputs: TrainState.create(net.init(key, inputs), optimizer))
+
+
+@functools.cache
+def _fold_step(net_config: model.MultiQTConfig, masks, noise, mesh, loop: str):
+    """The fold-parallel train step (`experiments.folds.fold_parallel`) of a model:
+    (states, batches, fold keys, class weights) -> (states, stats)."""
+    net = model.MultiQT(net_config)
+
+    def one_fold(state, batch, rng, weights):
+        key = jax.random.wrap_key_data(rng)
+        if noise is not None:
+            batch = noisy_audio(batch, jax.random.fold_in(key, 2), noise)
+        return train.train_step(net, state, batch, key, weights, masks)
+
+    return folds.fold_parallel(one_fold, mesh, loop=loop)
+
+
 class FoldTrainer:
     """Trains one MultiQT variant on every fold at once, with checkpoints. Each process
     builds the data of its own fold slots only (see experiments/folds.py); `finish`
@@ -349,26 +377,15 @@ class FoldTrainer:
     def _init(self):
         """Global stacked train states; fold f's parameters come from key f."""
         inputs = train.model_inputs(self.datasets[0][0], rows=1)
-
-        def one(key):
-            return TrainState.create(self.net.init(key, inputs), self.optimizer)
-
+        init = _init_fn(self.net.config, self.optimizer)
         keys = jax.random.split(jax.random.key(self.config.seed), self.num_folds)
-        local = jax.jit(jax.vmap(one))(keys[np.array([self._fold(s) for s in self.mine])])
-        return folds.to_global(jax.tree_util.tree_map(np.asarray, local), self.mesh)
+        local = folds.stack([jax.device_get(init(keys[self._fold(s)], inputs)) for s in self.mine])
+        return folds.to_global(local, self.mesh)
 
     def _step_fn(self):
         masks = common.build(augment.MaskConfig, self.config.augment, "config.augment")
-        noise = training_noise(self.config)
-
-        def one_fold(state, batch, rng, weights):
-            key = jax.random.wrap_key_data(rng)
-            if noise is not None:
-                batch = noisy_audio(batch, jax.random.fold_in(key, 2), noise)
-            return train.train_step(self.net, state, batch, key, weights, masks)
-
         loop = folds.default_loop() if self.config.fold_loop == "auto" else self.config.fold_loop
-        return folds.fold_parallel(one_fold, self.mesh, loop=loop)
+        return _fold_step(self.net.config, masks, training_noise(self.config), self.mesh, loop)
 
     def _rng_table(self) -> np.ndarray:
         """uint32 [steps, this process's slots, key data]: every step's fold keys, drawn at

@@ -13,6 +13,7 @@ states stack along a leading axis and a `vmap`-ed step trains several folds at o
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import flax.struct
@@ -52,8 +53,11 @@ class OptimizerConfig:
         )
 
 
+@functools.cache
 def make_optimizer(config: OptimizerConfig) -> optax.GradientTransformation:
-    """AdamW with linear warm-up, cosine decay and global-norm gradient clipping."""
+    """AdamW with linear warm-up, cosine decay and global-norm gradient clipping; one
+    object per config, so train states of one config share a tree structure (a jitted
+    step traced for one serves all)."""
     schedule = optax.warmup_cosine_decay_schedule(
         init_value=0.0,
         peak_value=config.learning_rate,
