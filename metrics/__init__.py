@@ -28,6 +28,7 @@ from metrics.sequence import (
     instance_prf,
     per_class_prf,
     prf_from_counts,
+    sequence_counts,
     timestep_counts,
     timestep_prf,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "per_class_prf",
     "pooled_matches",
     "prf_from_counts",
+    "sequence_counts",
     "timestep_counts",
     "timestep_prf",
     "tracking_latency",

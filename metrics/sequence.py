@@ -11,7 +11,15 @@ and is pure, jittable (class counts and run lengths are static) and vmappable.
 Both metrics reduce to per-class integer counts (`TimestepCounts`, `InstanceCounts`).
 Counts merge by `+` (or `jax.lax.psum` across devices), so a batch-by-batch loop adds
 counts and calls `prf_from_counts` once at the end, with the same result as one call
-on all the data.
+on all the data. `sequence_counts` gives both kinds from one pass over the data, in
+about the time of `instance_counts` alone.
+
+How they are computed: the labels are read once, into one small "cell" code per
+timestep (gold and pred class, or invalid). Every count is then a bin of one histogram
+(one scatter-add) of per-timestep codes. Whether an instance is found / correct depends
+on timesteps anywhere in its run; that travels along the run as the carry of ordinary
+integer additions (`_carry_hits`), so nothing loops over time and there is no prefix
+scan. All of it is exact integer arithmetic, with the same counts on every backend.
 
 Out-of-range label values (< 0 or >= num_classes) cannot be checked inside `jit`
 without a host round-trip. They match no class: a gold timestep of class c predicted
@@ -26,6 +34,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from metrics import _validate
 
@@ -79,25 +88,210 @@ def _check_sequences(pred, gold, mask) -> None:
     _validate.require_dtype("mask", mask, "bool")
 
 
-def _bin_counts(bins: jax.Array, num_bins: int) -> jax.Array:
-    """How often each of 0..num_bins-1 occurs in `bins` (int32 [num_bins]).
+# The counts are bins of one histogram whose table grows with num_classes squared (about
+# 2.3 MB at this limit); sequence labelling has a handful of classes.
+MAX_CLASSES = 254
 
-    Other values (e.g. -1 for "skip") are not counted. A scatter-add: one pass over the
-    data, where a one-hot [..., num_bins] reduction is ~10x slower on CPU. Skipped
-    entries go to an extra bin, so every index is in bounds (the unchecked scatter is
-    2x faster than `mode="drop"` on XLA:CPU), and small bin ids travel as int8.
-    """
-    bins = bins.reshape(-1)
-    bins = jnp.where((bins >= 0) & (bins < num_bins), bins, num_bins)
-    if num_bins < 127:
-        bins = bins.astype(jnp.int8)
-    counts = jnp.zeros(num_bins + 1, jnp.int32).at[bins].add(1, mode="promise_in_bounds")
-    return counts[:num_bins]
+
+def _require_num_classes(num_classes) -> int:
+    num_classes = _validate.require_int_at_least("num_classes", num_classes, 2)
+    if num_classes > MAX_CLASSES:
+        raise ValueError(f"num_classes: expected at most {MAX_CLASSES}, got {num_classes}")
+    return num_classes
 
 
 def _in_range(labels: jax.Array, num_classes: int) -> jax.Array:
     """labels with out-of-range values (< 0 or >= num_classes) replaced by num_classes."""
     return jnp.where((labels >= 0) & (labels < num_classes), labels, num_classes)
+
+
+# Rows are padded to a multiple of _LANES timesteps (see `_carry_hits`); padding is an
+# invalid timestep. Every kernel below compiles to a plain loop over contiguous memory,
+# a small reduction or the histogram's scatter. Where a result is used by several
+# kernels it goes through a concatenate along the last axis, which XLA:CPU writes out
+# instead of recomputing it inside each consumer (where the loops stop vectorising).
+_LANES = 8
+_LANE_BITS = 3
+
+
+def _cells(pred, gold, mask, num_classes: int) -> tuple[jax.Array, int]:
+    """(cell codes, field width w): unsigned [B, Tp], Tp = T rounded up to _LANES.
+
+    cell = gold' << w | pred' at valid timesteps, label' being the label, or num_classes
+    when out of range. Invalid timesteps (masked or padding) hold all ones, which no valid
+    cell does: both fields are <= num_classes < 2**w - 1.
+    """
+    width = (num_classes + 1).bit_length()  # <= 8 under MAX_CLASSES
+    dtype = next(d for d in (jnp.uint8, jnp.uint16, jnp.uint32) if jnp.iinfo(d).bits >= 2 * width)
+    invalid = (1 << 2 * width) - 1
+    cell = _in_range(gold, num_classes).astype(dtype) << width
+    cell = jnp.where(mask, cell | _in_range(pred, num_classes).astype(dtype), dtype(invalid))
+    padding = -cell.shape[1] % _LANES
+    return jnp.pad(cell, ((0, 0), (0, padding)), constant_values=invalid), width
+
+
+def _histogram(codes: jax.Array, num_bins: int) -> jax.Array:
+    """How often each of 0..num_bins-1 occurs in `codes` (int, any shape): int32 [num_bins].
+
+    One scatter-add, which XLA:CPU runs as a loop over the codes.
+    """
+    codes = codes.reshape(-1, 1)
+    return jax.lax.scatter_add(
+        jnp.zeros(num_bins, jnp.int32),
+        codes,
+        jnp.ones(codes.shape[0], jnp.int32),
+        jax.lax.ScatterDimensionNumbers((), (0,), (0,)),
+        mode=jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS,
+    )
+
+
+def _pair_histogram(codes: jax.Array, num_bins: int) -> jax.Array:
+    """`_histogram` of an even number of codes in half the loop: code i of the first half
+    and code i of the second make one code of num_bins**2; the table is summed both ways.
+    Worth it while that table stays in cache."""
+    halves = codes.astype(jnp.int32).reshape(2, -1)
+    table = _histogram(halves[0] * num_bins + halves[1], num_bins * num_bins)
+    table = table.reshape(num_bins, num_bins)
+    return table.sum(0) + table.sum(1)
+
+
+# Lane digits of `_carry_hits`, and the run-end flag stored above them.
+_NEITHER, _CONTINUES, _QUALIFIES = 3, 7, 9
+_DIGIT, _END = 15, 16
+_ALL_CONTINUE = (1 << _LANES * _LANE_BITS) - 1  # eight lanes of 7
+
+
+def _pack_lanes(digits: jax.Array) -> jax.Array:
+    """uint32 [..., n / _LANES]: digits [..., n] summed in 3-bit lanes, 8 per word.
+
+    Lane j of word w holds digit 8w + j; a digit of 8 or more carries into the next lane
+    (or, from the top lane, into bit 24).
+    """
+    lanes = digits.astype(jnp.uint32).reshape(digits.shape[:-1] + (-1, _LANES))
+    shifts = jnp.arange(_LANES, dtype=jnp.uint32) * _LANE_BITS
+    return jnp.sum(lanes << shifts, axis=-1, dtype=jnp.uint32)
+
+
+def _unpack_lanes(words: jax.Array) -> jax.Array:
+    """uint32 [..., n, _LANES]: the 3-bit lanes of words [..., n]."""
+    shifts = jnp.arange(_LANES, dtype=jnp.uint32) * _LANE_BITS
+    return (words[..., None] >> shifts) & 7
+
+
+def _carry_hits(digits: jax.Array) -> jax.Array:
+    """The lane words of `digits` with every carry added; see `_hit_lanes`.
+
+    digits: uint8 [B, n] of _NEITHER / _CONTINUES / _QUALIFIES, n a multiple of _LANES.
+    Returns uint32 [B, n / _LANES].
+
+    Wanted is the flip-flop hit[t] = digit[t] == _QUALIFIES or (digit[t] == _CONTINUES
+    and hit[t - 1]) along each row. In 3-bit lanes, added up as integers, it happens by
+    itself: a _QUALIFIES lane (8 + 1) always carries into the next lane, a _CONTINUES
+    lane (7) passes an incoming carry on, a _NEITHER lane (3) absorbs it; afterwards a
+    lane is <= 2 exactly where a carry left it, i.e. where hit[t]. Within a word the
+    addition resolves the carries; across words it is the same recurrence over words,
+    with 8 times fewer of them, solved the same way.
+    """
+    words = _pack_lanes(digits)
+    count = words.shape[-1]
+    if count == 1:
+        return words
+    carries = (words >> _LANES * _LANE_BITS) != 0  # the carry out of the top lane
+    passes = (words & _ALL_CONTINUE) == _ALL_CONTINUE
+    word_digits = jnp.where(carries, _QUALIFIES, jnp.where(passes, _CONTINUES, _NEITHER))
+    padding = ((0, 0), (0, -count % _LANES))
+    word_digits = jnp.pad(word_digits.astype(jnp.uint8), padding, constant_values=_NEITHER)
+    carry_out = _hit_lanes(_carry_hits(word_digits))[:, :count]
+    carried = words[:, 1:] + carry_out[:, :-1].astype(jnp.uint32)
+    return jnp.concatenate([words[:, :1], carried], axis=1)  # written out, see _LANES
+
+
+def _hit_lanes(words: jax.Array) -> jax.Array:
+    """bool [B, n * _LANES]: hit[t] from the words of `_carry_hits` [B, n]."""
+    return (_unpack_lanes(words) <= 2).reshape(words.shape[0], -1)
+
+
+def _side_codes(cell, earlier, width: int, shift: int, *, length, background, min_run):
+    """uint8 [B, Tp]: one side's lane digit and run-end flag (_END) per timestep.
+
+    cell: [B, Tp] codes. earlier(k): the cells k timesteps earlier ([B, Tp]; k = -1: one
+    later), garbage where that lies outside the row. shift: 0 for the pred side, `width`
+    for gold. A run of the side is a maximal run of one non-background label;
+    _CONTINUES marks a timestep that continues the side's run, _END the run's last one,
+    and _QUALIFIES the last of `min_run` timesteps with one and the same cell, gold = pred
+    = a non-background class: such a window lies inside one pred run and one gold run
+    and makes both hits (the other side carries their class for `min_run` timesteps).
+    """
+    field = (1 << width) - 1
+    window = min(min_run, length)
+    # Where the garbage matters, as a constant row (cheaper than comparing positions).
+    time = np.arange(cell.shape[1])
+    has_previous = jnp.asarray(time >= 1)
+    is_last = jnp.asarray(time == length - 1)
+    has_window = jnp.asarray((time >= min_run - 1) & (min_run <= length))
+    label = (cell >> shift) & field
+    in_run = (label != background) & (label != field)  # field: an invalid cell
+    continues = in_run & (((earlier(1) >> shift) & field) == label) & has_previous
+    ends = in_run & ((((earlier(-1) >> shift) & field) != label) | is_last)
+    pred, gold = cell & field, cell >> width
+    qualifies = (pred == gold) & (pred != background) & (pred != field) & has_window
+    for k in range(1, window):
+        qualifies &= earlier(k) == cell
+    u8 = jnp.uint8  # byte-wide constants keep the loop byte-wide
+    digit = jnp.where(qualifies, u8(_QUALIFIES), jnp.where(continues, u8(_CONTINUES), u8(_NEITHER)))
+    return digit | jnp.where(ends, u8(_END), u8(0))
+
+
+def _end_states(codes: jax.Array, words: jax.Array, dtype) -> jax.Array:
+    """[B, Tp / 8, 8] of `dtype`: 0 where no run of the side ends, 1 where one ends that
+    is no hit, 2 where a hit ends. codes: one side's [B, Tp]; words: its `_carry_hits`."""
+    lanes = codes.reshape(words.shape + (_LANES,))
+    hit = (_unpack_lanes(words) <= 2).astype(dtype)
+    return jnp.where(lanes >= _END, 1 + hit, dtype(0))
+
+
+def _joint_histogram(pred, gold, mask, *, num_classes, background, min_run) -> jax.Array:
+    """int32 [C + 1, 3, C + 1, 3]: valid timesteps counted by (gold', gold end state,
+    pred', pred end state), C = num_classes, label' as in `_cells`, end states as in
+    `_end_states`. B * T must be > 0."""
+    cell, width = _cells(pred, gold, mask, num_classes)
+    batch, length = pred.shape
+    padded = cell.shape[1]
+    lead = min(max(min_run - 1, 1), length)
+    # Each row's last `lead` cells, the row, its first cell: cells k timesteps away are
+    # then plain slices (garbage at the row ends, which _side_codes masks).
+    rolled = jnp.concatenate([cell[:, padded - lead :], cell, cell[:, :1]], axis=1)
+
+    def earlier(k):
+        return rolled[:, lead - k : lead - k + padded]
+
+    sides = [
+        _side_codes(
+            cell, earlier, width, shift, length=length, background=background, min_run=min_run
+        )
+        for shift in (0, width)
+    ]
+    # Both sides in one row: the gold half's first timestep never continues a run, so no
+    # carry crosses from the pred half.
+    codes = jnp.concatenate(sides, axis=1)
+    words = _carry_hits(codes & _DIGIT)
+    n = padded // _LANES  # words per side
+    side_bins = 3 * (num_classes + 1)
+    dtype = jnp.int16 if side_bins * side_bins < jnp.iinfo(jnp.int16).max else jnp.int32
+    pred_state, gold_state = (
+        _end_states(codes[:, i * padded : (i + 1) * padded], words[:, i * n : (i + 1) * n], dtype)
+        for i in (0, 1)
+    )
+    cell = cell.reshape(batch, n, _LANES)
+    field = (1 << width) - 1
+    pred_class, gold_class = (cell & field).astype(dtype), (cell >> width).astype(dtype)
+    code = (gold_class * 3 + gold_state) * side_bins + pred_class * 3 + pred_state
+    invalid = pred_class == field
+    code = jnp.where(invalid, dtype(side_bins * side_bins), code)  # one more bin
+    # No pairs here: their table would not stay in cache (and XLA:CPU stops vectorising
+    # the loop above if it has to form them).
+    counts = _histogram(code, side_bins * side_bins + 1)[:-1]
+    return counts.reshape(num_classes + 1, 3, num_classes + 1, 3)
 
 
 def timestep_counts(pred, gold, mask, *, num_classes: int) -> TimestepCounts:
@@ -113,16 +307,34 @@ def timestep_counts(pred, gold, mask, *, num_classes: int) -> TimestepCounts:
       `TimestepCounts` of int32 [num_classes] arrays.
     """
     _check_sequences(pred, gold, mask)
-    num_classes = _validate.require_int_at_least("num_classes", num_classes, 2)
+    num_classes = _require_num_classes(num_classes)
     pred, gold, mask = jnp.asarray(pred), jnp.asarray(gold), jnp.asarray(mask)
-    # Confusion matrix [gold, pred] over the classes plus one "out of range" row/column.
-    size = num_classes + 1
-    cell = _in_range(gold, num_classes) * size + _in_range(pred, num_classes)
-    confusion = _bin_counts(jnp.where(mask, cell, -1), size * size).reshape(size, size)
-    tp = jnp.diagonal(confusion)[:num_classes]
-    predicted = confusion.sum(axis=0)[:num_classes]
-    actual = confusion.sum(axis=1)[:num_classes]
-    return TimestepCounts(tp=tp, fp=predicted - tp, fn=actual - tp)
+    confusion = jnp.zeros((num_classes + 1, num_classes + 1), jnp.int32)
+    if pred.size:
+        cell, width = _cells(pred, gold, mask, num_classes)
+        side = 1 << width  # cells are side * side codes
+        count = _pair_histogram if side <= 16 else _histogram
+        confusion = count(cell, side * side).reshape(side, side)
+        confusion = confusion[: num_classes + 1, : num_classes + 1]
+    return _timestep_counts(confusion)
+
+
+def _timestep_counts(confusion: jax.Array) -> TimestepCounts:
+    """From int32 [C + 1, C + 1] (gold', pred') counts; index C is out of range."""
+    tp = jnp.diagonal(confusion)[:-1]
+    return TimestepCounts(tp=tp, fp=confusion.sum(0)[:-1] - tp, fn=confusion.sum(1)[:-1] - tp)
+
+
+def _instance_counts(joint: jax.Array) -> InstanceCounts:
+    """From the int32 [C + 1, 3, C + 1, 3] counts of `_joint_histogram`."""
+    pred_ends = joint.sum((0, 1))[:-1]  # [C, 3] by pred end state
+    gold_ends = joint.sum((2, 3))[:-1]
+    return InstanceCounts(
+        correct=pred_ends[:, 2],
+        predicted=pred_ends[:, 1] + pred_ends[:, 2],
+        found=gold_ends[:, 2],
+        gold=gold_ends[:, 1] + gold_ends[:, 2],
+    )
 
 
 def _safe_ratio(numerator, denominator):
@@ -203,6 +415,74 @@ def timestep_prf(pred, gold, mask, *, num_classes: int, average_over=None) -> PR
     return prf_from_counts(counts, average_over)
 
 
+def _validated(pred, gold, mask, num_classes, background, min_run):
+    _check_sequences(pred, gold, mask)
+    num_classes = _require_num_classes(num_classes)
+    background = _validate.require_class_index("background", background, num_classes)
+    min_run = _validate.require_int_at_least("min_run", min_run, 1)
+    pred, gold, mask = jnp.asarray(pred), jnp.asarray(gold), jnp.asarray(mask)
+    return pred, gold, mask, num_classes, background, min_run
+
+
+def sequence_counts(
+    pred, gold, mask, *, num_classes: int, background: int = 0, min_run: int = 5
+) -> tuple[TimestepCounts, InstanceCounts]:
+    """`timestep_counts` and `instance_counts` (same arguments) from one pass over the data.
+
+    Returns:
+      (`TimestepCounts`, `InstanceCounts`), int32 [num_classes] arrays each.
+    """
+    pred, gold, mask, num_classes, background, min_run = _validated(
+        pred, gold, mask, num_classes, background, min_run
+    )
+    joint = jnp.zeros((num_classes + 1, 3, num_classes + 1, 3), jnp.int32)
+    if pred.size:
+        joint = _joint_histogram(
+            pred, gold, mask, num_classes=num_classes, background=background, min_run=min_run
+        )
+    return _timestep_counts(joint.sum((1, 3))), _instance_counts(joint)
+
+
+def instance_counts(
+    pred, gold, mask, *, num_classes: int, background: int = 0, min_run: int = 5
+) -> InstanceCounts:
+    """Per-class INSTANCE counts.
+
+    An instance is a maximal run of one non-background label (a masked timestep ends a
+    run). A gold instance is found, and a predicted instance correct, when inside its
+    span the other side carries its class for >= `min_run` consecutive timesteps.
+
+    Args:
+      pred, gold: int [B, T] class ids; mask: bool [B, T].
+      num_classes: static, >= 2. background: static class id that is never an instance.
+      min_run: static, >= 1.
+
+    Returns:
+      `InstanceCounts` of int32 [num_classes] arrays (zero at the background class).
+    """
+    return sequence_counts(
+        pred, gold, mask, num_classes=num_classes, background=background, min_run=min_run
+    )[1]
+
+
+def instance_prf(
+    pred, gold, mask, *, num_classes: int, background: int = 0, min_run: int = 5
+) -> PRF:
+    """INSTANCE macro precision / recall / F1 over non-background classes with instances.
+
+    `P_c = correct_c / predicted_c`, `R_c = found_c / gold_c`, `F1_c = 2 P_c R_c / (P_c + R_c)`;
+    see `instance_counts` for the rule. A gold instance shorter than `min_run` can never be
+    found (the paper's rule).
+    """
+    counts = instance_counts(
+        pred, gold, mask, num_classes=num_classes, background=background, min_run=min_run
+    )
+    return prf_from_counts(counts)
+
+
+# `metrics.latency` finds instances and qualifying windows with these.
+
+
 def _shift_right(values: jax.Array, by: int, fill) -> jax.Array:
     """values[t - by] along the last axis, `fill` for t < by."""
     if by == 0:
@@ -248,87 +528,3 @@ def _run_events(labels, agree, mask, *, background, min_run):
     if min_run > 1:  # ...and no instance starts inside the window after its first step
         qualifies &= _window_all(~starts, min_run - 1)
     return starts, ends, qualifies
-
-
-def _latest_nonzero(earlier: jax.Array, later: jax.Array) -> jax.Array:
-    """Associative: the later value unless it is 0 (no event), then the earlier one."""
-    return jnp.where(later != 0, later, earlier)
-
-
-_NO_EVENT, _RUN_START, _QUALIFIES = 0, 1, 2
-
-
-def _instance_histograms(sides, agree, mask, *, background, min_run, num_classes):
-    """(hits, instances) per class for the runs of each labels array in `sides`.
-
-    Returns int32 [len(sides), num_classes] twice. A run is a hit when a window
-    qualifies inside it, i.e. when at its last timestep the latest event (run start or
-    qualifying window) is a qualifying window. One int8 scan over event codes answers
-    that for every side at once and one scatter-add makes all the histograms: O(B T)
-    work with no per-run loop and no sequential loop over time.
-    """
-    events, ends = [], []
-    for labels in sides:
-        starts, run_ends, qualifies = _run_events(
-            labels, agree, mask, background=background, min_run=min_run
-        )
-        # A window that qualifies at a run's first step (min_run 1) belongs to that run.
-        code = jnp.where(qualifies, _QUALIFIES, jnp.where(starts, _RUN_START, _NO_EVENT))
-        events.append(code.astype(jnp.int8))
-        ends.append(run_ends)
-    latest = jax.lax.associative_scan(_latest_nonzero, jnp.stack(events), axis=-1)
-    hit = latest == _QUALIFIES
-    classes = jnp.stack([_in_range(labels, num_classes) for labels in sides])
-    side = jnp.arange(len(sides))[:, None, None]
-    bins = jnp.where(jnp.stack(ends), (side * 2 + hit) * (num_classes + 1) + classes, -1)
-    counts = _bin_counts(bins, len(sides) * 2 * (num_classes + 1))
-    counts = counts.reshape(len(sides), 2, num_classes + 1)[..., :num_classes]
-    return counts[:, 1], counts.sum(axis=1)
-
-
-def instance_counts(
-    pred, gold, mask, *, num_classes: int, background: int = 0, min_run: int = 5
-) -> InstanceCounts:
-    """Per-class INSTANCE counts.
-
-    An instance is a maximal run of one non-background label (a masked timestep ends a
-    run). A gold instance is found, and a predicted instance correct, when inside its
-    span the other side carries its class for >= `min_run` consecutive timesteps.
-
-    Args:
-      pred, gold: int [B, T] class ids; mask: bool [B, T].
-      num_classes: static, >= 2. background: static class id that is never an instance.
-      min_run: static, >= 1.
-
-    Returns:
-      `InstanceCounts` of int32 [num_classes] arrays (zero at the background class).
-    """
-    _check_sequences(pred, gold, mask)
-    num_classes = _validate.require_int_at_least("num_classes", num_classes, 2)
-    background = _validate.require_class_index("background", background, num_classes)
-    min_run = _validate.require_int_at_least("min_run", min_run, 1)
-    pred, gold, mask = jnp.asarray(pred), jnp.asarray(gold), jnp.asarray(mask)
-    hits, instances = _instance_histograms(
-        (pred, gold),
-        mask & (pred == gold),
-        mask,
-        background=background,
-        min_run=min_run,
-        num_classes=num_classes,
-    )
-    return InstanceCounts(correct=hits[0], predicted=instances[0], found=hits[1], gold=instances[1])
-
-
-def instance_prf(
-    pred, gold, mask, *, num_classes: int, background: int = 0, min_run: int = 5
-) -> PRF:
-    """INSTANCE macro precision / recall / F1 over non-background classes with instances.
-
-    `P_c = correct_c / predicted_c`, `R_c = found_c / gold_c`, `F1_c = 2 P_c R_c / (P_c + R_c)`;
-    see `instance_counts` for the rule. A gold instance shorter than `min_run` can never be
-    found (the paper's rule).
-    """
-    counts = instance_counts(
-        pred, gold, mask, num_classes=num_classes, background=background, min_run=min_run
-    )
-    return prf_from_counts(counts)

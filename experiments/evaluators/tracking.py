@@ -38,10 +38,8 @@ PARTS = ("precision", "recall", "f1")
 @functools.partial(jax.jit, static_argnames="num_classes")
 def counts(pred, gold, mask, *, num_classes: int) -> dict:
     """One batch's mergeable counts {"timestep", "instance"} (merge with `+`)."""
-    return {
-        "timestep": metrics.timestep_counts(pred, gold, mask, num_classes=num_classes),
-        "instance": metrics.instance_counts(pred, gold, mask, num_classes=num_classes),
-    }
+    timestep, instance = metrics.sequence_counts(pred, gold, mask, num_classes=num_classes)
+    return {"timestep": timestep, "instance": instance}
 
 
 def scores_from_counts(total: dict) -> dict:

@@ -169,3 +169,99 @@ def test_counts_psum_across_a_named_axis():
     )
     for a, b in zip(summed, whole, strict=True):
         np.testing.assert_array_equal(a[0], b)
+
+
+def _segments(rng, length, num_classes, longest):
+    """Runs of random lengths in [1, longest], labels including out-of-range ones."""
+    labels = rng.integers(-1, num_classes + 1, size=length)
+    return np.repeat(labels, rng.integers(1, longest + 1, size=length))[:length]
+
+
+def _one_early_window(length, cls, other, window):
+    """pred is `cls` over nearly the whole row; gold only on `window` early timesteps."""
+    pred = np.zeros(length, np.int64)
+    pred[3 : length - 3] = cls
+    gold = np.full(length, other, np.int64)
+    gold[10 : 10 + window] = cls
+    return pred, gold
+
+
+def _row(counts, row):
+    return type(counts)(*(field[row] for field in counts))
+
+
+@pytest.mark.parametrize(
+    "length, num_classes, min_run, background, longest",
+    [
+        (5000, 3, 5, 0, 1500),  # runs across many 8-timestep words: carries of carries
+        (601, 20, 2, 1, 40),  # 16-bit cell codes
+        (37, 70, 9, 0, 9),  # 32-bit histogram codes
+        (7, 2, 9, 0, 3),  # min_run > T: nothing is found
+    ],
+)
+def test_sequence_counts_match_separate_counts_and_reference(
+    length, num_classes, min_run, background, longest
+):
+    rng = np.random.default_rng(length)
+    rows = 5
+    gold = np.stack([_segments(rng, length, num_classes, longest) for _ in range(rows)])
+    pred = np.where(rng.random(gold.shape) < 0.02, rng.integers(0, num_classes, gold.shape), gold)
+    pred[1] = _segments(rng, length, num_classes, longest)
+    cls, other = (2, 0) if background == 1 else (1, 2)
+    pred[2], gold[2] = _one_early_window(length, cls, other, min_run)
+    pred[3], gold[3] = gold[2], pred[2]  # the same from the gold side
+    mask = rng.random(gold.shape) > 0.01
+    mask[2:4] = True
+    mask[4, length // 2 :] = False
+    # One example per row, so that every row is checked on its own.
+    pred, gold, mask = pred[:, None], gold[:, None], mask[:, None]
+    kwargs = dict(num_classes=num_classes, background=background, min_run=min_run)
+
+    def per_row(p, g, m):
+        return (
+            metrics.sequence_counts(p, g, m, **kwargs),
+            metrics.timestep_counts(p, g, m, num_classes=num_classes),
+            metrics.instance_counts(p, g, m, **kwargs),
+        )
+
+    (timestep, instance), timestep_alone, instance_alone = jax.jit(jax.vmap(per_row))(
+        pred, gold, mask
+    )
+    for a, b in zip((*timestep, *instance), (*timestep_alone, *instance_alone), strict=True):
+        np.testing.assert_array_equal(a, b)
+    for row in range(rows):
+        args = (pred[row], gold[row], mask[row])
+        np.testing.assert_allclose(
+            metrics.prf_from_counts(_row(timestep, row)),
+            reference.timestep_prf(*args, num_classes=num_classes),
+            atol=1e-6,
+        )
+        np.testing.assert_allclose(
+            metrics.prf_from_counts(_row(instance, row)),
+            reference.instance_prf(*args, **kwargs),
+            atol=1e-6,
+        )
+    # The one window, thousands of timesteps before the run ends, makes the run a hit.
+    hit = int(10 + min_run <= length - 3)
+    assert int(instance.correct[2, cls]) == hit and int(instance.found[3, cls]) == hit
+
+
+@pytest.mark.parametrize("shape", [(0, 12), (3, 0)])
+def test_empty_inputs_give_zero_counts(shape):
+    labels = np.zeros(shape, np.int32)
+    mask = np.ones(shape, bool)
+    timestep, instance = metrics.sequence_counts(labels, labels, mask, num_classes=3)
+    for counts in (
+        *timestep,
+        *instance,
+        *metrics.timestep_counts(labels, labels, mask, num_classes=3),
+    ):
+        assert counts.tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("count", ["timestep_counts", "sequence_counts"])
+def test_num_classes_beyond_the_limit_is_an_error(count):
+    count, limit = getattr(metrics, count), metrics.sequence.MAX_CLASSES
+    with pytest.raises(ValueError, match=f"num_classes: expected at most {limit}, got 70000"):
+        count(_one([0]), _one([0]), _all_valid([0]), num_classes=70_000)
+    count(_one([0]), _one([limit - 1]), _all_valid([0]), num_classes=limit)  # the limit is fine
