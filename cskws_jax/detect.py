@@ -257,12 +257,10 @@ def run_input(name: str, detector, info, args, out: Output) -> tuple[int, float]
     size = detector.block_frames["audio"] * info.features.hop_samples
     emit = lambda detection: out.write(name, detection)  # noqa: E731
     thresholds = operating_thresholds(info, args.fa_per_hour)
-    if name != STDIN:
-        samples = stream_inputs.read_samples(name, info.features)
-        chunks = stream_inputs.file_chunks(samples, size, rate, args.realtime)
-        count = detect_stream(chunks, detector, info, args.refractory_s, emit, thresholds)
-        return count, len(samples) / rate
-    checked = stream_inputs.stdin_checked_chunks(rate, size)
+    if name != STDIN:  # read block by block: memory does not grow with the file
+        checked = stream_inputs.file_checked_chunks(name, info.features, size, args.realtime)
+    else:
+        checked = stream_inputs.stdin_checked_chunks(info.features, size)
     count = detect_stream(checked, detector, info, args.refractory_s, emit, thresholds)
     checked.check()
     return count, checked.samples / rate

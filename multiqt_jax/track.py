@@ -376,18 +376,23 @@ def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, floa
     rate = features.sample_rate
     size = tracker.audio_block * features.hop_samples
     emit = lambda segment: out.write(name, segment)  # noqa: E731
-    if name != STDIN:
+    options = text_options(args)
+    if name != STDIN and tracker.reads_text and not options.missing:
+        # The call's text comes from the whole call (its words or their recognition).
         samples = stream_inputs.read_samples(name, features)
-        text, present = call_text(name, samples, tracker, text_options(args))
+        text, present = call_text(name, samples, tracker, options)
         stream = CallStream(tracker, text, present, args.smoothing_frames)
         chunks = stream_inputs.file_chunks(samples, size, rate, args.realtime)
         return track_stream(chunks, stream, features, emit), len(samples) / rate
-    checked = stream_inputs.stdin_checked_chunks(rate, size)
-    if tracker.reads_text and not args.no_text:
-        raise InputError(
-            f"{STDIN}: standard input carries audio only and the model reads text: give a "
-            "file with its text, or --no-text"
-        )
+    if name != STDIN:  # audio only: read block by block, memory does not grow with the call
+        checked = stream_inputs.file_checked_chunks(name, features, size, args.realtime)
+    else:
+        checked = stream_inputs.stdin_checked_chunks(features, size)
+        if tracker.reads_text and not args.no_text:
+            raise InputError(
+                f"{STDIN}: standard input carries audio only and the model reads text: give a "
+                "file with its text, or --no-text"
+            )
     present = np.array([[True, not tracker.reads_text]])
     stream = CallStream(tracker, None, present, args.smoothing_frames)
     count = track_stream(checked, stream, features, emit)

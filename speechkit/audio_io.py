@@ -1,21 +1,25 @@
 """Reading, validating and writing audio files (soundfile), with resampling.
 
 Every problem with a file is an `AudioFileError` that names the file and says what was
-expected: missing, empty, not audio or corrupt, an unexpected channel count, non-finite
-samples. Writes are atomic (a temporary file renamed into place), so an interrupted run
-never leaves half a file behind.
+expected: missing, empty, not audio or corrupt, truncated (a WAV holding less than its
+header says), an unexpected channel count, non-finite samples. `read_audio_blocks` reads
+a file of any length in bounded memory, for the streaming commands. Writes are atomic
+(a temporary file renamed into place), so an interrupted run never leaves half a file
+behind.
 """
 
 from __future__ import annotations
 
 import os
+import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import soundfile
 
 from speechkit import files
-from speechkit.channel import resample
+from speechkit.channel import resample, resample_stream
 
 
 class AudioFileError(ValueError):
@@ -41,26 +45,17 @@ def read_audio(
       (samples, rate): float32 [samples] when mono or mixed, else [samples, channels].
     """
     path = Path(path)
-    if not path.exists():
-        raise AudioFileError(f"{path}: no such file")
-    if path.is_dir():
-        raise AudioFileError(f"{path}: is a folder, expected an audio file")
-    if path.stat().st_size == 0:
-        raise AudioFileError(f"{path}: is empty (0 bytes)")
-    try:
-        data, rate = soundfile.read(path, dtype="float32", always_2d=True)
-    except (soundfile.LibsndfileError, RuntimeError, TypeError) as err:
-        raise AudioFileError(f"{path}: not a readable audio file ({err})") from None
+    with _open(path) as sound:
+        rate = sound.samplerate
+        try:
+            data = sound.read(dtype="float32", always_2d=True)
+        except (soundfile.LibsndfileError, RuntimeError) as err:
+            raise AudioFileError(f"{path}: not a readable audio file ({err})") from None
     if data.shape[0] == 0:
         raise AudioFileError(f"{path}: holds no samples")
     if channels is not None and data.shape[1] != channels:
         raise AudioFileError(f"{path}: has {data.shape[1]} channel(s), expected {channels}")
-    bad = ~np.isfinite(data)
-    if bad.any():
-        first = int(np.argwhere(bad)[0][0])
-        raise AudioFileError(
-            f"{path}: {int(bad.sum())} non-finite sample(s), the first at {first / rate:.3f} s"
-        )
+    _check_finite(path, data, rate)
     if mix_to_mono or data.shape[1] == 1:
         data = data.mean(axis=1) if mix_to_mono else data[:, 0]
     if target_rate is not None and target_rate != rate:
@@ -70,6 +65,102 @@ def read_audio(
             data = resample(data, rate, target_rate)
         rate = target_rate
     return np.ascontiguousarray(data, np.float32), int(rate)
+
+
+def read_audio_blocks(
+    path: str | os.PathLike, *, target_rate: int | None = None, block_frames: int = 1 << 16
+) -> Iterator[np.ndarray]:
+    """A file's samples mixed to mono, as float32 blocks at `target_rate` (None: the
+    file's rate), read `block_frames` at a time: memory stays bounded for any length.
+
+    The blocks concatenate to `read_audio(path, target_rate=..., channels=None,
+    mix_to_mono=True)[0]` exactly (`channel.resample_stream`). The checks are those of
+    `read_audio`, made as the file is read: a non-finite sample raises when its block is
+    reached, a file without samples at the end.
+    """
+    path = Path(path)
+    with _open(path) as sound:
+        rate = sound.samplerate
+
+        def mono_blocks():
+            start = 0
+            while True:
+                try:
+                    data = sound.read(block_frames, dtype="float32", always_2d=True)
+                except (soundfile.LibsndfileError, RuntimeError) as err:
+                    raise AudioFileError(f"{path}: not a readable audio file ({err})") from None
+                if len(data) == 0:
+                    break
+                _check_finite(path, data, rate, start)
+                start += len(data)
+                yield data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
+            if start == 0:
+                raise AudioFileError(f"{path}: holds no samples")
+
+        blocks = mono_blocks()
+        if target_rate is not None and target_rate != rate:
+            blocks = resample_stream(blocks, rate, target_rate)
+        for block in blocks:
+            yield np.ascontiguousarray(block, np.float32)
+
+
+def _open(path: Path) -> soundfile.SoundFile:
+    """The file opened for reading, or an AudioFileError naming it."""
+    if not path.exists():
+        raise AudioFileError(f"{path}: no such file")
+    if path.is_dir():
+        raise AudioFileError(f"{path}: is a folder, expected an audio file")
+    if path.stat().st_size == 0:
+        raise AudioFileError(f"{path}: is empty (0 bytes)")
+    try:
+        sound = soundfile.SoundFile(path)
+    except (soundfile.LibsndfileError, RuntimeError, TypeError) as err:
+        raise AudioFileError(f"{path}: not a readable audio file ({err})") from None
+    promised = _wav_header_frames(path)
+    if promised is not None and promised > sound.frames:
+        sound.close()
+        raise AudioFileError(
+            f"{path}: truncated: its WAV header promises {promised} samples "
+            f"({promised / sound.samplerate:.3f} s), the file holds {sound.frames} "
+            f"({sound.frames / sound.samplerate:.3f} s)"
+        )
+    return sound
+
+
+def _wav_header_frames(path: Path) -> int | None:
+    """The sample frames a RIFF/WAVE header declares (its `data` chunk size over the
+    `fmt ` block align); None for other formats and for the size placeholders of
+    writers that did not know the length (0 and 0xFFFFFFFF)."""
+    with open(path, "rb") as source:
+        if source.read(12)[8:] != b"WAVE":
+            return None
+        align = None
+        for _ in range(64):  # chunks before `data`; real files have a handful
+            header = source.read(8)
+            if len(header) < 8:
+                return None
+            name, size = header[:4], struct.unpack("<I", header[4:])[0]
+            if name == b"data":
+                if align is None or size in (0, 0xFFFFFFFF):
+                    return None
+                return size // align
+            body = source.read(min(size, 64)) if name == b"fmt " else b""
+            if name == b"fmt " and len(body) >= 14:
+                align = struct.unpack("<H", body[12:14])[0] or None
+            source.seek(size + (size & 1) - len(body), os.SEEK_CUR)
+    return None
+
+
+def _check_finite(path: Path, data: np.ndarray, rate: int, start: int | None = None) -> None:
+    """An AudioFileError naming the file and the time of the first non-finite sample of
+    `data`: the whole file's frames, or (`start`) one block's, from sample `start` on."""
+    bad = ~np.isfinite(data)
+    if bad.any():
+        first = (start or 0) + int(np.argwhere(bad)[0][0])
+        count = f"{int(bad.sum())} " if start is None else ""
+        raise AudioFileError(
+            f"{path}: {count}non-finite sample(s), the first at {first / rate:.3f} s"
+        )
 
 
 def write_audio(path: str | os.PathLike, samples, rate: int, subtype: str = "PCM_16") -> Path:

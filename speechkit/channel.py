@@ -25,7 +25,7 @@ exactly. Waveforms are float32 [samples] in [-1, 1].
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -125,6 +125,55 @@ def resample(waveform, from_rate: int, to_rate: int) -> np.ndarray:
     ratio = Fraction(to_rate, from_rate)
     out = scipy_signal.resample_poly(waveform, ratio.numerator, ratio.denominator)
     return out.astype(np.float32)
+
+
+def _resample_margin(up: int, down: int) -> int:
+    """Input samples of context either side of a piece that make `resample_poly` on the
+    piece equal the whole signal's result there: its filter's half length (10 taps per
+    rate step, scipy's default) in input samples, rounded up to a multiple of `down` so
+    that every piece starts on an output sample."""
+    reach = -(-10 * max(up, down) // up) + 1
+    return -(-reach // down) * down
+
+
+def resample_stream(blocks: Iterable[np.ndarray], from_rate: int, to_rate: int) -> Iterator:
+    """`resample` of a signal that arrives in blocks (float32 [n] each, any sizes), as
+    float32 blocks: their concatenation equals `resample` of the whole signal, sample for
+    sample, while memory holds a few pieces of ~65,536 input samples, whatever the length.
+
+    Each piece is resampled with `margin` input samples of context either side (the
+    filter's reach), so only the signal's true ends see zero padding, as in one call.
+    """
+    if from_rate <= 0 or to_rate <= 0:
+        raise ValueError(f"resample: rates must be > 0, got {from_rate} -> {to_rate}")
+    if from_rate == to_rate:
+        yield from (as_waveform("block", block) for block in blocks)
+        return
+    ratio = Fraction(to_rate, from_rate)
+    up, down = ratio.numerator, ratio.denominator
+    margin = _resample_margin(up, down)
+    step = down * max(1, -(-(1 << 16) // down))  # input samples per piece, a multiple of down
+    pending = np.zeros(0, np.float32)  # input from `offset` on (global sample index)
+    offset = begin = 0  # begin: the next piece's first input sample, a multiple of down
+
+    def piece(end: int) -> np.ndarray:
+        first = max(0, begin - margin)
+        window = pending[first - offset : end + margin - offset]
+        out = scipy_signal.resample_poly(window, up, down).astype(np.float32)
+        skip = begin * up // down - first * up // down
+        return out[skip : skip + -(-end * up // down) - begin * up // down]
+
+    for block in blocks:
+        pending = np.concatenate([pending, as_waveform("block", block)])
+        while offset + len(pending) >= begin + step + margin:
+            yield piece(begin + step)
+            begin += step
+            keep = begin - margin - offset
+            if keep > 0:
+                pending, offset = pending[keep:], offset + keep
+    total = offset + len(pending)
+    if total > begin:
+        yield piece(total)
 
 
 def mu_law_encode(waveform, bits: int = 8) -> np.ndarray:

@@ -3,8 +3,9 @@
 and cut into chunks the way a live source delivers them.
 
     for item in expand_paths(["calls/", "one.flac", "-"]):  # paths, or InputErrors
-        samples = read_samples(item, features)               # mono at the front end's rate
-        for chunk in file_chunks(samples, size, rate, realtime=False): ...
+        chunks = file_checked_chunks(item, features, size, realtime=False)
+        for chunk in chunks: ...                             # mono at the front end's rate
+        chunks.check()                                       # long enough, not silent
     for chunk in stdin_chunks(sys.stdin.buffer, size): ...   # raw 16-bit PCM
 
 The command lines share their options (`add_stream_arguments`, `add_run_arguments`),
@@ -12,9 +13,12 @@ their output (`Output`: a table, JSON lines or CSV, a line as each item is decid
 stream loop (`stream_items`) and the run over every input (`run_all`).
 
 Files: WAV, FLAC, OGG, any sample rate and channel count (mixed to mono and resampled
-to the front end's rate); folders are searched recursively for those suffixes; `-` is
-raw 16-bit little-endian mono PCM at 16 kHz on standard input. Every problem is an
-`InputError` or a `speechkit.audio_io.AudioFileError` whose message names the input.
+to the front end's rate, block by block: memory does not grow with a file's length, and
+the samples equal those of the whole file read at once); folders are searched
+recursively for those suffixes; `-` is raw 16-bit little-endian mono PCM at 16 kHz on
+standard input. Every problem is an `InputError` or a `speechkit.audio_io.AudioFileError`
+whose message names the input; a stream whose features stop being finite (a finite but
+huge float sample) is refused at the time where they break.
 """
 
 from __future__ import annotations
@@ -73,24 +77,39 @@ def read_samples(path: str, features: frontend.FeatureConfig) -> np.ndarray:
 
 def check_samples(name: str, samples: np.ndarray, features: frontend.FeatureConfig) -> None:
     """Enough samples for one feature window, not silent (InputError naming `name`)."""
-    if len(samples) < features.window_samples:
-        raise InputError(
-            f"{name}: too short: {len(samples)} samples at {features.sample_rate} Hz, expected "
-            f"at least one {features.window_ms:g} ms window ({features.window_samples})"
-        )
+    _check_length(name, len(samples), features)
     if np.max(np.abs(samples)) < SILENCE:
         raise InputError(f"{name}: silent (every sample below one 16-bit step)")
 
 
-def file_chunks(samples: np.ndarray, size: int, rate: int, realtime: bool) -> Iterator:
-    """The samples in chunks of `size`; with `realtime`, each one when it would have
-    arrived from a live source (paced by the wall clock)."""
-    started = time.monotonic()
-    for begin in range(0, len(samples), size):
-        chunk = samples[begin : begin + size]
+def file_chunks(samples, size: int, rate: int, realtime: bool) -> Iterator:
+    """Samples (an array, or an iterable of blocks of any sizes) in chunks of `size`
+    (the last one shorter); with `realtime`, each one when it would have arrived from a
+    live source (paced by the wall clock)."""
+    blocks = [samples] if isinstance(samples, np.ndarray) else samples
+    started, sent = time.monotonic(), 0
+    pending = np.zeros(0, np.float32)
+    for block in blocks:
+        pending = np.concatenate([pending, block])
+        while len(pending) >= size:
+            chunk, pending = pending[:size], pending[size:]
+            sent += size
+            if realtime:
+                time.sleep(max(0.0, started + sent / rate - time.monotonic()))
+            yield chunk
+    if len(pending):
         if realtime:
-            time.sleep(max(0.0, started + (begin + len(chunk)) / rate - time.monotonic()))
-        yield chunk
+            time.sleep(max(0.0, started + (sent + len(pending)) / rate - time.monotonic()))
+        yield pending
+
+
+def file_checked_chunks(
+    path: str, features: frontend.FeatureConfig, size: int, realtime: bool
+) -> CheckedChunks:
+    """A file's samples, mono at the front end's rate, as `CheckedChunks` of `size`
+    samples, read from the file block by block as they are consumed."""
+    blocks = audio_io.read_audio_blocks(path, target_rate=features.sample_rate)
+    return CheckedChunks(file_chunks(blocks, size, features.sample_rate, realtime), path, features)
 
 
 def stdin_chunks(stream, size: int) -> Iterator[np.ndarray]:
@@ -114,8 +133,9 @@ class CheckedChunks:
     """Chunks passed through, their length and peak recorded, for the checks of a
     stream whose end is not known in advance (`check`, once it has ended)."""
 
-    def __init__(self, chunks, name: str = STDIN):
-        self.chunks, self.name, self.samples, self.peak = chunks, name, 0, 0.0
+    def __init__(self, chunks, name: str = STDIN, features: frontend.FeatureConfig | None = None):
+        self.chunks, self.name, self.features = chunks, name, features
+        self.samples, self.peak = 0, 0.0
 
     def __iter__(self):
         for chunk in self.chunks:
@@ -124,11 +144,22 @@ class CheckedChunks:
             yield chunk
 
     def check(self) -> None:
-        """InputError naming the stream when it held no samples or only silence."""
+        """InputError naming the stream when it held no samples, fewer than one feature
+        window (with `features`) or only silence."""
         if self.samples == 0:
             raise InputError(f"{self.name}: holds no samples")
+        if self.features is not None:
+            _check_length(self.name, self.samples, self.features)
         if self.peak < SILENCE:
-            raise InputError(f"{self.name}: silent (every sample zero)")
+            raise InputError(f"{self.name}: silent (every sample below one 16-bit step)")
+
+
+def _check_length(name: str, samples: int, features: frontend.FeatureConfig) -> None:
+    if samples < features.window_samples:
+        raise InputError(
+            f"{name}: too short: {samples} samples at {features.sample_rate} Hz, expected "
+            f"at least one {features.window_ms:g} ms window ({features.window_samples})"
+        )
 
 
 def block_outputs(block_ms: float, hop_s: float) -> int:
@@ -152,12 +183,13 @@ def main_in_pipe(main: Callable[[], int]) -> int:
         return 1
 
 
-def stdin_checked_chunks(rate: int, size: int) -> CheckedChunks:
+def stdin_checked_chunks(features: frontend.FeatureConfig, size: int) -> CheckedChunks:
     """Standard input's raw PCM as `CheckedChunks` of up to `size` samples; an
-    InputError when the model's `rate` is not the PCM's."""
+    InputError when the front end's rate is not the PCM's."""
+    rate = features.sample_rate
     if rate != STDIN_RATE:
         raise InputError(f"{STDIN}: raw PCM is read at {STDIN_RATE} Hz; the model wants {rate} Hz")
-    return CheckedChunks(stdin_chunks(sys.stdin.buffer, size))
+    return CheckedChunks(stdin_chunks(sys.stdin.buffer, size), STDIN, features)
 
 
 def padded_block(frames: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -171,10 +203,22 @@ def padded_block(frames: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]
 def stream_items(chunks, features: frontend.FeatureStream, stream, emit) -> int:
     """Streams sample chunks through the front end (`features`) and `stream` (its
     `push(frames)` and `close()` return the items they decide), calling `emit` with
-    each item as it is decided; returns the number of items."""
-    count = 0
+    each item as it is decided; returns the number of items. Non-finite features (a
+    finite sample too large for float32 arithmetic) are an InputError naming the input
+    (`chunks.name`, when it has one) and their time."""
+    count = done = 0
     for chunk in chunks:
-        for item in stream.push(features.push(chunk)):
+        frames = features.push(chunk)
+        bad = ~np.isfinite(frames).all(axis=1)
+        if bad.any():
+            name = getattr(chunks, "name", "input")
+            at = (done + int(np.argmax(bad))) * features.config.hop_s
+            raise InputError(
+                f"{name}: non-finite features from {at:.3f} s (samples too large? peak so far "
+                f"{getattr(chunks, 'peak', float('nan')):.3g})"
+            )
+        done += len(frames)
+        for item in stream.push(frames):
             emit(item)
             count += 1
     for item in stream.close():
@@ -257,6 +301,9 @@ class Output:
             self.stream.flush()
 
     def write(self, name: str, item) -> None:
+        """One row; in a table, control characters of the name and of text fields (a
+        newline, an ANSI escape) are printed escaped, so that no row can forge another
+        (JSON lines and CSV quote them)."""
         row = {"file": name, **dataclasses.asdict(item)}
         for key in self.rounded:
             row[key] = round(row[key], 6)
@@ -266,11 +313,21 @@ class Output:
             self._csv.writerow([row[key] for key in self.fields])
             self.stream.flush()
         else:
-            self._line(self.table_line(name, item))
+            text = {key: printable(value) for key, value in row.items() if isinstance(value, str)}
+            text.pop("file")
+            self._line(self.table_line(printable(name), dataclasses.replace(item, **text)))
 
     def _line(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character (newline, escape, other controls) as
+    its Python escape, e.g. `\\n`, `\\x1b`."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def run_inputs(
