@@ -300,17 +300,20 @@ def parser() -> argparse.ArgumentParser:
     )
     parse.add_argument(
         "--refractory-s",
-        type=float,
+        type=stream_inputs.number(0),
         default=0.0,
         help="drop a keyword's detection within this many seconds of its last one (default 0: "
         "keep all)",
     )
     parse.add_argument(
-        "--min-score", type=float, default=None, help="peak threshold (default: the model's)"
+        "--min-score",
+        type=stream_inputs.number(0, 1),
+        default=None,
+        help="peak threshold in [0, 1] (default: the model's)",
     )
     parse.add_argument(
         "--fa-per-hour",
-        type=float,
+        type=stream_inputs.number(0, above=True),
         default=None,
         metavar="B",
         help="keep a detection only when its score reaches its keyword's threshold at the "

@@ -438,7 +438,7 @@ def parser() -> argparse.ArgumentParser:
     )
     parse.add_argument(
         "--smoothing-frames",
-        type=int,
+        type=stream_inputs.number(1, integer=True),
         default=1,
         help="frames a class must hold to switch (multiqt_jax.decode; default 1: none)",
     )

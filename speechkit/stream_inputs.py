@@ -242,6 +242,32 @@ def stream_parser(prog: str, description: str, epilog: str, unit: str) -> argpar
     )
 
 
+MAX_BLOCK_MS = 60_000.0  # a longer block is no longer a stream (and its buffers grow with it)
+
+
+def number(low: float, high: float = math.inf, *, above: bool = False, integer: bool = False):
+    """An argparse `type`: a finite number in [low, high] ((low, high] with `above`);
+    anything else (nan, inf, out of range, not a number) is a usage error naming the
+    value and the range, exit status 2."""
+    opening = "(" if above else "["
+    closing = "]" if math.isfinite(high) else ")"
+    expected = (
+        f"{'an integer' if integer else 'a finite number'} in {opening}{low:g}, {high:g}{closing}"
+    )
+
+    def parse(text: str):
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {expected}") from None
+        if not math.isfinite(value) or value < low or (above and value == low) or value > high:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {expected}")
+        return value
+
+    parse.__name__ = "number"  # argparse names the type in its messages
+    return parse
+
+
 def add_stream_arguments(
     parse: argparse.ArgumentParser, model_help: str, inputs: str, step: str
 ) -> None:
@@ -257,7 +283,7 @@ def add_stream_arguments(
     parse.add_argument("--format", choices=FORMATS, default="table", help="output format")
     parse.add_argument(
         "--block-ms",
-        type=float,
+        type=number(0, MAX_BLOCK_MS, above=True),
         default=None,
         help=f"audio per {step} step (default 200 ms; an export's own block)",
     )

@@ -147,3 +147,22 @@ def test_labels_cannot_forge_table_rows():
     assert lines[0].startswith("al\\npha") and lines[0].endswith("x\\n.wav")
     assert lines[1].startswith("be\\x1b[31mta")
     assert stream_inputs.printable("plain é") == "plain é"
+
+
+@pytest.mark.parametrize(
+    "option, value, expected",
+    [
+        ("--block-ms", "nan", "a finite number in (0, 60000]"),
+        ("--block-ms", "1e300", "a finite number in (0, 60000]"),
+        ("--block-ms", "inf", "a finite number in (0, 60000]"),
+        ("--min-score", "5", "a finite number in [0, 1]"),
+        ("--min-score", "nan", "a finite number in [0, 1]"),
+        ("--refractory-s", "nan", "a finite number in [0, inf)"),
+        ("--fa-per-hour", "0", "a finite number in (0, inf)"),
+    ],
+)
+def test_numeric_options_are_checked(option, value, expected, capsys):
+    with pytest.raises(SystemExit) as stop:
+        detect.parser().parse_args(["bundle", "a.wav", option, value])
+    assert stop.value.code == 2
+    assert f"argument {option}: {value!r}: expected {expected}" in capsys.readouterr().err
