@@ -18,17 +18,22 @@ support), with the state as a flat list of arrays
 (sequence-layers' state classes cannot be serialized): (block, block_mask, state) ->
 (heads [b, n, ...], out_mask [b, n], state). The initial state is zeros of the state's
 shapes (`initial_state`; checked when exporting). Loading a serialized module runs no
-Python code: it is StableHLO, compiled by XLA. tests/cskws_jax/test_export.py checks
-both against the live model after a round trip through bytes. The parts both tasks'
+Python code from it: it is StableHLO, compiled by XLA, and `read` refuses one holding a
+custom call (native code called by name) off `speechkit.export.ALLOWED_CUSTOM_CALLS`.
+tests/cskws_jax/test_export.py checks both against the live model after a round trip
+through bytes. The parts both tasks'
 exports share (flat state, write / read, the export folder, the command line) are
 `speechkit.export`'s.
 
     python -m cskws_jax.export BUNDLE OUT_DIR [--block-outputs 5] [--platforms cpu,cuda]
 
 OUT_DIR gets forward.stablehlo, step.stablehlo and export.json (labels, front end,
-decoding settings with the bundle's operating points, block size:
-`speechkit.export.write_folder`); `read_folder` reads it back, checked, and `python -m
-cskws_jax.detect OUT_DIR AUDIO...` runs the exported step on audio.
+decoding settings with the bundle's operating points, block size, the sha256 of each
+module and field: `speechkit.export.write_folder`); `read_folder` reads it back, checked
+before any module runs (checksums, module files inside the folder, the custom-call
+allowlist, the modules' signatures against the fields: `signatures`, the front end's hop
+against the model's: `check_hop`), and `python -m cskws_jax.detect OUT_DIR AUDIO...`
+runs the exported step on audio.
 
 Serializing needs the `flatbuffers` package (an optional dependency of jax.export).
 """
@@ -36,6 +41,7 @@ Serializing needs the `flatbuffers` package (an optional dependency of jax.expor
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -47,34 +53,51 @@ from jax import export as jax_export
 from cskws_jax import bundle, model
 from speechkit import checks
 from speechkit import export as shared
-from speechkit.bundle import Bundle
+from speechkit.bundle import Bundle, BundleError
 from speechkit.export import initial_state, read, write
 
 __all__ = [
+    "check_hop",
     "export_forward",
     "export_step",
     "from_bundle",
     "initial_state",
+    "input_specs",
+    "output_specs",
     "read",
     "read_folder",
+    "signatures",
     "write",
 ]
+
+
+def input_specs(config: model.AfKwsConfig, outputs, batch=1) -> tuple[object, object]:
+    """(features, mask) as `jax.ShapeDtypeStruct`s for `outputs` output frames (an int or
+    a symbolic dimension) of `batch` streams."""
+    length = config.output_stride * outputs
+    features = jax.ShapeDtypeStruct((batch, length, config.features), jnp.float32)
+    return features, jax.ShapeDtypeStruct((batch, length), jnp.bool_)
+
+
+def output_specs(config: model.AfKwsConfig, outputs, batch) -> tuple[dict, object]:
+    """(heads, out_mask) as `jax.ShapeDtypeStruct`s for `outputs` output frames."""
+    frames = jax.ShapeDtypeStruct((batch, outputs), jnp.float32)
+    heatmap = jax.ShapeDtypeStruct((batch, outputs, config.num_classes), jnp.float32)
+    heads = {"heatmap": heatmap, "length": frames, "offset": frames}
+    return heads, jax.ShapeDtypeStruct((batch, outputs), jnp.bool_)
 
 
 def export_forward(
     net: model.AfKws, params, platforms: Sequence[str] | None = None
 ) -> jax_export.Exported:
     """The whole-sequence call with `params` baked in; see the module docstring."""
-    config = net.config
     batch, frames = jax_export.symbolic_shape("b, t")
-    length = config.output_stride * frames
-    features = jax.ShapeDtypeStruct((batch, length, config.features), jnp.float32)
-    mask = jax.ShapeDtypeStruct((batch, length), jnp.bool_)
 
     def forward(features, mask):
         return net.apply(params, {"audio": features}, {"audio": mask})
 
-    return jax_export.export(jax.jit(forward), platforms=platforms)(features, mask)
+    specs = input_specs(net.config, frames, batch)
+    return jax_export.export(jax.jit(forward), platforms=platforms)(*specs)
 
 
 def export_step(
@@ -82,10 +105,7 @@ def export_step(
 ) -> jax_export.Exported:
     """The streaming step for blocks of `block_outputs` output frames, with `params`
     baked in and a flat list as state; see the module docstring."""
-    config = net.config
-    length = config.output_stride * checks.require_int("block_outputs", block_outputs, at_least=1)
-    block = jax.ShapeDtypeStruct((1, length, config.features), jnp.float32)
-    mask = jax.ShapeDtypeStruct((1, length), jnp.bool_)
+    block_outputs = checks.require_int("block_outputs", block_outputs, at_least=1)
 
     def step(block, mask, state):
         return net.apply(params, {"audio": block}, {"audio": mask}, state, method=net.step)
@@ -93,7 +113,28 @@ def export_step(
     def zeros(batch_size: int):
         return net.apply(params, batch_size, method=net.initial_state)
 
-    return shared.export_step(step, (block, mask), zeros, platforms, "AfKws.initial_state")
+    specs = input_specs(net.config, block_outputs)
+    return shared.export_step(step, specs, zeros, platforms, "AfKws.initial_state")
+
+
+def signatures(info: Bundle, block_outputs: int) -> dict[str, shared.Signature]:
+    """{"forward", "step"}: what the modules of an export with export.json's `info` and
+    `block_outputs` take and return (`speechkit.export.Signature`; the step's state
+    from `AfKws.initial_state`, evaluated abstractly: nothing is computed)."""
+    config = info.model_config
+    batch, frames = jax_export.symbolic_shape("b, t")
+    net = model.AfKws(config)
+    state = jax.eval_shape(lambda: net.apply({}, 1, method=net.initial_state))
+    return {
+        "forward": shared.Signature(
+            input_specs(config, frames, batch), output_specs(config, frames, batch)
+        ),
+        "step": shared.Signature(
+            input_specs(config, block_outputs, batch),
+            output_specs(config, block_outputs, batch),
+            jax.tree_util.tree_leaves(state),
+        ),
+    }
 
 
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
@@ -112,12 +153,27 @@ def read_folder(path: str | os.PathLike) -> tuple[Bundle, int, dict[str, jax_exp
     """(info, block_outputs, {"forward", "step"}) of a folder the command line wrote;
     info as a bundle's (`cskws_jax.bundle.load`): keywords, features, decoding (with its
     operating points), model config. A `speechkit.bundle.BundleError` names the file
-    and the field for anything missing, an export of another task, or keywords, a front
-    end or operating points that do not fit the model."""
-    info, block_outputs, modules = shared.read_task_folder(path, bundle.TASK_FORMAT)
-    where = os.path.join(path, shared.MANIFEST)
-    bundle.check_operating_points(info.decoding, len(info.labels), where)
-    return info, block_outputs, modules
+    and the field for anything missing, an export of another task, keywords, a front
+    end or operating points that do not fit the model, or anything
+    `speechkit.export.read_folder` refuses (checksums, names, custom calls, signatures)."""
+
+    def check(info: Bundle, where: str) -> None:
+        bundle.check_operating_points(info.decoding, len(info.labels), where)
+        check_hop(info, where)
+
+    return shared.read_task_folder(path, bundle.TASK_FORMAT, signatures, check)
+
+
+def check_hop(info: Bundle, where: str) -> None:
+    """The front end's hop is the one the model's streaming spec takes its frames at
+    (`AfKws.streaming_spec`): the exported step knows frames, not seconds, so another
+    hop would put every detection at the wrong time."""
+    hop_s = model.streaming_spec(info.model_config).inputs["audio"].hop_s
+    if not math.isclose(info.features.hop_s, hop_s, rel_tol=1e-9):
+        raise BundleError(
+            f"{where}: features.hop_ms: {info.features.hop_ms:g}; the model takes frames every "
+            f"{hop_s * 1000:g} ms (its streaming spec)"
+        )
 
 
 def main(argv=None) -> int:

@@ -25,14 +25,18 @@ through bytes.
     python -m multiqt_jax.export BUNDLE OUT_DIR [--block-outputs 5] [--platforms cpu,cuda]
 
 OUT_DIR gets forward.stablehlo, step.stablehlo and export.json (labels, front end,
-decoding, model config, block size: `speechkit.export.write_folder`), everything
-`python -m multiqt_jax.track OUT_DIR CALL...` needs instead of the bundle
-(`read_folder`). Serializing needs the `flatbuffers` package.
+decoding, model config, block size, the sha256 of each module and field:
+`speechkit.export.write_folder`), everything `python -m multiqt_jax.track OUT_DIR
+CALL...` needs instead of the bundle (`read_folder`: checked before any module runs,
+see `speechkit.export`; the modules' signatures against the fields are `signatures`, the
+front end's hop against the model's `check_hop`). Serializing needs the `flatbuffers`
+package.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -44,16 +48,20 @@ from jax import export as jax_export
 from multiqt_jax import bundle, model
 from speechkit import checks
 from speechkit import export as shared
-from speechkit.bundle import Bundle
+from speechkit.bundle import Bundle, BundleError
 from speechkit.export import initial_state, read, write
 
 __all__ = [
+    "check_hop",
     "export_forward",
     "export_step",
     "from_bundle",
     "initial_state",
+    "input_specs",
+    "output_specs",
     "read",
     "read_folder",
+    "signatures",
     "write",
 ]
 
@@ -69,6 +77,12 @@ def input_specs(config: model.MultiQTConfig, outputs, batch=1) -> tuple[dict, di
         inputs[name] = jax.ShapeDtypeStruct((batch, frames, widths[name]), jnp.float32)
         mask[name] = jax.ShapeDtypeStruct((batch, frames), jnp.bool_)
     return inputs, mask, jax.ShapeDtypeStruct((batch, len(model.MODALITIES)), jnp.bool_)
+
+
+def output_specs(config: model.MultiQTConfig, outputs, batch) -> tuple[dict, object]:
+    """({"logits"}, out_mask) as `jax.ShapeDtypeStruct`s for `outputs` output frames."""
+    logits = jax.ShapeDtypeStruct((batch, outputs, config.num_classes), jnp.float32)
+    return {"logits": logits}, jax.ShapeDtypeStruct((batch, outputs), jnp.bool_)
 
 
 def export_forward(
@@ -101,6 +115,26 @@ def export_step(
     return shared.export_step(step, specs, zeros, platforms, "MultiQT.initial_state")
 
 
+def signatures(info: Bundle, block_outputs: int) -> dict[str, shared.Signature]:
+    """{"forward", "step"}: what the modules of an export with export.json's `info` and
+    `block_outputs` take and return (`speechkit.export.Signature`; the step's state
+    from `MultiQT.initial_state`, evaluated abstractly: nothing is computed)."""
+    config = info.model_config
+    batch, frames = jax_export.symbolic_shape("b, t")
+    net = model.MultiQT(config)
+    state = jax.eval_shape(lambda: net.apply({}, 1, method=net.initial_state))
+    return {
+        "forward": shared.Signature(
+            input_specs(config, frames, batch), output_specs(config, frames, batch)
+        ),
+        "step": shared.Signature(
+            input_specs(config, block_outputs, batch),
+            output_specs(config, block_outputs, batch),
+            jax.tree_util.tree_leaves(state),
+        ),
+    }
+
+
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
     """(forward, step) exported from a bundle folder (`multiqt_jax.bundle.load`)."""
     modules, _ = _export_bundle(path, block_outputs, platforms)
@@ -117,8 +151,21 @@ def read_folder(path: str | os.PathLike) -> tuple[Bundle, int, dict[str, jax_exp
     """(info, block_outputs, {"forward", "step"}) of a folder the command line wrote;
     info as a bundle's (`multiqt_jax.bundle.load`): labels, features, decoding, model
     config. A `speechkit.bundle.BundleError` names the file for anything missing, an
-    export of another task, or labels or a front end that do not fit the model."""
-    return shared.read_task_folder(path, bundle.TASK_FORMAT)
+    export of another task, labels or a front end that do not fit the model, or
+    anything `speechkit.export.read_folder` refuses (checksums, names, custom calls,
+    signatures)."""
+    return shared.read_task_folder(path, bundle.TASK_FORMAT, signatures, check_hop)
+
+
+def check_hop(info: Bundle, where: str) -> None:
+    """The front end's hop is the audio frame period the model takes
+    (`multiqt_jax.model.AUDIO_HOP_S`; the tracker's clock, text-only models too): the
+    exported step knows frames, not seconds."""
+    if not math.isclose(info.features.hop_s, model.AUDIO_HOP_S, rel_tol=1e-9):
+        raise BundleError(
+            f"{where}: features.hop_ms: {info.features.hop_ms:g}; the model takes audio frames "
+            f"every {model.AUDIO_HOP_S * 1000:g} ms"
+        )
 
 
 def main(argv=None) -> int:

@@ -2,26 +2,47 @@
 shares (`cskws_jax.export`, `multiqt_jax.export`).
 
     step = export.export_step(step_fn, (block, block_mask), initial_state_fn)
-    export.write("step.stablehlo", step)        # bytes; export.read(path) -> Exported
+    export.write("step.stablehlo", step)        # bytes -> sha256; export.read(path) -> Exported
     state = export.initial_state(step, batch_size=1)
     outputs, out_mask, state = step.call(block, block_mask, state)
     export.write_folder(out_dir, {"forward": forward, "step": step}, manifest(info, 5))
-    info, block_outputs, modules = export.read_folder(out_dir, task=..., ...)
+    info, block_outputs, modules = export.read_folder(out_dir, task=..., signatures=...)
 
 `export_step` exports a protocol step (`speechkit.streaming`) whose LAST argument and
 last output are the state: a pytree of sequence-layers state classes, which cannot be
 serialized, so the exported module takes and returns it as a flat list of arrays. The
 batch is symbolic (`b`, leading every input and state array); the other sizes are fixed.
 The state before a stream's first block must be all zeros (checked when exporting), so
-that `initial_state` rebuilds it from the exported module alone. Loading a serialized
-module runs no Python code: it is StableHLO, compiled by XLA.
+that `initial_state` rebuilds it from the exported module alone.
+
+Loading a module runs no Python code from it: it is StableHLO, compiled by XLA. But a
+module can name native code: a `stablehlo.custom_call` calls whatever the process has
+registered under its target name (a Python callback's `xla_ffi_python_cpu_callback`
+with a made-up index reads memory it should not), and jax checks the targets only when
+exporting. So `read` (and `read_folder`) refuse, before anything runs, a module whose
+StableHLO holds a custom call whose target is not in `ALLOWED_CUSTOM_CALLS` (what the
+project's own exports contain: `shape_assertion`), or a form of one whose target cannot
+be read, a host transfer (infeed, outfeed, send, recv), effects, disabled safety checks,
+a vjp, more than one device or shardings (`check_module`): a `BundleError` naming the
+file and the call.
 
 An export folder (`write_folder`) holds one `<name>.stablehlo` per module and
-export.json, written last, each file atomically: the task, the labels, the front end,
-the decoding settings and the model config as in a bundle (`speechkit.bundle`), the
-block size of the step and the bundle it came from; `read_folder` rebuilds and checks
-them (a `speechkit.bundle.BundleError` naming the file and the field), so a folder is
-all a streaming client needs. `main` is the command line of both tasks' exports.
+export.json, written last, each file atomically: the format and its version, the task,
+the labels, the front end, the decoding settings and the model config as in a bundle
+(`speechkit.bundle`), the block size of the step, the bundle it came from, each module's
+file and the sha256 of its bytes, and the sha256 of each of these fields
+(`fields_sha256`: export.json is not to be edited; export the bundle again). `read_folder`
+rebuilds and checks them, each problem a `speechkit.bundle.BundleError` naming the file
+and the field: unknown or missing fields; a module name other than letters, digits and
+`_`, or a file that is not `<name>.stablehlo` in the folder (a symlink leaving it
+included); a module whose bytes differ from their sha256 (checked before deserializing);
+a module refused by `check_module`; a module whose arguments and results are not what
+the task's `Signature` built from the fields says (shapes, strides, block size, the
+step's state); a field whose sha256 differs. Checksums catch damage and edits, not a
+forger who recomputes them; what keeps a forged module from running native code is the
+custom-call allowlist. Folders written before the checksums (no `format_version`) are
+refused with a message to export again. `main` is the command line of both tasks'
+exports.
 
 Serializing needs the `flatbuffers` package (an optional dependency of jax.export).
 """
@@ -29,7 +50,11 @@ Serializing needs the `flatbuffers` package (an optional dependency of jax.expor
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
+import json
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -45,7 +70,42 @@ from speechkit.frontend import FeatureConfig
 
 MANIFEST = "export.json"
 FORMAT = "speechkit-export"
+FORMAT_VERSION = 2  # 2: the modules' and the fields' sha256 (1: none, no format_version)
 SUFFIX = ".stablehlo"
+ALLOWED_CUSTOM_CALLS = frozenset({"shape_assertion"})
+"""The custom-call targets a module may hold: what the project's own exports contain.
+Exporting both tasks' forward and step (the tests' tiny models and the default-size
+ones, every MultiQT fusion and set of modalities, AF-KWS at precision "highest" and
+"default") for cpu and cuda (AF-KWS also for tpu) gives only `shape_assertion`, jax's
+check of the symbolic sizes, which shape refinement consumes before XLA compiles.
+tests/speechkit/test_export_hostile.py exports the test models again and checks that
+this is all they hold."""
+HOST_OPS = ("infeed", "outfeed", "send", "recv")
+"""StableHLO ops that move data to or from the host; no export of the project has one."""
+_NAME = re.compile(r"[A-Za-z0-9_]+")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_FIELDS = (
+    "format",
+    "format_version",
+    "task",
+    "model_config",
+    "features",
+    "labels",
+    "decoding",
+    "corpus",
+    "bundle",
+    "block_outputs",
+    "modules",
+)
+"""export.json's fields, each covered by its `fields_sha256` entry."""
+# A custom call as MLIR prints it: `stablehlo.custom_call @target(...)` (the target
+# quoted when it is not a plain identifier), or in the generic form
+# `"stablehlo.custom_call"(...) <{call_target_name = "target", ...}>`.
+_CUSTOM_CALL = "custom_call"
+_PRETTY_CALL = re.compile(r'custom_call\s+@(?:"((?:[^"\\]|\\.)*)"|([\w.$-]+))')
+_GENERIC_CALL = re.compile(r'custom_call"')
+_TARGET_ATTRIBUTE = re.compile(r'call_target_name\s*=\s*"((?:[^"\\]|\\.)*)"')
+_HOST_OP = re.compile(r"\bstablehlo\.(" + "|".join(HOST_OPS) + r")\b")
 
 
 # ------------------------------------------------------------------------- modules
@@ -107,16 +167,99 @@ def initial_state(step: jax_export.Exported, batch_size: int) -> list[jax.Array]
     ]
 
 
-def write(path: str | os.PathLike, exported: jax_export.Exported) -> None:
-    """The serialized module (bytes), written atomically."""
+def write(path: str | os.PathLike, exported: jax_export.Exported) -> str:
+    """The serialized module (bytes), written atomically -> the sha256 of those bytes."""
+    data = exported.serialize()
     with files.atomic_open(path, "wb") as out:
-        out.write(exported.serialize())
+        out.write(data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def read(path: str | os.PathLike) -> jax_export.Exported:
-    """A module `write` wrote (StableHLO: deserializing runs no Python code)."""
-    with open(path, "rb") as source:
-        return jax_export.deserialize(bytearray(source.read()))
+    """A module `write` wrote, refused (`BundleError` naming `path`) when it is not one
+    or `check_module` refuses it; nothing in it has run."""
+    try:
+        with open(path, "rb") as source:
+            data = source.read()
+    except OSError as err:
+        raise bundle_lib.BundleError(f"{path}: not readable ({err.strerror or err})") from None
+    return _deserialize(data, path)
+
+
+def _deserialize(data: bytes, where) -> jax_export.Exported:
+    try:
+        exported = jax_export.deserialize(bytearray(data))
+    except Exception as err:  # untrusted bytes: struct.error, IndexError, ValueError, ...
+        raise bundle_lib.BundleError(
+            f"{where}: not a serialized jax.export module ({type(err).__name__}: {err})"
+        ) from None
+    check_module(exported, where)
+    return exported
+
+
+def check_module(exported: jax_export.Exported, where) -> None:
+    """Refuses (a `BundleError` naming `where` and what it found) a module that could do
+    more than compute on its arguments: a custom call whose target is not in
+    `ALLOWED_CUSTOM_CALLS` (native code called by name) or whose target cannot be read,
+    a host transfer op (`HOST_OPS`), effects, disabled safety checks, a vjp (another
+    module inside), more than one device, or shardings. It reads the module's StableHLO
+    text (`Exported.mlir_module`); nothing is compiled or run."""
+    try:
+        text = exported.mlir_module()
+    except Exception as err:  # an unreadable StableHLO artifact
+        raise bundle_lib.BundleError(
+            f"{where}: its StableHLO cannot be read ({type(err).__name__}: {err})"
+        ) from None
+    for target in custom_call_targets(text, where):
+        if target not in ALLOWED_CUSTOM_CALLS:
+            raise bundle_lib.BundleError(
+                f"{where}: stablehlo.custom_call @{target}: refused, not an allowed call "
+                f"target (allowed: {', '.join(sorted(ALLOWED_CUSTOM_CALLS))}); a custom call "
+                "runs native code by name, so this module is not run"
+            )
+    host = _HOST_OP.search(text)
+    if host:
+        raise bundle_lib.BundleError(
+            f"{where}: {host.group(0)}: refused (a host transfer; no export of this project "
+            "has one)"
+        )
+    refused = {
+        "ordered_effects": exported.ordered_effects,
+        "unordered_effects": exported.unordered_effects,
+        "disabled_safety_checks": exported.disabled_safety_checks,
+        "in_shardings": [s for s in exported.in_shardings_hlo if s is not None],
+        "out_shardings": [s for s in exported.out_shardings_hlo if s is not None],
+    }
+    for name, found in refused.items():
+        if found:
+            raise bundle_lib.BundleError(
+                f"{where}: {name}: {list(found)}; refused (no export of this project has any)"
+            )
+    if exported.nr_devices != 1:
+        raise bundle_lib.BundleError(
+            f"{where}: nr_devices: {exported.nr_devices}; refused (exports run on one device)"
+        )
+    if exported.has_vjp():
+        raise bundle_lib.BundleError(
+            f"{where}: holds a vjp module; refused (exports have none; it would run unchecked)"
+        )
+
+
+def custom_call_targets(text: str, where) -> list[str]:
+    """The target of every custom call in a module's StableHLO text, in order (generic
+    form ones after the pretty ones); a `BundleError` naming `where` when a mention of
+    `custom_call` is not a call whose target can be read (so that no form of one slips
+    through unread)."""
+    pretty = [quoted or plain for quoted, plain in _PRETTY_CALL.findall(text)]
+    generic = len(_GENERIC_CALL.findall(text))
+    named = _TARGET_ATTRIBUTE.findall(text)
+    rest = _TARGET_ATTRIBUTE.sub("", _GENERIC_CALL.sub("", _PRETTY_CALL.sub("", text)))
+    if _CUSTOM_CALL in rest or len(named) < generic:
+        raise bundle_lib.BundleError(
+            f"{where}: a custom_call whose target cannot be read; refused (a custom call "
+            "runs native code by name)"
+        )
+    return pretty + named
 
 
 # -------------------------------------------------------------------------- folders
@@ -143,27 +286,52 @@ def export_bundle(
     return modules, manifest(info, block_outputs)
 
 
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """What one module of a task's export must take and return, as export.json's fields
+    make it: `args` and `results` tuples of pytrees of `jax.ShapeDtypeStruct` (sizes may
+    be symbolic, from `jax.export.symbolic_shape`: `b` the batch, `t` a forward's output
+    frames), a step's state left out; `state`: a step's state arrays as the model
+    config's `initial_state(1)` makes them ([1, ...]; the module's lead with `b`), None
+    for a module without state (a forward). A step's results lead with [b, block_outputs]."""
+
+    args: tuple
+    results: tuple
+    state: Sequence | None = None
+
+
 def read_task_folder(
-    path: str | os.PathLike, task_format: bundle_lib.TaskFormat
+    path: str | os.PathLike,
+    task_format: bundle_lib.TaskFormat,
+    signatures: Callable[[bundle_lib.Bundle, int], Mapping[str, Signature]],
+    check: Callable[[bundle_lib.Bundle, str], None] | None = None,
 ) -> tuple[bundle_lib.Bundle, int, dict[str, jax_export.Exported]]:
     """`read_folder` for the task of `task_format` (`speechkit.bundle.TaskFormat`), with
-    its check that the labels and the front end fit the model config."""
-    info, block_outputs, modules = read_folder(
+    its check that the labels and the front end fit the model config and then `check`
+    (the task's own), before any module is read."""
+
+    def check_fields(info: bundle_lib.Bundle, where: str) -> None:
+        task_format.check_parts(info.model_config, info.features, info.labels, where)
+        if check is not None:
+            check(info, where)
+
+    return read_folder(
         path,
         task=task_format.task,
         model_config_type=task_format.model_config_type,
         decoding_type=task_format.decoding_type,
+        signatures=signatures,
+        check=check_fields,
     )
-    where = str(Path(path) / MANIFEST)
-    task_format.check_parts(info.model_config, info.features, info.labels, where)
-    return info, block_outputs, modules
 
 
 def manifest(info: bundle_lib.Bundle, block_outputs: int) -> dict:
-    """The export.json payload of a bundle's export (see the module docstring);
-    `block_outputs`: output frames per step of the exported step."""
+    """The export.json payload of a bundle's export (see the module docstring), without
+    the modules and the checksums (`write_folder` adds them); `block_outputs`: output
+    frames per step of the exported step."""
     return {
         "format": FORMAT,
+        "format_version": FORMAT_VERSION,
         "task": info.task,
         "model_config": bundle_lib.to_dict(info.model_config),
         "features": bundle_lib.to_dict(info.features),
@@ -175,17 +343,34 @@ def manifest(info: bundle_lib.Bundle, block_outputs: int) -> dict:
     }
 
 
+def fields_sha256(fields: Mapping) -> dict[str, str]:
+    """{name: the sha256 of its value as canonical JSON (sorted keys, no spaces, ASCII)}
+    of export.json's fields, `fields_sha256` itself left out."""
+    return {
+        name: hashlib.sha256(
+            json.dumps(value, sort_keys=True, separators=(",", ":")).encode("ascii")
+        ).hexdigest()
+        for name, value in fields.items()
+        if name != "fields_sha256"
+    }
+
+
 def write_folder(
     out_dir: str | os.PathLike, modules: Mapping[str, jax_export.Exported], payload: dict
 ) -> list[Path]:
-    """Writes `<name>.stablehlo` for each module, then `payload` as export.json (each
-    atomically, the JSON last) -> the paths written, in that order."""
+    """Writes `<name>.stablehlo` for each module, then export.json: `payload` with each
+    module's file and sha256 (`modules`) and each field's sha256 (`fields_sha256`), each
+    file atomically, the JSON last -> the paths written, in that order."""
     folder = Path(out_dir)
-    written = []
+    written, listed = [], {}
     for name, exported in modules.items():
-        write(folder / f"{name}{SUFFIX}", exported)
-        written.append(folder / f"{name}{SUFFIX}")
-    files.write_json(folder / MANIFEST, {**payload, "modules": list(modules)})
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"modules: {name!r}: expected letters, digits and _ only")
+        path = folder / f"{name}{SUFFIX}"
+        listed[name] = {"file": path.name, "sha256": write(path, exported)}
+        written.append(path)
+    fields = {**payload, "format_version": FORMAT_VERSION, "modules": listed}
+    files.write_json(folder / MANIFEST, {**fields, "fields_sha256": fields_sha256(fields)})
     return [*written, folder / MANIFEST]
 
 
@@ -195,46 +380,250 @@ def is_folder(path: str | os.PathLike) -> bool:
 
 
 def read_folder(
-    path: str | os.PathLike, *, task: str, model_config_type: type, decoding_type: type
+    path: str | os.PathLike,
+    *,
+    task: str,
+    model_config_type: type,
+    decoding_type: type,
+    signatures: Callable[[bundle_lib.Bundle, int], Mapping[str, Signature]],
+    check: Callable[[bundle_lib.Bundle, str], None] | None = None,
 ) -> tuple[bundle_lib.Bundle, int, dict[str, jax_export.Exported]]:
-    """(info, block_outputs, {name: module}) of an export folder `write_folder` wrote;
-    a `BundleError` naming the file and the field for anything missing or of another
-    task."""
+    """(info, block_outputs, {name: module}) of an export folder `write_folder` wrote,
+    every field checked (see the module docstring); a `BundleError` naming the file and
+    the field for anything missing, unknown, of another task, edited or damaged.
+
+    Args:
+      signatures: (info, block_outputs) -> {name: `Signature`} of the modules a task's
+        export holds; each listed module must be one of them and have that signature.
+      check: (info, export.json's path) -> None: the task's checks of the fields (a
+        `BundleError`), run before any module is read.
+    """
     folder = Path(path)
     where = folder / MANIFEST
-    payload = files.read_json(where)
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise bundle_lib.BundleError(f"{where}: missing or not a {FORMAT} manifest")
+    payload = _read_manifest(where)
+    if payload.get("format") != FORMAT:
+        raise bundle_lib.BundleError(
+            f"{where}: format: expected {FORMAT!r}, got {payload.get('format')!r} (not an "
+            "export folder's manifest)"
+        )
+    again = f"export the bundle again: python -m {task}_jax.export BUNDLE {folder}"
+    if "format_version" not in payload:
+        raise bundle_lib.BundleError(
+            f"{where}: format_version: missing; written before exports held the sha256 of "
+            f"their modules and fields (format_version {FORMAT_VERSION}), so it is not read "
+            f"({again})"
+        )
+    field = _field_reader(where, payload)
+    version = field("format_version", int)
+    if version != FORMAT_VERSION:
+        raise bundle_lib.BundleError(
+            f"{where}: format_version: expected {FORMAT_VERSION}, got {version!r} (written by "
+            f"another version of this code; {again})"
+        )
     if payload.get("task") != task:
         raise bundle_lib.BundleError(
             f"{where}: task: expected {task!r}, got {payload.get('task')!r} (an export of "
             "another task)"
         )
+    unknown = sorted(set(payload) - {*_FIELDS, "fields_sha256"})
+    if unknown:
+        raise bundle_lib.BundleError(f"{where}: {unknown[0]}: not a field of {MANIFEST}")
+    missing = [name for name in (*_FIELDS, "fields_sha256") if name not in payload]
+    if missing:
+        raise bundle_lib.BundleError(f"{where}: {missing[0]}: missing")
+    labels = field("labels", list)
+    if not labels or not all(isinstance(label, str) for label in labels):
+        raise bundle_lib.BundleError(
+            f"{where}: labels: expected a list of names, got {_short(labels)}"
+        )
+    corpus = field("corpus", str)
+    field("bundle", str)
     try:
         info = bundle_lib.Bundle(
             path=str(folder),
             task=task,
             format_version=1,
             model_config=bundle_lib.from_dict(
-                model_config_type, payload.get("model_config"), "model_config"
+                model_config_type, payload["model_config"], "model_config"
             ),
-            features=bundle_lib.from_dict(FeatureConfig, payload.get("features"), "features"),
-            labels=tuple(str(label) for label in payload.get("labels", ())),
-            decoding=bundle_lib.from_dict(decoding_type, payload.get("decoding"), "decoding"),
-            corpus=str(payload.get("corpus", "")),
+            features=bundle_lib.from_dict(FeatureConfig, payload["features"], "features"),
+            labels=tuple(labels),
+            decoding=bundle_lib.from_dict(decoding_type, payload["decoding"], "decoding"),
+            corpus=corpus,
         )
-        block_outputs = checks.require_int(
-            "block_outputs", payload.get("block_outputs"), at_least=1
-        )
+        block_outputs = checks.require_int("block_outputs", payload["block_outputs"], at_least=1)
     except (TypeError, ValueError) as err:
         raise bundle_lib.BundleError(f"{where}: {err}") from None
-    modules = {}
-    for name in payload.get("modules", ()):
-        module_path = folder / f"{name}{SUFFIX}"
-        if not module_path.is_file():
-            raise bundle_lib.BundleError(f"{module_path}: missing (listed in {MANIFEST})")
-        modules[name] = read(module_path)
+    listed = field("modules", dict)
+    digests = field("fields_sha256", dict)
+    if check is not None:
+        check(info, str(where))
+    try:
+        expected = signatures(info, block_outputs)
+    except (TypeError, ValueError) as err:  # a config only the model itself refuses
+        raise bundle_lib.BundleError(f"{where}: model_config: {err}") from None
+    modules = {
+        name: _read_module(folder, name, entry, expected, block_outputs, task)
+        for name, entry in listed.items()
+    }
+    found = fields_sha256({name: payload[name] for name in _FIELDS})
+    for name in sorted(set(digests) | set(found)):
+        if digests.get(name) != found.get(name):
+            raise bundle_lib.BundleError(
+                f"{where}: {name}: its sha256 is not fields_sha256.{name} ({MANIFEST} was "
+                f"edited or damaged after export; {again})"
+            )
     return info, block_outputs, modules
+
+
+def _read_manifest(where: Path) -> dict:
+    try:
+        with open(where, encoding="utf-8") as source:
+            payload = json.load(source)
+    except FileNotFoundError:
+        raise bundle_lib.BundleError(f"{where}: missing (not an export folder)") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        # ValueError: bad JSON, or an integer of more digits than Python converts
+        raise bundle_lib.BundleError(f"{where}: not readable JSON ({err})") from None
+    if not isinstance(payload, dict):
+        raise bundle_lib.BundleError(
+            f"{where}: expected a JSON object, got {type(payload).__name__}"
+        )
+    return payload
+
+
+def _field_reader(where: Path, payload: dict):
+    """field(name, kind) -> payload[name], checked to be a `kind` (an int not a bool)."""
+
+    def field(name: str, kind: type):
+        value = payload[name]
+        if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
+            raise bundle_lib.BundleError(
+                f"{where}: {name}: expected {kind.__name__}, got {type(value).__name__} "
+                f"{_short(value)}"
+            )
+        return value
+
+    return field
+
+
+def _short(value, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+def _read_module(
+    folder: Path,
+    name,
+    entry,
+    signatures: Mapping[str, Signature],
+    block_outputs: int,
+    task: str,
+) -> jax_export.Exported:
+    """The module export.json lists as `name` with `entry` ({"file", "sha256"}), its
+    name, file, bytes, contents and signature checked in that order."""
+    where = folder / MANIFEST
+    if not _NAME.fullmatch(name):
+        raise bundle_lib.BundleError(
+            f"{where}: modules: {_short(name)}: not a module name (letters, digits and _; "
+            f"its file is <name>{SUFFIX} in the export folder)"
+        )
+    if not isinstance(entry, dict) or sorted(entry) != ["file", "sha256"]:
+        raise bundle_lib.BundleError(
+            f'{where}: modules.{name}: expected {{"file": ..., "sha256": ...}}, got {_short(entry)}'
+        )
+    file_name = f"{name}{SUFFIX}"
+    if entry["file"] != file_name:
+        raise bundle_lib.BundleError(
+            f"{where}: modules.{name}.file: expected {file_name!r}, got {_short(entry['file'])} "
+            f"(a module's file is <name>{SUFFIX} in the export folder)"
+        )
+    digest = entry["sha256"]
+    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+        raise bundle_lib.BundleError(
+            f"{where}: modules.{name}.sha256: expected 64 hex digits, got {_short(digest)}"
+        )
+    if name not in signatures:
+        raise bundle_lib.BundleError(
+            f"{where}: modules.{name}: not a module of a {task} export (those are "
+            f"{', '.join(sorted(signatures))})"
+        )
+    module_path = folder / file_name
+    if module_path.is_symlink():
+        target = module_path.resolve()
+        if not target.is_relative_to(folder.resolve()):
+            raise bundle_lib.BundleError(
+                f"{module_path}: a symlink to {target}, outside the export folder; refused"
+            )
+    if not module_path.exists():
+        raise bundle_lib.BundleError(f"{module_path}: missing (listed in {MANIFEST})")
+    if not module_path.is_file():
+        raise bundle_lib.BundleError(f"{module_path}: not a regular file")
+    try:
+        with open(module_path, "rb") as source:
+            data = source.read()
+    except OSError as err:
+        raise bundle_lib.BundleError(f"{module_path}: not readable ({err})") from None
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise bundle_lib.BundleError(
+            f"{module_path}: sha256 differs from {MANIFEST}'s modules.{name}.sha256 (a changed "
+            "file, or parts of two different exports); refused before deserializing"
+        )
+    exported = _deserialize(data, module_path)
+    check_signature(exported, signatures[name], module_path, block_outputs)
+    return exported
+
+
+def check_signature(
+    exported: jax_export.Exported, signature: Signature, where: Path, block_outputs: int
+) -> None:
+    """Refuses (a `BundleError` naming the module `where` and the export.json field that
+    makes the difference) a module whose arguments and results are not `signature`'s:
+    pytree structure, then (a step) the output frames per block against `block_outputs`,
+    then each array's dtype and shape, symbolic sizes included."""
+    manifest_path = where.parent / MANIFEST
+    args, results = tuple(signature.args), tuple(signature.results)
+    if signature.state is not None:
+        (batch,) = jax_export.symbolic_shape("b")
+        state = list(with_symbolic_batch(list(signature.state), batch))
+        args, results = (*args, state), (*results, state)
+    sides = (
+        ("arguments", exported.in_tree, exported.in_avals, (args, {})),
+        ("results", exported.out_tree, exported.out_avals, results),
+    )
+    for kind, tree, _, want in sides:
+        want_tree = jax.tree_util.tree_structure(want)
+        if tree != want_tree:
+            raise bundle_lib.BundleError(
+                f"{where}: its {kind} are {tree}; {manifest_path.name}'s model_config makes a "
+                f"{where.stem} module's {want_tree} (a module of another model or task, or an "
+                "edited model_config)"
+            )
+    if signature.state is not None:
+        for aval in exported.out_avals[: len(jax.tree_util.tree_leaves(signature.results))]:
+            frames = aval.shape[1] if len(aval.shape) > 1 else None
+            if str(frames) != str(block_outputs):
+                raise bundle_lib.BundleError(
+                    f"{manifest_path}: block_outputs: {block_outputs}; {where.name} steps "
+                    f"{frames} output frames per block (an edited {MANIFEST}, or another "
+                    "export's module)"
+                )
+    for kind, _, avals, want in sides:
+        want = want[0] if kind == "arguments" else want  # (args, {}): name args[i] as [i]
+        paths = jax.tree_util.tree_flatten_with_path(want)[0]
+        for (key, spec), aval in zip(paths, avals, strict=True):
+            if _describe(aval) != _describe(spec):
+                raise bundle_lib.BundleError(
+                    f"{manifest_path}: model_config: {where.name}'s {kind[:-1]} "
+                    f"{jax.tree_util.keystr(key)} is {_describe(aval)}; the model config and "
+                    f"block_outputs make {_describe(spec)} (an edited {MANIFEST}, or another "
+                    "model's module)"
+                )
+
+
+def _describe(aval) -> str:
+    """dtype[sizes], symbolic sizes as jax writes them: float32[b,4*t,64]."""
+    return f"{np.dtype(aval.dtype).name}[{','.join(str(size) for size in aval.shape)}]"
 
 
 # ---------------------------------------------------------------------- command line

@@ -90,6 +90,7 @@ def test_cli_writes_a_folder_a_client_reads_without_the_bundle(tiny_afkws, tmp_p
         task="cskws",
         model_config_type=model.AfKwsConfig,
         decoding_type=train.DecodeConfig,
+        signatures=export.signatures,
     )
     assert (info.labels, info.model_config, block_outputs) == (
         ("alpha", "beta", "gamma"),
