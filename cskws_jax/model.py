@@ -88,13 +88,83 @@ class AfKwsConfig:
         field = "AfKwsConfig.{}".format
         accelerator.check_precision(self.precision, field("precision"))
         checks.require_int(field("num_keywords"), self.num_keywords, at_least=1)
+        for name in ("features", "stem_channels", "kernel", "head_channels"):
+            checks.require_int(field(name), getattr(self, name), at_least=1)
         if not self.stages:
             raise ValueError(f"{field('stages')}: expected at least one stage, got {self.stages!r}")
         for i, stage in enumerate(self.stages):
-            checks.require_int(field(f"stages[{i}].blocks"), stage.blocks, at_least=1)
-            checks.require_int(field(f"stages[{i}].stride"), stage.stride, at_least=1)
+            for part in ("channels", "stride", "blocks", "dilation"):
+                checks.require_int(field(f"stages[{i}].{part}"), getattr(stage, part), at_least=1)
         checks.require_int(field("delay"), self.delay, at_least=0)
-        checks.require_int(field("kernel"), self.kernel, at_least=1)
+        self._check_sizes(field)
+
+    def _check_sizes(self, field) -> None:
+        """The sizes' upper bounds (`speechkit.checks`): the output hop, the receptive
+        field and the look-ahead span at most `speechkit.checks.MAX_CONTEXT_S` of audio,
+        and the parameters fit in memory. Exact integer arithmetic, in closed form per
+        stage, so absurd sizes (a dilation of 1e6, 1e5 blocks, a delay of 1e9) are named
+        in microseconds."""
+        hop, kernel = FEATURES.hop_s, self.kernel
+        checks.require_context(field("kernel"), kernel, hop, "the stem's kernel")
+        frames, stride = kernel, 1  # the stem's receptive field, then each stage's
+        for i, stage in enumerate(self.stages):
+            blocks, dilation = stage.blocks, stage.dilation
+            own = checks.receptive_field(
+                [(kernel, stage.stride, 1, 1), (kernel, 1, dilation, 1)]
+                + [(kernel, 1, 1, blocks - 1), (kernel, 1, dilation, blocks - 1)]
+            )
+            frames += (own - 1) * stride
+            stride *= stage.stride
+            checks.require_context(
+                field(f"stages[{i}].stride"), stride, hop, f"the output hop after stage {i}"
+            )
+            sizes = {"kernel": kernel, f"stages[{i}].blocks": blocks}
+            sizes[f"stages[{i}].dilation"] = dilation
+            checks.require_context(
+                field(max(sizes, key=sizes.get)),  # the largest of the sizes it grows with
+                frames,
+                hop,
+                f"the receptive field up to stage {i} (kernel {kernel}, blocks "
+                f"{checks.count_text(blocks)}, dilation {checks.count_text(dilation)})",
+            )
+        frames += 2 * stride  # the head's kernel-3 convolution
+        checks.require_context(field("stages"), frames, hop, "the receptive field")
+        checks.require_context(
+            field("delay"), self.delay * stride, hop, f"the look-ahead (delay x stride {stride})"
+        )
+        parts = self.parameter_parts()
+        total = sum(scalars for _, scalars in parts.values())
+        largest = max(parts, key=lambda part: parts[part][1])
+        checks.require_memory(
+            field(largest),
+            4 * total,
+            f"the model's {checks.count_text(total)} parameters as float32 "
+            f"({checks.count_text(parts[largest][1])} of them in {largest})",
+        )
+
+    def parameter_parts(self) -> dict[str, tuple[int, int]]:
+        """(arrays, scalars) of the model's parameters, by the field that sizes them:
+        "stem_channels" (the stem), "stages[i]" (stage i's blocks and shortcut),
+        "head_channels" (the head convolution and the length / offset head) and
+        "num_keywords" (the heatmap head). In closed form, so a config of a million
+        blocks costs nothing; the counts are those of `AfKws(config).init`
+        (tests/speechkit/test_bundle_hostile.py), and a bundle whose arrays do not add up
+        to them is refused before its model is built."""
+        kernel, width = self.kernel, self.stem_channels
+        parts = {"stem_channels": (2, kernel * self.features * width + width)}
+        for i, stage in enumerate(self.stages):
+            channels, blocks = stage.channels, stage.blocks
+            conv = kernel * channels * channels + channels
+            arrays = 4 * blocks
+            scalars = kernel * width * channels + channels + conv + 2 * (blocks - 1) * conv
+            if stage.stride != 1 or width != channels:  # the first block's shortcut
+                arrays, scalars = arrays + 2, scalars + width * channels + channels
+            parts[f"stages[{i}]"] = (arrays, scalars)
+            width = channels
+        head = self.head_channels
+        parts["head_channels"] = (4, 3 * width * head + head + 2 * head + 2)
+        parts["num_keywords"] = (2, (head + 1) * self.num_classes)
+        return parts
 
     @property
     def num_classes(self) -> int:

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cskws_jax import decode, losses, model, targets
+from cskws_jax.datasets.features import FEATURES
 from speechkit import augment as augment_lib
 from speechkit import bundle as bundle_lib
 from speechkit import checks
@@ -100,7 +101,18 @@ class DecodeConfig:
 
     def __post_init__(self):
         checks.require_int("DecodeConfig.max_detections", self.max_detections, at_least=1)
+        checks.require_memory(  # what decoding pads each example's detections to
+            "DecodeConfig.max_detections",
+            20 * self.max_detections,
+            "one example's detections (five 4-byte fields each)",
+        )
         checks.require_int("DecodeConfig.radius", self.radius, at_least=0)
+        checks.require_context(  # an output frame is at least one feature frame (10 ms)
+            "DecodeConfig.radius",
+            2 * self.radius + 1,
+            FEATURES.hop_s,
+            "the peak window (2 x radius + 1 output frames, each at least one feature frame)",
+        )
         checks.require_number("DecodeConfig.min_score", self.min_score, at_least=0, at_most=1)
         points = self.operating_points
         if not isinstance(points, tuple) or not all(isinstance(p, OperatingPoint) for p in points):

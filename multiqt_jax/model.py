@@ -107,6 +107,10 @@ class MultiQTConfig:
                     f"{field(prefix)}_channels / _kernels / _strides / _dilations: expected "
                     f"equal, non-zero lengths, got {lengths}"
                 )
+        for name in ("audio_features", "text_symbols", "fusion_size"):
+            checks.require_int(field(name), getattr(self, name), at_least=1)
+        checks.require_ints(field("dense"), self.dense, at_least=1)
+        self._check_context(field)
         if round(self.audio_stride * AUDIO_HOP_S, 6) != round(self.text_stride * TEXT_HOP_S, 6):
             raise ValueError(
                 f"{field('audio_strides')} {self.audio_strides} (x 10 ms) and "
@@ -116,6 +120,68 @@ class MultiQTConfig:
         checks.require_number(
             field("modality_dropout"), self.modality_dropout, at_least=0, at_most=1
         )
+        parts = self.parameter_parts()
+        total = sum(scalars for _, scalars in parts.values())
+        largest = max(parts, key=lambda part: parts[part][1])
+        checks.require_memory(
+            field(largest),
+            4 * total,
+            f"the model's {checks.count_text(total)} parameters as float32 "
+            f"({checks.count_text(parts[largest][1])} of them in {largest})",
+        )
+
+    def _check_context(self, field) -> None:
+        """Each encoder's output hop and receptive field span at most
+        `speechkit.checks.MAX_CONTEXT_S` of its input (exact integer arithmetic, layer by
+        layer, so an absurd stride, kernel or dilation is named in microseconds)."""
+        for prefix, hop in (("audio", AUDIO_HOP_S), ("text", TEXT_HOP_S)):
+            kernels, strides, dilations = (
+                getattr(self, f"{prefix}_{part}") for part in ("kernels", "strides", "dilations")
+            )
+            frames, stride = 1, 1
+            layers = zip(kernels, strides, dilations, strict=True)
+            for i, (kernel, step, dilation) in enumerate(layers):
+                frames += (kernel - 1) * dilation * stride
+                stride *= step
+                checks.require_context(
+                    field(f"{prefix}_strides[{i}]"), stride, hop, f"the {prefix} output hop"
+                )
+                blame = f"{prefix}_{'kernels' if kernel >= dilation else 'dilations'}[{i}]"
+                checks.require_context(
+                    field(blame), frames, hop, f"the {prefix} encoder's receptive field"
+                )
+
+    def parameter_parts(self) -> dict[str, tuple[int, int]]:
+        """(arrays, scalars) of the model's parameters, by the field that sizes them:
+        "audio_channels" / "text_channels" (an encoder), "fusion_size" (the projections
+        and gate of sum / gated / tensor fusion), "dense[i]" (g's layers) and
+        "num_classes" (h). In closed form; the counts are those of `MultiQT(config).init`
+        (tests/speechkit/test_bundle_hostile.py)."""
+        parts, widths = {}, {}
+        for prefix in self.modalities:
+            width = self.audio_features if prefix == "audio" else self.text_symbols
+            arrays = scalars = 0
+            channels = getattr(self, f"{prefix}_channels")
+            for out, kernel in zip(channels, getattr(self, f"{prefix}_kernels"), strict=True):
+                arrays, scalars = arrays + 2, scalars + kernel * width * out + out
+                width = out
+            parts[f"{prefix}_channels"], widths[prefix] = (arrays, scalars), width
+        if len(widths) == 1:
+            width = next(iter(widths.values()))
+        elif self.fusion == "concat":
+            width = widths["audio"] + widths["text"]
+        else:
+            size = self.fusion_size
+            arrays, scalars = 4, (widths["audio"] + widths["text"] + 2) * size
+            if self.fusion == "gated":
+                arrays, scalars = arrays + 2, scalars + (2 * size + 1) * size
+            parts["fusion_size"] = (arrays, scalars)
+            width = (size + 1) ** 2 if self.fusion == "tensor" else size
+        for i, out in enumerate(self.dense):
+            parts[f"dense[{i}]"] = (2, (width + 1) * out)
+            width = out
+        parts["num_classes"] = (2, (width + 1) * self.num_classes)
+        return parts
 
     @property
     def audio_stride(self) -> int:

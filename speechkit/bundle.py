@@ -18,6 +18,15 @@ their type hints (`from_dict`); no name in a bundle is ever imported or called. 
 a bundle someone sent is therefore safe: a pickle in it fails, and a crafted JSON value
 is only a value that is checked and refused.
 
+Nor can a bundle make loading hang or exhaust memory: every size in its configs is
+bounded by what it implies (the configs' own checks with `speechkit.checks`: at most
+`speechkit.checks.MAX_CONTEXT_S` of audio per output, parameters that fit in memory),
+the arrays bundle.json lists must fit in memory and number what the config's model has,
+and each member of params.npz (its .npy header and its uncompressed size in the zip
+directory) must be the array bundle.json lists before any array is decompressed, so a
+zip bomb or a header claiming terabytes is refused having read a few hundred bytes.
+Parameters must be finite (a NaN would silently detect nothing).
+
 The task packages hold the task parts (`cskws_jax.bundle`, `multiqt_jax.bundle`): they
 pass their config classes and the parameter shapes their model expects, and `load`
 checks every part against them. Every problem is a `BundleError` that names the file
@@ -36,17 +45,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import numbers
 import os
 import types
 import typing
+import zipfile
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 from flax.core import meta
 
-from speechkit import files
+from speechkit import checks, files
 from speechkit.frontend import FeatureConfig
 
 FORMAT = "speechkit-bundle"
@@ -169,6 +181,9 @@ class TaskFormat:
     """One task's bundle parts, so that each task's `save` / `load` is one call here.
 
     model_type: the (flax) model class, built as `model_type(config)`;
+    model_config_type: its config dataclass; a `parameter_parts` method of it (config ->
+      {field: (arrays, scalars)}, counted without building the model) is `load`'s
+      `parameter_parts`;
     expected_params: model config -> its parameter tree of shapes (see `load`);
     check_parts: (model config, features, labels, where) -> None, raising
       `BundleError` when the labels or the front end do not fit the model config.
@@ -209,6 +224,7 @@ class TaskFormat:
             model_config_type=self.model_config_type,
             decoding_type=self.decoding_type,
             expected_params=self.expected_params,
+            parameter_parts=getattr(self.model_config_type, "parameter_parts", None),
         )
         self.check_parts(
             info.model_config, info.features, info.labels, str(Path(info.path) / MANIFEST)
@@ -267,8 +283,15 @@ def load(
     model_config_type: type,
     decoding_type: type,
     expected_params: Callable[[typing.Any], typing.Any],
+    parameter_parts: Callable[[typing.Any], Mapping[str, tuple[int, int]]] | None = None,
 ) -> tuple[dict, Bundle]:
     """Reads and checks a bundle folder -> (params, `Bundle`).
+
+    Nothing is built or decompressed before what it would take is known to fit: the
+    configs' own checks bound every size (`speechkit.checks`), the arrays bundle.json
+    lists must fit in memory and number what `parameter_parts` counts, and each member
+    of params.npz (its .npy header and its size in the zip directory) must be the array
+    bundle.json lists before any array is read. The arrays read must hold finite values.
 
     Args:
       path: the bundle folder (or its bundle.json).
@@ -277,14 +300,24 @@ def load(
         the decoding settings into.
       expected_params: model config -> the tree of parameter shapes its model has (objects
         with `.shape` and `.dtype`, e.g. `jax.eval_shape` of its init).
+      parameter_parts: model config -> {the field that sizes a part of the model:
+        (arrays, scalars)}, counted without building it (e.g.
+        `cskws_jax.model.AfKwsConfig.parameter_parts`); when given, a config whose model
+        has another number of arrays than bundle.json lists is refused before
+        `expected_params` builds it.
 
     Returns:
       params, a nested dict of NumPy arrays, and the bundle's description.
     """
     info, manifest = _read(path, task, model_config_type, decoding_type)
     folder = Path(info.path)
-    flat = _read_arrays(folder, manifest["params"])
-    check_params(flat, expected_params(info.model_config), str(folder / PARAMS))
+    listed = _listed_arrays(folder / MANIFEST, manifest["params"])
+    if parameter_parts is not None:
+        _check_array_count(folder / MANIFEST, parameter_parts(info.model_config), listed)
+    with _Archive(folder / PARAMS, manifest["params"], listed) as archive:
+        # shapes from the .npy headers: nothing is decompressed before they all fit
+        check_params(archive.declared, expected_params(info.model_config), str(archive.path))
+        flat = archive.read_arrays()
     return unflatten(flat), info
 
 
@@ -364,8 +397,10 @@ def _read_manifest(manifest_path: Path) -> dict:
     try:
         with open(manifest_path, encoding="utf-8") as source:
             manifest = json.load(source)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise BundleError(f"{manifest_path}: not readable JSON ({err})") from None
+    except (OSError, ValueError, RecursionError) as err:
+        # ValueError: also UnicodeDecodeError, JSONDecodeError and an integer of more
+        # digits than Python converts; RecursionError: arrays nested thousands deep
+        raise BundleError(f"{manifest_path}: not readable JSON ({err})"[:600]) from None
     if not isinstance(manifest, dict):
         raise BundleError(f"{manifest_path}: expected a JSON object, got {type(manifest).__name__}")
     missing = [name for name in _FIELDS if name not in manifest]
@@ -381,42 +416,206 @@ def _rebuild(manifest_path: Path, name: str, cls: type, manifest: dict):
         raise BundleError(f"{manifest_path}: {err}") from None
 
 
-def _read_arrays(folder: Path, listed: dict) -> dict[str, np.ndarray]:
-    """params.npz's arrays, checked against bundle.json's `params` section (names,
-    shapes, dtypes, sha256)."""
-    manifest_path, params_path = folder / MANIFEST, folder / PARAMS
-    if not isinstance(listed.get("arrays"), dict):
+@dataclasses.dataclass(frozen=True)
+class _Declared:
+    """An array's shape and dtype as a .npy header or bundle.json declares it."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+    def text(self) -> str:
+        native = self.dtype == np.dtype(self.dtype.name)
+        name = self.dtype.name if native else self.dtype.str  # ">f4": the byte order too
+        return f"{name} {self.shape} ({checks.byte_text(self.nbytes)})"
+
+
+def _listed_arrays(manifest_path: Path, section: dict) -> dict[str, _Declared]:
+    """bundle.json's `params` section checked: a file name, and arrays whose entries are
+    well formed and whose total size fits in memory."""
+    if not isinstance(section.get("arrays"), dict) or not section["arrays"]:
         raise BundleError(f"{manifest_path}: params.arrays: expected {{path: shape, dtype}}")
-    if listed.get("file") != PARAMS:
-        found = listed.get("file")
+    if section.get("file") != PARAMS:
+        found = section.get("file")
         raise BundleError(f"{manifest_path}: params.file: expected {PARAMS!r}, got {found!r}")
-    if not params_path.is_file():
-        raise BundleError(f"{params_path}: missing")
-    if _sha256(params_path) != listed.get("sha256"):
-        raise BundleError(
-            f"{params_path}: sha256 differs from {MANIFEST}'s params.sha256 (a changed file, "
-            "or parts of two different saves)"
-        )
+    listed = {}
+    for name, entry in section["arrays"].items():
+        where = f"{manifest_path}: params.arrays.{name}"
+        if not isinstance(entry, dict) or set(entry) != {"shape", "dtype"}:
+            raise BundleError(f"{where}: expected {{shape, dtype}}, got {entry!r}"[:400])
+        shape, dtype = entry["shape"], entry["dtype"]
+        if not isinstance(shape, list) or not all(
+            isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in shape
+        ):
+            raise BundleError(f"{where}.shape: expected a list of sizes, got {shape!r}"[:400])
+        if dtype not in _DTYPES:
+            raise BundleError(f"{where}.dtype: expected one of {sorted(_DTYPES)}, got {dtype!r}")
+        listed[name] = _Declared(tuple(shape), np.dtype(dtype))
+    total = sum(array.nbytes for array in listed.values())
+    largest = max(listed, key=lambda name: listed[name].nbytes)
     try:
-        with np.load(params_path, allow_pickle=False) as archive:
-            flat = {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, EOFError) as err:  # ValueError: an object (pickled) array
-        raise BundleError(f"{params_path}: not a data-only .npz ({err})") from None
-    for name, entry in listed["arrays"].items():
-        if name not in flat:
-            raise BundleError(f"{params_path}: {name}: missing (listed in {MANIFEST})")
-        array = flat[name]
-        if not isinstance(entry, dict):
-            raise BundleError(f"{manifest_path}: params.arrays.{name}: expected {{shape, dtype}}")
-        if [*array.shape] != entry.get("shape") or array.dtype.name != entry.get("dtype"):
+        checks.require_memory(
+            f"{manifest_path}: params.arrays",
+            total,
+            f"the {len(listed)} arrays (the largest: {largest}, {listed[largest].text()})",
+        )
+    except ValueError as err:
+        raise BundleError(str(err)) from None
+    return listed
+
+
+def _check_array_count(manifest_path: Path, parts: Mapping[str, tuple[int, int]], listed):
+    """The config's model has as many parameter arrays as bundle.json lists (so building
+    the model to compare shapes costs no more than the arrays themselves)."""
+    count = sum(arrays for arrays, _ in parts.values())
+    if count != len(listed):
+        largest = max(parts, key=lambda part: parts[part][0])
+        raise BundleError(
+            f"{manifest_path}: model_config.{largest}: the config's model has "
+            f"{checks.count_text(count)} parameter arrays ({checks.count_text(parts[largest][0])}"
+            f" in {largest}); params.arrays lists {len(listed)}"
+        )
+
+
+class _Archive:
+    """params.npz checked against bundle.json without decompressing any array: its size
+    on disk and sha256, then each zip member's name, .npy header (shape, dtype) and
+    uncompressed size in the zip directory. `declared` holds the headers' shapes and
+    dtypes; `read_arrays` then reads the arrays, each at most its declared size."""
+
+    _OVERHEAD = 1024  # bytes per member beyond its name and data: zip headers, .npy header
+
+    def __init__(self, path: Path, section: dict, listed: dict[str, _Declared]):
+        self.path, self.listed = path, listed
+        if not path.is_file():
+            raise BundleError(f"{path}: missing")
+        size, most = path.stat().st_size, self._most_bytes(listed)
+        if size > most:  # before hashing it: an .npz of these arrays is at most this long
             raise BundleError(
-                f"{params_path}: {name}: {array.dtype.name} {array.shape}, {MANIFEST} lists "
-                f"{entry.get('dtype')} {entry.get('shape')}"
+                f"{path}: {checks.byte_text(size)}; an .npz of the arrays {MANIFEST} lists "
+                f"takes at most {checks.byte_text(most)}"
             )
-    extra = sorted(set(flat) - set(listed["arrays"]))
-    if extra:
-        raise BundleError(f"{params_path}: {extra[0]}: not listed in {MANIFEST}")
-    return flat
+        if _sha256(path) != section.get("sha256"):
+            raise BundleError(
+                f"{path}: sha256 differs from {MANIFEST}'s params.sha256 (a changed file, "
+                "or parts of two different saves)"
+            )
+        try:
+            self.zip = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
+            raise BundleError(f"{path}: not an .npz (a zip of .npy arrays): {err}") from None
+        try:
+            self.members = self._members()
+            self.declared = {name: self._header(name) for name in listed}
+        except BaseException:
+            self.zip.close()
+            raise
+
+    @classmethod
+    def _most_bytes(cls, listed: dict[str, _Declared]) -> int:
+        """The largest an .npz of `listed` can be: stored data, or deflated data (which
+        grows incompressible input by at most 5 bytes per 16 kB block), plus each
+        member's name (twice: the local header and the directory) and headers."""
+        data = sum(array.nbytes + array.nbytes // 16384 * 5 + 5 for array in listed.values())
+        names = sum(2 * len(name.encode("utf-8", "surrogatepass")) for name in listed)
+        return data + names + cls._OVERHEAD * (len(listed) + 1)
+
+    def _members(self) -> dict[str, zipfile.ZipInfo]:
+        members: dict[str, zipfile.ZipInfo] = {}
+        for info in self.zip.infolist():
+            name = info.filename.removesuffix(".npy")
+            where = f"{self.path}: {info.filename}"
+            if name == info.filename or name not in self.listed:
+                raise BundleError(f"{where}: not an array {MANIFEST} lists")
+            if name in members:
+                raise BundleError(f"{where}: stored twice")
+            if info.flag_bits & 0x1 or info.compress_type not in _COMPRESSIONS:
+                raise BundleError(f"{where}: encrypted or compressed other than np.savez does")
+            members[name] = info
+        missing = [name for name in self.listed if name not in members]
+        if missing:
+            raise BundleError(f"{self.path}: {missing[0]}: missing (listed in {MANIFEST})")
+        return members
+
+    def _header(self, name: str) -> _Declared:
+        """The member's .npy header, checked against bundle.json and against the
+        member's uncompressed size; only the header's bytes are decompressed."""
+        info, where = self.members[name], f"{self.path}: {self.members[name].filename}"
+        try:
+            with self.zip.open(info) as stream:
+                version = np.lib.format.read_magic(stream)
+                if version not in _HEADER_READERS:
+                    raise ValueError(f"a .npy format version {version} np.savez does not write")
+                shape, fortran_order, dtype = _HEADER_READERS[version](stream)
+                header_bytes = stream.tell()
+        except (
+            ValueError,
+            TypeError,
+            SyntaxError,
+            EOFError,
+            OSError,
+            zipfile.BadZipFile,
+            zlib.error,
+        ) as err:
+            raise BundleError(f"{where}: not a readable .npy header ({err})"[:600]) from None
+        if dtype.hasobject:  # np.load(allow_pickle=False) would refuse it too
+            raise BundleError(
+                f"{self.path}: not a data-only .npz: {info.filename} holds pickled objects "
+                f"(dtype {dtype})"
+            )
+        declared, listed = _Declared(tuple(shape), dtype), self.listed[name]
+        if declared != listed:
+            raise BundleError(
+                f"{where}: the .npy header declares {declared.text()}; {MANIFEST} lists "
+                f"{listed.text()}"
+            )
+        if info.file_size != header_bytes + listed.nbytes:
+            raise BundleError(
+                f"{where}: {checks.byte_text(info.file_size)} uncompressed in the zip directory;"
+                f" a {header_bytes}-byte header and {listed.text()} take "
+                f"{header_bytes + listed.nbytes} bytes"
+            )
+        return declared
+
+    def read_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays (each read to exactly its checked size), each finite."""
+        flat = {}
+        for name, info in self.members.items():
+            where = f"{self.path}: {name}"
+            try:
+                with self.zip.open(info) as stream:
+                    array = np.lib.format.read_array(stream, allow_pickle=False)
+            except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error) as err:
+                raise BundleError(f"{where}: not readable ({err})"[:600]) from None
+            if _Declared(array.shape, array.dtype) != self.declared[name]:
+                raise BundleError(f"{where}: read as {array.dtype} {array.shape}")
+            if array.dtype.kind == "f":
+                finite = np.isfinite(array)
+                if not finite.all():
+                    first = tuple(int(i) for i in np.argwhere(~finite)[0])
+                    raise BundleError(
+                        f"{where}: {int(finite.size - finite.sum())} of {array.size} values "
+                        f"are not finite (NaN or infinity), the first at {first}: "
+                        f"{array[first]}"
+                    )
+            flat[name] = array
+        return dict(sorted(flat.items()))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.zip.close()
+
+
+_COMPRESSIONS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})  # savez, savez_compressed
+_HEADER_READERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
 
 
 def check_params(flat: Mapping[str, np.ndarray], expected, where: str) -> None:

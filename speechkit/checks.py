@@ -11,13 +11,27 @@ wrong kind and ValueError for one out of range, and returns the value in a plain
 
 The array checks read only shapes and dtypes (never values), so they also run on traced
 arrays inside `jax.jit`.
+
+Size fields (channels, kernels, dilations, blocks, delays, FFT sizes) are bounded by what
+they imply rather than by caps of their own: the audio one output depends on
+(`MAX_CONTEXT_S`, with `receptive_field` of a convolution stack and `require_context`)
+and the memory the arrays they make would take (`require_memory` against
+`available_memory`). So a config read from a file someone sent (a model bundle) with
+`dilation: 1000000` or `fft_size: 1e10` is refused in microseconds, naming the field,
+instead of building a model that hangs or exhausts memory:
+
+    checks.require_context("AfKwsConfig.delay", 10**9 * 4, 0.01, "the look-ahead")
+    # ValueError: AfKwsConfig.delay: the look-ahead spans 4e+07 s of audio
+    # (4,000,000,000 frames of 10 ms); at most 60 s (speechkit.checks.MAX_CONTEXT_S)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import math
 import numbers
+import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -130,6 +144,123 @@ def require_ints(name: str, values, *, at_least=None, non_empty: bool = False) -
         count = "one or more" if non_empty else "a tuple of"
         raise ValueError(f"{name}: expected {count} {bounds.text('ints')}, got {values!r}")
     return tuple(int(v) for v in values)
+
+
+# -------------------------------------------------------------------------------- sizes
+
+MAX_CONTEXT_S = 60.0
+"""The most audio, in seconds, that one output of a model or front end may depend on: a
+receptive field, a look-ahead, a decoding window, one analysis window or FFT, one output
+hop. The project's models see about a second (the `full` presets: AF-KWS 2.57 s of
+receptive field and 0.32 s of look-ahead, MultiQT 1.13 s of audio and 1.14 s of text);
+a minute leaves room for any model of these tasks, and refuses sizes (a dilation of a
+million frames, a delay of 1e9 output frames) that would make one streaming step hold
+hours of audio in its buffers and spend minutes on each block."""
+
+
+def available_memory() -> int:
+    """Bytes of memory this process can still take: /proc/meminfo's MemAvailable, or
+    less where a cgroup (a container) limits memory (its memory.max less its
+    memory.current); the machine's physical memory where neither can be read."""
+    found = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as source:
+            for line in source:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as source:
+            limit = source.read().strip()
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as source:
+            used = int(source.read().strip())
+        if limit != "max":
+            found.append(max(0, int(limit) - used))
+    except (OSError, ValueError):
+        pass
+    if not found:
+        try:
+            found.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        except (OSError, ValueError, AttributeError):
+            return 1 << 62  # unknown: nothing is refused for memory
+    return min(found)
+
+
+def byte_text(nbytes) -> str:
+    """A byte count in words ("3.4 GB"), also for integers too large for a float."""
+    value = decimal.Decimal(int(nbytes))
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            return f"{int(value)} {unit}" if unit == "bytes" else f"{_number(value)} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+_FITS_ANYWHERE = 64 << 20  # bytes: estimates below this are not compared (no /proc read)
+
+
+def require_memory(name: str, nbytes: int, what: str) -> None:
+    """`nbytes`, an estimate of the memory `what` takes (e.g. "the parameters as
+    float32"), fits in `available_memory()`: a ValueError naming `name` otherwise.
+    Estimates under 64 MiB pass without reading /proc, so configs stay cheap to build."""
+    if nbytes <= _FITS_ANYWHERE:
+        return
+    available = available_memory()
+    if nbytes > available:
+        raise ValueError(
+            f"{name}: {what} would take {byte_text(nbytes)}; {byte_text(available)} of memory "
+            "is available"
+        )
+
+
+def max_frames(hop_s: float) -> int:
+    """The most frames of `hop_s` seconds that fit in `MAX_CONTEXT_S`."""
+    return int(MAX_CONTEXT_S / hop_s + 1e-9)
+
+
+def require_context(name: str, frames: int, hop_s: float, what: str, unit="frames") -> None:
+    """`frames` frames (`unit`) of `hop_s` seconds (what one output depends on: `what`,
+    e.g. "the receptive field") are at most `MAX_CONTEXT_S`: a ValueError naming `name`
+    otherwise. `frames` may be any integer (exact arithmetic, no overflow)."""
+    if frames > max_frames(hop_s):
+        seconds = decimal.Decimal(int(frames)) * decimal.Decimal(repr(hop_s))
+        raise ValueError(
+            f"{name}: {what} spans {_number(seconds, 4)} s of audio ({count_text(frames)} {unit} "
+            f"of {hop_s * 1000:g} ms); at most {MAX_CONTEXT_S:g} s "
+            "(speechkit.checks.MAX_CONTEXT_S)"
+        )
+
+
+def _number(value: decimal.Decimal, digits: int = 3) -> str:
+    """`digits` significant digits, as a float's "%.3g" where it fits in one."""
+    if abs(value) < decimal.Decimal("1e300"):
+        return f"{float(value):.{digits}g}"
+    return f"{value:.{digits - 1}e}"
+
+
+def count_text(frames: int) -> str:
+    """An integer in words: exact up to 1e12, else in scientific notation."""
+    return f"{frames:,}" if abs(frames) < 10**12 else f"{decimal.Decimal(int(frames)):.3e}"
+
+
+def receptive_field(layers: Iterable[tuple[int, int, int, int]]) -> int:
+    """Input frames one output of a stack of causal 1-D convolutions depends on.
+
+    `layers` are (kernel, stride, dilation, repeats) in input order: `repeats` layers of
+    that kernel and dilation, of which only the first has the stride (0 repeats: none),
+    so a stage of a million blocks is one entry and costs nothing. Exact integer
+    arithmetic: 1 + the sum over layers of (kernel - 1) * dilation * (the product of the
+    strides before it).
+    """
+    frames, stride_before = 1, 1
+    for kernel, stride, dilation, repeats in layers:
+        if repeats > 0:
+            frames += (kernel - 1) * dilation * stride_before
+            stride_before *= stride
+            frames += (kernel - 1) * dilation * stride_before * (repeats - 1)
+    return frames
 
 
 # ------------------------------------------------------------------------------ choices

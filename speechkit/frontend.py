@@ -41,25 +41,49 @@ class FeatureConfig:
     log_floor: float = 1e-6  # added to the mel energies before the log
 
     def __post_init__(self):
-        checks.require_int("FeatureConfig.sample_rate", self.sample_rate, at_least=1)
-        checks.require_number("FeatureConfig.window_ms", self.window_ms, above=0)
-        checks.require_number("FeatureConfig.hop_ms", self.hop_ms, above=0)
-        checks.require_at_most("FeatureConfig.hop_ms", self.hop_ms, "window_ms", self.window_ms)
+        field = "FeatureConfig.{}".format
+        rate = checks.require_int(field("sample_rate"), self.sample_rate, at_least=1)
+        checks.require_memory(field("sample_rate"), 4 * rate, "one second of float32 audio")
+        most_ms = checks.MAX_CONTEXT_S * 1000  # one window spans at most MAX_CONTEXT_S
+        checks.require_number(field("window_ms"), self.window_ms, above=0, at_most=most_ms)
+        checks.require_number(field("hop_ms"), self.hop_ms, above=0)
+        checks.require_at_most(field("hop_ms"), self.hop_ms, "window_ms", self.window_ms)
         if self.window_samples < 2:
             raise ValueError(
-                f"FeatureConfig.window_ms: expected at least 2 samples, got {self.window_ms} ms "
+                f"{field('window_ms')}: expected at least 2 samples, got {self.window_ms} ms "
                 f"({self.window_samples} samples)"
             )
+        if self.hop_samples < 1:
+            raise ValueError(
+                f"{field('hop_ms')}: expected at least 1 sample ({1000 / rate:g} ms at "
+                f"{rate} Hz), got {self.hop_ms} ms ({self.hop_samples} samples)"
+            )
         if self.fft_size is not None:
-            checks.require_int(
-                "FeatureConfig.fft_size", self.fft_size, at_least=self.window_samples
-            )
+            checks.require_int(field("fft_size"), self.fft_size, at_least=self.window_samples)
+            checks.require_context(field("fft_size"), self.fft_size, 1 / rate, "one FFT", "samples")
         if self.upper_hz is not None:  # at most Nyquist
-            checks.require_number(
-                "FeatureConfig.upper_hz", self.upper_hz, at_most=self.sample_rate / 2
-            )
-        checks.require_number("FeatureConfig.lower_hz", self.lower_hz, at_least=0, below=self.upper)
-        checks.require_int("FeatureConfig.num_mels", self.num_mels, at_least=1)
+            checks.require_number(field("upper_hz"), self.upper_hz, at_most=rate / 2)
+        checks.require_number(field("lower_hz"), self.lower_hz, at_least=0, below=self.upper)
+        checks.require_int(field("num_mels"), self.num_mels, at_least=1)
+        # A floor at or above the energy a full-scale sine puts in one FFT bin,
+        # (window_samples / 2) ** 2 (the Hann window's gain is window_samples / 2), flattens
+        # every feature; at or below 0 the log of a silent frame is -inf or NaN.
+        full_scale = (self.window_samples / 2) ** 2
+        checks.require_number(field("log_floor"), self.log_floor, above=0, below=full_scale)
+        bins = self.fft // 2 + 1  # the filterbank is built as float64 [bins, num_mels] arrays
+        blame = "num_mels" if self.num_mels > bins else "fft_size"
+        checks.require_memory(
+            field(blame),
+            3 * 8 * bins * self.num_mels,
+            f"the mel filterbank ({bins} x "
+            f"{self.num_mels}, three float64 arrays while it is built)",
+        )
+        frames = rate // self.hop_samples  # one second framed, windowed and transformed
+        checks.require_memory(
+            field("hop_ms"),
+            frames * (4 * self.fft + 8 * bins),
+            f"one second of audio as {frames} frames of {self.fft} samples and their spectra",
+        )
 
     @property
     def window_samples(self) -> int:
