@@ -107,6 +107,15 @@ def differences(old, new, path: str = "") -> list[str]:
     return [f"{path}: {old!r} != {new!r}"]
 
 
+def _read_json(path: str):
+    """The JSON in the file `path`, or a ValueError naming it."""
+    try:
+        with open(path) as source:
+            return json.load(source)
+    except (OSError, UnicodeDecodeError, RecursionError, ValueError) as err:
+        raise ValueError(f"{path}: not a readable JSON file ({err})") from None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -120,8 +129,12 @@ def main(argv=None) -> int:
     if args.command == "pipelines":
         print(json.dumps(pipelines(args.data_dir, args.batches), indent=1))
         return 0
-    with open(args.old) as old, open(args.new) as new:
-        found = differences(json.load(old), json.load(new))
+    try:
+        old, new = _read_json(args.old), _read_json(args.new)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    found = differences(old, new)
     print("\n".join(found) or f"identical but for {sorted(WALL_CLOCK)}: {args.old}, {args.new}")
     return 1 if found else 0
 

@@ -51,6 +51,17 @@ def test_differences_skip_wall_clock_fields_and_name_every_other_change(tmp_path
     )
 
 
+def test_compare_names_a_file_it_cannot_read(tmp_path, capsys):
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text("{}")
+    bad.write_text("{")
+    cases = ((tmp_path, "Is a directory"), (bad, "Expecting"), (tmp_path / "no", "No such file"))
+    for other, reason in cases:
+        assert fingerprint.main(["compare", str(good), str(other)]) == 2
+        err = capsys.readouterr().err
+        assert f"{other}: not a readable JSON file (" in err and reason in err
+
+
 def test_pipelines_fingerprint_every_runner_pipeline_on_the_smoke_corpora(smoke_build):
     data_dir, _ = smoke_build
     found = fingerprint.pipelines(str(data_dir), count=2)
