@@ -22,6 +22,12 @@ unknown keyword, start >= end, an interval past the audio, audio without annotat
 annotation without audio, unreadable / empty / non-finite audio) raises `FolderKwsError`
 naming the file and the entry ("a.json: intervals[2] ..." or "keywords.json: 'a.wav'[0] ...").
 
+Symbolic links to folders are followed (link a folder of recordings in, and its files
+are read as if they were there), but each folder is read once (`walk_folders`): a link
+to a folder that holds it (a loop, `spk1/loop -> .` or `up -> ..`) or a second path to
+one folder (two links to it, or a link to a folder also under manual_dir) is a
+`FolderKwsError` naming the link, never recordings counted twice.
+
 Keywords (class ids follow their order, `info.metadata["keywords"]`): config "shipped"
 is the project's 20 (`cskws_jax.keywords.load_keywords`, as `synthetic_kws`);
 "from_folder" reads `<manual_dir>/keyword_list.json`; or your own
@@ -270,13 +276,70 @@ def folder_files(folder: str) -> list[Annotated]:
     return [_annotation_of(folder, name, shared) for name in audio]
 
 
+def _check_manual_dir(manual_dir: str) -> None:
+    if os.path.isdir(manual_dir):
+        return
+    if os.path.islink(manual_dir):
+        raise FolderKwsError(
+            f"{manual_dir}: the manual_dir is a symbolic link that leads to no folder "
+            f"(-> {os.readlink(manual_dir)}: missing, or a loop of links)"
+        )
+    if os.path.lexists(manual_dir):
+        raise FolderKwsError(f"{manual_dir}: the manual_dir is a file, not a folder")
+    raise FolderKwsError(f"{manual_dir}: the manual_dir does not exist")
+
+
+def _links_on(path: str, manual_dir: str) -> list[str]:
+    """The symbolic links among `path`'s folders below manual_dir (`path` included)."""
+    links = []
+    while path != manual_dir and os.path.dirname(path) != path:
+        if os.path.islink(path):
+            links.append(path)
+        path = os.path.dirname(path)
+    return links[::-1]
+
+
+def walk_folders(manual_dir: str) -> Iterator[str]:
+    """manual_dir and every folder under it, each before its subfolders, subfolders in
+    sorted name order. Links to folders are followed, but no folder is read twice: a link
+    to a folder that holds it (a loop such as `spk1/loop -> .` or `up -> ..`) or to a
+    folder read already (two paths to one folder) raises a FolderKwsError naming the link."""
+    walked: dict[tuple[int, int], str] = {}
+    pending = [manual_dir]
+    while pending:
+        folder = pending.pop()
+        status = os.stat(folder)
+        identity = (status.st_dev, status.st_ino)
+        if identity in walked:
+            links = _links_on(walked[identity], manual_dir) + _links_on(folder, manual_dir)
+            raise FolderKwsError(
+                f"{folder}: the same folder as {walked[identity]}, read already, through the "
+                f"symbolic link {' and '.join(links) or '(none found)'}; a folder is read "
+                "once: remove the link or the second path"
+            )
+        walked[identity] = folder
+        yield folder
+        here = os.path.realpath(folder)
+        subfolders = []
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            if not os.path.isdir(path):
+                continue
+            target = os.path.realpath(path)
+            if os.path.islink(path) and (here + os.sep).startswith(target.rstrip(os.sep) + os.sep):
+                raise FolderKwsError(
+                    f"{path}: a symbolic link to {target}, which holds the link itself (a "
+                    "loop: its files would be read again and again); remove the link"
+                )
+            subfolders.append(path)
+        pending.extend(reversed(subfolders))
+
+
 def find_files(manual_dir: str) -> list[Annotated]:
-    """Every annotated audio file under manual_dir, in sorted path order."""
-    if not os.path.isdir(manual_dir):
-        raise FolderKwsError(f"{manual_dir}: the manual_dir does not exist")
+    """Every annotated audio file under manual_dir (`walk_folders`), in sorted path order."""
+    _check_manual_dir(manual_dir)
     found = []
-    for folder, subfolders, _ in os.walk(manual_dir, followlinks=True):
-        subfolders.sort()
+    for folder in walk_folders(manual_dir):
         found.extend(folder_files(folder))
     if not found:
         raise FolderKwsError(f"{manual_dir}: no audio files ({', '.join(AUDIO_SUFFIXES)})")

@@ -191,7 +191,11 @@ class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder)
                 for i in range(SIZES[config.size].utterances[split])
             ]
             utterances = corpus.render_cached(
-                render_one, jobs, f"{cache}/{split}", f"synthetic_kws/{config.size} {split}"
+                render_one,
+                jobs,
+                f"{cache}/{split}",
+                f"synthetic_kws/{config.size} {split}",
+                types=(Utterance, render.WordInterval),
             )
             generators[split] = self._generate_examples(split, utterances, keywords)
         return generators

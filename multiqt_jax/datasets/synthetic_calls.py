@@ -133,6 +133,7 @@ def render_calls(
         os.path.join(cache_dir, split),
         f"synthetic_calls/{size} {split}",
         workers,
+        types=(render.RenderedCall, asr.TimedWord),
     )
 
 
@@ -165,6 +166,7 @@ def recognize_calls(
         os.path.join(cache_dir, f"{split}-asr-{variant}"),
         f"synthetic_calls/{size} {split} recogniser {variant}",
         workers,
+        types=(render.VariantRecognition, asr.TimedWord),
     )
     return [item.words for item in done]
 
