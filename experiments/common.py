@@ -20,7 +20,7 @@ from absl import logging as absl_logging
 from ml_collections import config_flags
 from tensorboardX import SummaryWriter
 
-from speechkit import accelerator, compilation
+from speechkit import accelerator, compilation, errors
 
 
 def logger(name: str):
@@ -97,7 +97,9 @@ def cli_main(run, config, workdir: str | None, distributed=None) -> None:
     """The runners' absl main: the project's XLA flags (run-to-run deterministic GPU
     kernels, `speechkit.accelerator.configure`, before jax starts), the persistent
     compilation cache (`speechkit.compilation`), quiet orbax, optional jax.distributed,
-    then run(config, workdir), logging at the end what it compiled."""
+    then run(config, workdir), logging at the end what it compiled. A
+    `speechkit.errors.InvalidInput` (a bad bundle, corpus, annotation, audio file...)
+    ends the process with its message on one line and exit status 2, no traceback."""
     flags_set = accelerator.configure()
     if accelerator.with_flags(flags_set["xla_flags"]) != flags_set["xla_flags"]:
         logger("experiments")(
@@ -113,7 +115,11 @@ def cli_main(run, config, workdir: str | None, distributed=None) -> None:
     log = logger("experiments")
     log(f"compiled programs cached in {cache}" if cache else "compilation cache off")
     with compilation.Counter() as counted:
-        run(config, workdir)
+        try:
+            run(config, workdir)
+        except errors.InvalidInput as err:
+            print(f"error: {err}", file=sys.stderr)
+            sys.exit(errors.EXIT_USAGE)
     log(f"compilation: {counted.summary()}")
 
 

@@ -73,7 +73,7 @@ from multiqt_jax import decode, input_pipeline, labels
 from multiqt_jax.datasets import annotated_calls, synthetic_calls  # noqa: F401 (registers)
 from multiqt_jax.datasets.features import FEATURES as CALL_FEATURES
 from multiqt_jax.datasets.features import NUM_FOLDS
-from speechkit import files
+from speechkit import errors, files
 from speechkit.bundle import MANIFEST, BundleError
 
 KEYWORD_POLICIES = ("shared", "strict")
@@ -83,7 +83,7 @@ FOLD_BUNDLE = re.compile(r"bundle-fold(\d+)$")
 log = common.logger("evaluate")
 
 
-class EvaluationError(ValueError):
+class EvaluationError(errors.InvalidInput):
     """A bundle and a corpus that cannot be scored together; the message says why."""
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from speechkit import files
+from speechkit import errors, files
 from speechkit.channel import resample, resample_stream
 
 
-class AudioFileError(ValueError):
+class AudioFileError(errors.InvalidInput):
     """An audio file that cannot be used; the message names the file."""
 
 

@@ -58,7 +58,7 @@ from pathlib import Path
 import numpy as np
 from flax.core import meta
 
-from speechkit import checks, files
+from speechkit import checks, errors, files
 from speechkit.frontend import FeatureConfig
 
 FORMAT = "speechkit-bundle"
@@ -85,7 +85,7 @@ _FIELDS = (
 )
 
 
-class BundleError(ValueError):
+class BundleError(errors.InvalidInput):
     """A bundle that cannot be used; the message names the file and the field."""
 
 

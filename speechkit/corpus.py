@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from speechkit import files
+from speechkit import errors, files
 
 ITEM_SUFFIX = ".npz"
 DESCRIPTION = "item"  # the npz member holding the item's JSON description (UTF-8 bytes)
@@ -49,7 +49,7 @@ MAX_DEPTH = 64  # nesting of an item's description (dataclasses, tuples, lists, 
 KINDS = ("array", "scalar", "float", "tuple", "list", "dict", "dataclass")
 
 
-class CacheItemError(ValueError):
+class CacheItemError(errors.InvalidInput):
     """A render-cache file that is not a cache item this code wrote; the message names
     the file and what is wrong with it."""
 

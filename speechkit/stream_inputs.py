@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speechkit import audio_io, frontend
+from speechkit import audio_io, errors, frontend
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 FORMATS = ("table", "jsonl", "csv")
@@ -46,7 +46,7 @@ STDIN_RATE = 16_000  # Hz: raw PCM on standard input is 16-bit little-endian mon
 SILENCE = 1 / 32768  # peak below one 16-bit step: silent
 
 
-class InputError(ValueError):
+class InputError(errors.InvalidInput):
     """An input that cannot be used; the message names it."""
 
 

@@ -70,7 +70,7 @@ from cskws_jax.datasets.features import (
     interval_fields,
     kws_features,
 )
-from speechkit import audio_io, corpus, frontend
+from speechkit import audio_io, corpus, errors, frontend
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 FOLDER_ANNOTATION = "keywords.json"  # one per folder: file name -> intervals
@@ -78,7 +78,7 @@ KEYWORD_LIST = "keyword_list.json"  # config "from_folder": {"keywords": [...]}
 TIME_TOLERANCE_S = 0.05  # an interval may end this much after the audio; it is clipped
 
 
-class FolderKwsError(ValueError):
+class FolderKwsError(errors.InvalidInput):
     """A file of the manual folder that breaks the documented layout; the message names
     it (and the entry)."""
 

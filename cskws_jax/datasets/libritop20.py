@@ -62,13 +62,13 @@ import tensorflow_datasets as tfds
 
 from cskws_jax import keywords as shipped
 from cskws_jax.datasets.features import FEATURES, Word, interval_fields, kws_features
-from speechkit import audio_io, checks, corpus, frontend
+from speechkit import audio_io, checks, corpus, errors, frontend
 
 SPLIT_PREFIXES = {"train-": "train", "dev-": "validation", "test-": "test"}
 TIME_TOLERANCE_S = 0.05  # a word may end this much after the audio; it is clipped
 
 
-class LibriSpeechError(ValueError):
+class LibriSpeechError(errors.InvalidInput):
     """A LibriSpeech or alignment file that breaks the documented layout; the message
     names it (and the 1-based line of a text file)."""
 

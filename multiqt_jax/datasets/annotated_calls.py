@@ -35,13 +35,13 @@ import tensorflow_datasets as tfds
 from multiqt_jax import labels
 from multiqt_jax.datasets.features import FEATURES, NUM_FOLDS, call_features, word_fields
 from multiqt_jax.datasets.render import paint_span
-from speechkit import asr, audio_io, corpus, frontend
+from speechkit import asr, audio_io, corpus, errors, frontend
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 TIME_TOLERANCE_S = 0.05  # annotations may end this much past the audio
 
 
-class AnnotationError(ValueError):
+class AnnotationError(errors.InvalidInput):
     """An annotation file that breaks the documented format; the message names it."""
 
 
