@@ -64,9 +64,10 @@ gpu-wheels: $(STAMP)
 
 # Re-resolve the newest versions into requirements.lock (in a throw-away environment).
 lock:
-	rm -rf /tmp/speech-lock-venv && $(PYTHON) -m venv /tmp/speech-lock-venv
-	/tmp/speech-lock-venv/bin/python -m pip install --quiet '.[dev]'
-	{ head -n 3 requirements.lock; /tmp/speech-lock-venv/bin/python -m pip freeze --exclude speech-tracking-jax | grep -v -E '^(pip|setuptools|wheel)=='; } > requirements.lock.new
+	set -e; venv=$$(mktemp -d); trap 'rm -rf "$$venv"' EXIT; \
+	$(PYTHON) -m venv "$$venv"; \
+	"$$venv/bin/python" -m pip install --quiet '.[dev]'; \
+	{ head -n 3 requirements.lock; "$$venv/bin/python" -m pip freeze --exclude speech-tracking-jax | grep -v -E '^(pip|setuptools|wheel)=='; } > requirements.lock.new; \
 	mv requirements.lock.new requirements.lock
 
 clean:

@@ -629,6 +629,34 @@ def _describe(aval) -> str:
 # ---------------------------------------------------------------------- command line
 
 
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")  # what jax.export lowers for
+MAX_BLOCK_OUTPUTS = 6000  # a minute of 10 ms outputs: longer is no longer a stream
+
+
+def _platforms(text: str) -> list[str]:
+    """argparse type of --platforms: known, distinct platform names."""
+    names = text.split(",")
+    unknown = [name for name in names if name not in PLATFORMS]
+    if unknown or len(set(names)) != len(names) or not text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected distinct names of {', '.join(PLATFORMS)}, comma-separated"
+        )
+    return names
+
+
+def _block_outputs(text: str) -> int:
+    """argparse type of --block-outputs: an integer in [1, MAX_BLOCK_OUTPUTS]."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_BLOCK_OUTPUTS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected an integer in [1, {MAX_BLOCK_OUTPUTS}]"
+        )
+    return value
+
+
 def main(
     argv,
     *,
@@ -651,15 +679,21 @@ def main(
     parse.add_argument("out_dir", help=f"folder for the modules and {MANIFEST}")
     parse.add_argument(
         "--block-outputs",
-        type=int,
+        type=_block_outputs,
         default=default_block_outputs,
         help=f"output frames per step (default {default_block_outputs})",
     )
     parse.add_argument(
-        "--platforms", default=None, help="comma-separated, e.g. cpu,cuda (default: this one)"
+        "--platforms",
+        type=_platforms,
+        default=None,
+        help=f"comma-separated, of {', '.join(PLATFORMS)} (default: this machine's)",
     )
     args = parse.parse_args(argv)
-    platforms = args.platforms.split(",") if args.platforms else None
+    platforms = args.platforms
+    if Path(args.out_dir).exists() and not Path(args.out_dir).is_dir():
+        print(f"error: {args.out_dir}: exists and is not a folder", file=sys.stderr)
+        return 2
     compilation.enable_cache()
     try:
         modules, payload = export_bundle(args.bundle, args.block_outputs, platforms)

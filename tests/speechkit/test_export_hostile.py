@@ -285,3 +285,28 @@ def test_unknown_fields_and_wrong_types_are_named(folder):
     _refused(folder, f"{folder / 'export.json'}: modules: expected dict, got int 5")
     (folder / "export.json").write_text("[" * 100000)
     _refused(folder, f"{folder / 'export.json'}: not readable JSON")
+
+
+@pytest.mark.parametrize(
+    "option, expected",
+    [
+        ("--platforms=bogus", "'bogus': expected distinct names of cpu, cuda, rocm, tpu"),
+        ("--platforms=cpu,cpu", "'cpu,cpu': expected distinct names of"),
+        ("--block-outputs=0", "'0': expected an integer in [1, 6000]"),
+        ("--block-outputs=1e9", "'1e9': expected an integer in [1, 6000]"),
+    ],
+)
+def test_export_arguments_are_usage_errors(exported, tmp_path, capsys, option, expected):
+    with pytest.raises(SystemExit) as stop:
+        kws_export.main([str(exported.parent / "bundle"), str(tmp_path / "out"), option])
+    assert stop.value.code == 2
+    assert expected in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_into_a_file_is_refused(exported, tmp_path, capsys):
+    target = tmp_path / "taken"
+    target.write_text("not a folder")
+    assert kws_export.main([str(exported.parent / "bundle"), str(target)]) == 2
+    assert f"error: {target}: exists and is not a folder" in capsys.readouterr().err
+    assert target.read_text() == "not a folder"
