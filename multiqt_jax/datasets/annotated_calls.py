@@ -46,18 +46,33 @@ class AnnotationError(errors.InvalidInput):
 
 
 def _number(path, where: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise AnnotationError(f"{path}: {where} must be a finite number, got {value!r}")
-    return float(value)
+    """A finite JSON number as float (an integer too large for a float is not one)."""
+    if not isinstance(value, bool) and isinstance(value, (int, float)):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if math.isfinite(number):
+            return number
+    shown = repr(value) if len(repr(value)) < 40 else repr(value)[:37] + "..."
+    raise AnnotationError(f"{path}: {where} must be a finite number, got {shown}")
+
+
+def _read_json(path: str):
+    """The JSON in `path`, or an AnnotationError naming it (not UTF-8, not JSON, nested
+    deeper than the reader recurses, unreadable)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (ValueError, RecursionError) as err:  # JSON, UTF-8, a 5000-digit integer
+        raise AnnotationError(f"{path}: not valid JSON ({err})") from None
+    except OSError as err:
+        raise AnnotationError(f"{path}: not readable ({err.strerror})") from None
 
 
 def read_annotation(path: str, task: str, duration: float) -> dict:
     """Parses and validates `<call>.json`; returns segments (class ids), fold and asr."""
-    try:
-        with open(path) as handle:
-            data = json.load(handle)
-    except json.JSONDecodeError as err:
-        raise AnnotationError(f"{path}: not valid JSON ({err})") from None
+    data = _read_json(path)
     if not isinstance(data, dict):
         raise AnnotationError(f"{path}: expected a JSON object with 'segments'")
     if not isinstance(data.get("segments"), list):
@@ -86,7 +101,7 @@ def read_annotation(path: str, task: str, duration: float) -> dict:
         if start < end:
             raise AnnotationError(f"{path}: segments overlap around {start} s")
     fold = data.get("fold")
-    if fold is not None and (isinstance(fold, bool) or fold not in range(NUM_FOLDS)):
+    if fold is not None and (type(fold) is not int or fold not in range(NUM_FOLDS)):
         raise AnnotationError(f"{path}: 'fold' must be an integer 0-{NUM_FOLDS - 1}, got {fold!r}")
     words = timed_words(path, data["asr"]) if "asr" in data else None
     return {"segments": segments, "fold": fold, "asr": words}
@@ -114,13 +129,7 @@ def timed_words(path, entries) -> list[asr.TimedWord]:
 def read_words(path: str) -> list[asr.TimedWord]:
     """The timed words of a words file: a `<call>.json` with an 'asr' list (its
     segments, if any, are not read) or that list alone."""
-    try:
-        with open(path) as handle:
-            data = json.load(handle)
-    except json.JSONDecodeError as err:
-        raise AnnotationError(f"{path}: not valid JSON ({err})") from None
-    except OSError as err:
-        raise AnnotationError(f"{path}: not readable ({err.strerror})") from None
+    data = _read_json(path)
     if isinstance(data, dict):
         if "asr" not in data:
             raise AnnotationError(f"{path}: no 'asr' list of {{word, start, end}}")

@@ -1,0 +1,155 @@
+"""Fuzzing the JSON a user can be sent (issue 31): bundle.json, export.json and an
+annotated call's `<call>.json`, each mutated at a random place (a value swapped for
+another type, a key removed, a huge, non-finite, negative or deeply nested value, a
+5000-digit integer). Loading one must succeed or raise the named error (`speechkit.errors.InvalidInput`),
+never another exception, and never hang (a SIGALRM guard of 30 s per example)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import shutil
+import signal
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
+
+from cskws_jax import bundle, model  # noqa: E402
+from cskws_jax import export as kws_export  # noqa: E402
+from multiqt_jax.datasets import annotated_calls  # noqa: E402
+from speechkit import errors  # noqa: E402
+
+REPLACEMENTS = st.one_of(
+    st.sampled_from(
+        [None, True, "", "x" * 1000, [], {}, 0, -1, 1e300, -1e300, 10**400, 2**63, 0.5]
+    ),
+    st.sampled_from([math.nan, math.inf, -math.inf]),
+    st.integers(-(10**6), 10**9),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.sampled_from(["deep", "digits"]),
+)
+
+
+def _paths(node, prefix=()):
+    """Every (path to a value) in a JSON tree, containers included."""
+    yield prefix
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _paths(value, (*prefix, index))
+
+
+def _mutated(tree, path, replacement, remove: bool):
+    tree = json.loads(json.dumps(tree))
+    if not path:
+        return replacement
+    parent = tree
+    for step in path[:-1]:
+        parent = parent[step]
+    if remove and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = replacement
+    return tree
+
+
+def _dumps(tree) -> str:
+    text = json.dumps(tree, allow_nan=True)
+    # "deep": a list nested far beyond what any reader should recurse into; "digits": an
+    # integer beyond Python's int-from-text limit (4300 digits)
+    text = text.replace('"deep"', "[" * 100_000 + "]" * 100_000)
+    return text.replace('"digits"', "9" * 5000)
+
+
+@contextlib.contextmanager
+def _no_hang(seconds: int = 30):
+    def stop(signum, frame):
+        raise TimeoutError(f"no answer within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _loads_or_names_the_error(load) -> None:
+    with _no_hang(), contextlib.suppress(errors.InvalidInput):
+        load()
+
+
+@pytest.fixture(scope="module")
+def saved(tiny_afkws_config, tmp_path_factory) -> Path:
+    """A tiny AF-KWS bundle and its export folder."""
+    root = tmp_path_factory.mktemp("fuzz")
+    net = model.AfKws(tiny_afkws_config(3))
+    params = jax.jit(net.init)(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
+    bundle.save(root / "bundle", net, params, ("alpha", "beta", "gamma"))
+    assert kws_export.main([str(root / "bundle"), str(root / "export"), "--block-outputs=2"]) == 0
+    return root
+
+
+def _fuzz(source: Path, manifest: str, load, work: Path, data) -> None:
+    original = json.loads((source / manifest).read_text())
+    paths = list(_paths(original))
+    path = data.draw(st.sampled_from(paths), label="path")
+    replacement = data.draw(REPLACEMENTS, label="replacement")
+    remove = data.draw(st.booleans(), label="remove")
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(source, work)
+    (work / manifest).write_text(_dumps(_mutated(original, path, replacement, remove)))
+    _loads_or_names_the_error(lambda: load(work))
+
+
+FUZZ = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@FUZZ
+@given(data=st.data())
+def test_bundle_json(saved, tmp_path, data):
+    _fuzz(saved / "bundle", "bundle.json", bundle.load, tmp_path / "b", data)
+
+
+@FUZZ
+@given(data=st.data())
+def test_export_json(saved, tmp_path, data):
+    _fuzz(saved / "export", "export.json", kws_export.read_folder, tmp_path / "e", data)
+
+
+ANNOTATION = {
+    "segments": [
+        {"label": "address", "start": 0.2, "end": 0.9},
+        {"label": "age", "start": 1.0, "end": 1.5},
+    ],
+    "fold": 2,
+    "asr": [{"word": "hello", "start": 0.1, "end": 0.4, "emitted": 0.6}],
+}
+
+
+@FUZZ
+@given(data=st.data())
+def test_annotation_json(tmp_path, data):
+    source = tmp_path / "source"
+    source.mkdir(exist_ok=True)
+    (source / "c1.json").write_text(json.dumps(ANNOTATION))
+    _fuzz(
+        source,
+        "c1.json",
+        lambda work: annotated_calls.read_annotation(str(work / "c1.json"), "questions", 2.0),
+        tmp_path / "a",
+        data,
+    )
