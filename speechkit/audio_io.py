@@ -107,6 +107,11 @@ def read_audio_blocks(
 def _open(path: Path) -> soundfile.SoundFile:
     """The file opened for reading, or an AudioFileError naming it."""
     if not path.exists():
+        if path.is_symlink():
+            raise AudioFileError(
+                f"{path}: a symbolic link that leads to no file (its target is missing, or "
+                "the links loop)"
+            )
         raise AudioFileError(f"{path}: no such file")
     if path.is_dir():
         raise AudioFileError(f"{path}: is a folder, expected an audio file")

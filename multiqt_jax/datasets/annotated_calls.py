@@ -137,12 +137,55 @@ def read_words(path: str) -> list[asr.TimedWord]:
     return timed_words(path, data)
 
 
+def call_files(folder: str) -> list[str]:
+    """The calls' audio files at the top of `folder` (sorted), or an AnnotationError
+    naming what does not fit: a subfolder (not read, so not silently skipped), two audio
+    files of one call (`c1.wav` and `c1.flac`), an annotation without audio, or one
+    whose name ends in `.JSON` (read as `.json` only)."""
+    if not os.path.isdir(folder):
+        raise AnnotationError(f"{folder}: the manual_dir does not exist")
+    names = sorted(os.listdir(folder))
+    for name in names:
+        if os.path.isdir(os.path.join(folder, name)):
+            raise AnnotationError(
+                f"{os.path.join(folder, name)}: a folder; annotated_calls reads the calls at "
+                "the top of manual_dir only (move them up, or remove the folder)"
+            )
+    audio = [os.path.join(folder, n) for n in names if n.lower().endswith(AUDIO_SUFFIXES)]
+    seen: dict[str, str] = {}
+    for path in audio:
+        stem = os.path.splitext(path)[0]
+        if stem in seen:
+            raise AnnotationError(
+                f"{seen[stem]} and {os.path.basename(path)}: two audio files of one call; keep one"
+            )
+        seen[stem] = path
+    for name in names:
+        if name.lower().endswith(".json") and not name.endswith(".json"):
+            raise AnnotationError(
+                f"{os.path.join(folder, name)}: an annotation's name ends in .json, lower case"
+            )
+    orphans = [
+        os.path.join(folder, name)
+        for name in names
+        if name.endswith(".json") and os.path.join(folder, name[:-5]) not in seen
+    ]
+    if orphans:
+        raise AnnotationError(f"{orphans[0]}: no audio file for this annotation")
+    if not audio:
+        raise AnnotationError(f"{folder}: no audio files ({', '.join(AUDIO_SUFFIXES)})")
+    return audio
+
+
 def read_posteriors(path: str, frames: int) -> np.ndarray:
     """Loads `<call>.npy` and checks it: float [about frames, V], rows of probabilities."""
     try:
         matrix = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as err:
         raise AnnotationError(f"{path}: not a readable .npy array ({err})") from None
+    if not isinstance(matrix, np.ndarray):  # np.load gives an .npz archive as a mapping
+        matrix.close()
+        raise AnnotationError(f"{path}: an .npz archive; expected one .npy array")
     if matrix.ndim != 2 or matrix.shape[1] != asr.NUM_SYMBOLS:
         raise AnnotationError(
             f"{path}: expected shape [frames, {asr.NUM_SYMBOLS}] (speechkit.asr symbols), "
@@ -224,25 +267,7 @@ class AnnotatedCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
         )
 
     def _split_generators(self, dl_manager):
-        folder = os.fspath(dl_manager.manual_dir)
-        if not os.path.isdir(folder):
-            raise AnnotationError(f"{folder}: the manual_dir does not exist")
-        audio = sorted(
-            os.path.join(folder, name)
-            for name in os.listdir(folder)
-            if name.lower().endswith(AUDIO_SUFFIXES)
-        )
-        stems = {os.path.splitext(p)[0] for p in audio}
-        orphans = sorted(
-            os.path.join(folder, name)
-            for name in os.listdir(folder)
-            if name.endswith(".json") and os.path.join(folder, name[:-5]) not in stems
-        )
-        if orphans:
-            raise AnnotationError(f"{orphans[0]}: no audio file for this annotation")
-        if not audio:
-            raise AnnotationError(f"{folder}: no audio files ({', '.join(AUDIO_SUFFIXES)})")
-        return {"train": self._generate_examples(audio)}
+        return {"train": self._generate_examples(call_files(os.fspath(dl_manager.manual_dir)))}
 
     def _generate_examples(self, audio_paths):
         for path in audio_paths:

@@ -169,3 +169,12 @@ def test_numeric_options_are_checked(option, value, expected, capsys):
         detect.parser().parse_args(["bundle", "a.wav", option, value])
     assert stop.value.code == 2
     assert f"argument {option}: {value!r}: expected {expected}" in capsys.readouterr().err
+
+
+def test_a_link_loop_is_named_as_one(tmp_path):
+    loop = tmp_path / "loop.wav"
+    loop.symlink_to(loop)
+    with pytest.raises(audio_io.AudioFileError, match="loop.wav: a symbolic link that leads to no"):
+        list(audio_io.read_audio_blocks(loop))
+    with pytest.raises(audio_io.AudioFileError, match="missing.wav: no such file"):
+        audio_io.read_audio(tmp_path / "missing.wav")

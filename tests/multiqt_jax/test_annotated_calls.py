@@ -124,3 +124,36 @@ def test_bad_files_name_themselves(tmp_path, speech):
     audio_io.write_audio(tmp_path / "lonely.wav", speech.waveform, 16_000)
     with pytest.raises(ac.AnnotationError, match="lonely.wav: no annotation file"):
         ac.convert_call(str(tmp_path / "lonely.wav"), "questions")
+
+
+def _touch(folder, *names):
+    for name in names:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(b"")
+
+
+@pytest.mark.parametrize(
+    "names, pattern",
+    [
+        (["c1.wav", "c1.json", "c1.flac"], "c1.flac and c1.wav: two audio files of one call"),
+        (["c1.wav", "c1.json", "orphan.JSON"], "orphan.JSON: an annotation's name ends in .json"),
+        (["c1.wav", "c1.json", "orphan.json"], "orphan.json: no audio file for this annotation"),
+        (["c1.wav", "c1.json", "more/c2.wav"], "more: a folder; annotated_calls reads the calls"),
+        (["notes.txt"], "no audio files"),
+    ],
+)
+def test_the_calls_folder_names_what_does_not_fit(tmp_path, names, pattern):
+    _touch(tmp_path, *names)
+    with pytest.raises(ac.AnnotationError, match=pattern):
+        ac.call_files(str(tmp_path))
+
+
+def test_the_calls_folder_lists_the_audio(tmp_path):
+    _touch(tmp_path, "b.flac", "b.json", "a.WAV", "a.json")
+    assert ac.call_files(str(tmp_path)) == [str(tmp_path / "a.WAV"), str(tmp_path / "b.flac")]
+
+
+def test_posteriors_in_an_npz_are_refused(tmp_path):
+    np.savez(tmp_path / "p.npz", np.ones((50, asr.NUM_SYMBOLS)))
+    with pytest.raises(ac.AnnotationError, match=r"p.npz: an .npz archive; expected one .npy"):
+        ac.read_posteriors(str(tmp_path / "p.npz"), 50)
