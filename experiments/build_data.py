@@ -21,10 +21,13 @@ and its synthesis speed on this machine (`synthesis_speed`).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
+import shutil
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import tensorflow_datasets as tfds
@@ -211,10 +214,22 @@ CORPUS_SIZES = {"calls": synthetic_calls.SIZES, "kws": synthetic_kws.SIZES}
 
 def _prepare(builder, started: float) -> float | None:
     """Builds what `builder` lacks; the seconds it took since `started`, or None when the
-    corpus was already there (a rerun measures nothing)."""
+    corpus was already there (a rerun measures nothing). The build holds a lock on the
+    corpus (a file in data_dir), so it can remove what an interrupted build left (TFDS's
+    `incomplete.*` folders) without touching a build in progress."""
     if builder.is_prepared():
         return None
-    builder.download_and_prepare()
+    folder = Path(builder.data_path).parent  # <data_dir>/<name>/<config>
+    data_dir = folder.parents[1]
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / f".build_data-{folder.parent.name}-{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if builder.is_prepared():  # another process built it meanwhile
+            return None
+        for stale in sorted(folder.glob("incomplete.*")):
+            _log(f"removing {stale}: left by an interrupted build")
+            shutil.rmtree(stale)
+        builder.download_and_prepare()
     return time.perf_counter() - started
 
 

@@ -48,3 +48,30 @@ def test_a_missing_engine_is_named_before_any_work(tmp_path, monkeypatch):
     assert not list(tmp_path.iterdir())
     with pytest.raises(ValueError, match="engine_set: expected one of"):
         build_data.build("smoke", str(tmp_path), engine_set="flite")
+
+
+class _StubBuilder:
+    """What `build_data._prepare` uses of a TFDS builder."""
+
+    def __init__(self, data_path):
+        self.data_path, self.built = str(data_path), False
+
+    def is_prepared(self):
+        return self.built
+
+    def download_and_prepare(self):
+        self.built = True
+
+
+def test_prepare_removes_what_an_interrupted_build_left(tmp_path, capsys):
+    from experiments import build_data
+
+    corpus = tmp_path / "synthetic_kws" / "smoke"
+    stale = corpus / "incomplete.1f2e3d_1.0.0" / "part"
+    stale.mkdir(parents=True)
+    (corpus / "1.0.0").mkdir()
+    builder = _StubBuilder(corpus / "1.0.0")
+    assert build_data._prepare(builder, 0.0) is not None and builder.built
+    assert not stale.parent.exists() and (corpus / "1.0.0").exists()
+    assert f"removing {stale.parent}: left by an interrupted build" in capsys.readouterr().err
+    assert build_data._prepare(builder, 0.0) is None  # built: nothing to do
