@@ -451,7 +451,7 @@ def _listed_arrays(manifest_path: Path, section: dict) -> dict[str, _Declared]:
             isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in shape
         ):
             raise BundleError(f"{where}.shape: expected a list of sizes, got {shape!r}"[:400])
-        if dtype not in _DTYPES:
+        if not isinstance(dtype, str) or dtype not in _DTYPES:
             raise BundleError(f"{where}.dtype: expected one of {sorted(_DTYPES)}, got {dtype!r}")
         listed[name] = _Declared(tuple(shape), np.dtype(dtype))
     total = sum(array.nbytes for array in listed.values())
@@ -714,7 +714,11 @@ def _convert(hint, value, where: str):
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{where}: expected a number, got {value!r}")
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            bits = value.bit_length()
+            raise ValueError(f"{where}: a {bits}-bit integer, beyond a float") from None
     if hint is str:
         if not isinstance(value, str):
             raise TypeError(f"{where}: expected a string, got {value!r}")

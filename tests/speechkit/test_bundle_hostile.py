@@ -123,6 +123,12 @@ AFKWS_CASES = [  # (bundle.json field, value, what the error must name)
     ("features.log_floor", float("inf"), r"FeatureConfig\.log_floor: expected a finite number"),
     ("features.log_floor", float("nan"), r"FeatureConfig\.log_floor: expected a finite number"),
     ("features.log_floor", 1e30, r"FeatureConfig\.log_floor: expected a value in \(0, "),
+    ("features.window_ms", 10**400, r"window_ms: a 1329-bit integer, beyond a float"),
+    (
+        "params.arrays.params/backbone/head_conv/kernel.dtype",
+        [],
+        r"params\.arrays\.params/backbone/head_conv/kernel\.dtype: expected one of",
+    ),
 ]
 
 
