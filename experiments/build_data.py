@@ -55,7 +55,11 @@ def _engine(speaker: str) -> str:
 def synthesis_speed() -> dict:
     """Per installed engine: seconds of synthesis per second of speech (real-time factor)
     on SPEED_TEXTS with its default voice, after one warm-up call."""
-    voices = {"espeak": tts.Voice(), "piper": tts.PiperVoice(), "festival": tts.FestivalVoice()}
+    voices = {
+        "espeak": tts.EspeakVoice(),
+        "piper": tts.PiperVoice(),
+        "festival": tts.FestivalVoice(),
+    }
     speed = {}
     for engine in tts.available_engines():
         tts.synthesize("Warm up.", voices[engine])

@@ -1,6 +1,6 @@
 """Real speech recognition with pocketsphinx (its en-us model ships in the wheel).
 
-- `recognize(waveform, config)`: streaming decoding as a live system does it. A
+- `recognise(waveform, config)`: streaming decoding as a live system does it. A
   voice-activity endpointer (pocketsphinx's `Endpointer`) cuts the stream into
   utterances at pauses; each utterance is decoded as its frames arrive, with a partial
   hypothesis after every frame, and ends when the endpointer hears the pause. Partials
@@ -18,7 +18,7 @@
   corpus, for the build reports.
 
 The recogniser's errors are real: on synthetic speech the general English language
-model gets many words wrong (see `RecognizerConfig.language_model` to use another).
+model gets many words wrong (see `RecogniserConfig.language_model` to use another).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import re
 
 import numpy as np
 
-from speechkit import channel, checks
+from speechkit import checks, dsp
 
 _FILLER = re.compile(r"^(<s>|</s>|<sil>|\[.*\]|\+\+.*\+\+)$")
 _ALTERNATIVE = re.compile(r"\(\d+\)$")
@@ -41,7 +41,7 @@ TEXT_FRAME_S = 0.02  # seconds per text frame: stride 2 against 10 ms audio fram
 
 
 @dataclasses.dataclass(frozen=True)
-class RecognizerConfig:
+class RecogniserConfig:
     """pocketsphinx settings; None means the model's (or pocketsphinx's) own default."""
 
     sample_rate: int = 16_000
@@ -68,7 +68,7 @@ class RecognizerConfig:
     vad_mode: int = 0  # voice-activity aggressiveness, 0 (loose) .. 3 (strict)
 
     def __post_init__(self):
-        field = "RecognizerConfig.{}".format
+        field = "RecogniserConfig.{}".format
         checks.require_number(field("endpoint_ratio"), self.endpoint_ratio, above=0, at_most=1)
         checks.require_number(
             field("endpoint_window_s"), self.endpoint_window_s, above=0, at_most=5
@@ -90,7 +90,7 @@ class RecognizerConfig:
             options.update(fwdflat=False, bestpath=False)
         for key in ("lm", "dict"):
             if key in options and not os.path.exists(options[key]):
-                raise FileNotFoundError(f"RecognizerConfig: {key} file {options[key]} not found")
+                raise FileNotFoundError(f"RecogniserConfig: {key} file {options[key]} not found")
         return options
 
 
@@ -126,7 +126,7 @@ class Recognition:
         return " ".join(w.word for w in self.words)
 
 
-ALIGN_CONFIG = RecognizerConfig(
+ALIGN_CONFIG = RecogniserConfig(
     beam=1e-100, word_beam=1e-80, phone_beam=1e-100, language_weight=None, final_passes=True
 )
 """Forced alignment of synthetic or noisy speech needs much wider beams than decoding
@@ -142,7 +142,7 @@ class _Decoder:
     live recogniser does.
     """
 
-    def __init__(self, config: RecognizerConfig):
+    def __init__(self, config: RecogniserConfig):
         from pocketsphinx import Decoder
 
         self.decoder = Decoder(**config.decoder_options())
@@ -155,12 +155,12 @@ class _Decoder:
 
 
 @functools.lru_cache(maxsize=4)
-def _decoder(config: RecognizerConfig) -> _Decoder:
+def _decoder(config: RecogniserConfig) -> _Decoder:
     return _Decoder(config)
 
 
 def _pcm(waveform, name: str = "waveform") -> bytes:
-    waveform = channel.as_waveform(name, waveform)
+    waveform = dsp.as_waveform(name, waveform)
     if waveform.size == 0:
         raise ValueError(f"{name}: expected a non-empty mono waveform, got shape {waveform.shape}")
     return (np.clip(waveform, -1.0, 1.0) * 32767).astype("<i2").tobytes()
@@ -239,7 +239,7 @@ class _Utterances:
         self.partials.append(Partial(now, self.final_text))
 
 
-def recognize(waveform, config: RecognizerConfig = RecognizerConfig()) -> Recognition:
+def recognise(waveform, config: RecogniserConfig = RecogniserConfig()) -> Recognition:
     """Streams `waveform` (float [samples] at config.sample_rate) through the endpointer
     and pocketsphinx, one endpointer frame (30 ms) at a time (see the module docstring).
 
@@ -279,7 +279,7 @@ def normalise(text: str) -> list[str]:
     return re.findall(r"[a-z']+", text.lower())
 
 
-def align(waveform, words, config: RecognizerConfig = ALIGN_CONFIG):
+def align(waveform, words, config: RecogniserConfig = ALIGN_CONFIG):
     """Forced alignment of `words` (a string or list) to the waveform.
 
     Returns one TimedWord per word that pocketsphinx aligned, in order. Alignment of
@@ -302,7 +302,7 @@ def align(waveform, words, config: RecognizerConfig = ALIGN_CONFIG):
         decoder.end_utt()
         aligned = _segments(decoder, state.frame_rate) if decoder.hyp() else []
     finally:
-        state.decoder.activate_search()  # back to the language model for `recognize`
+        state.decoder.activate_search()  # back to the language model for `recognise`
     return tuple(aligned)
 
 

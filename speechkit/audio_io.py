@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from speechkit import errors, files
-from speechkit.channel import resample, resample_stream
+from speechkit import dsp, errors, files
 
 
 class AudioFileError(errors.InvalidInput):
@@ -60,9 +59,9 @@ def read_audio(
         data = data.mean(axis=1) if mix_to_mono else data[:, 0]
     if target_rate is not None and target_rate != rate:
         if data.ndim == 2:
-            data = np.stack([resample(c, rate, target_rate) for c in data.T], axis=1)
+            data = np.stack([dsp.resample(c, rate, target_rate) for c in data.T], axis=1)
         else:
-            data = resample(data, rate, target_rate)
+            data = dsp.resample(data, rate, target_rate)
         rate = target_rate
     return np.ascontiguousarray(data, np.float32), int(rate)
 
@@ -74,7 +73,7 @@ def read_audio_blocks(
     file's rate), read `block_frames` at a time: memory stays bounded for any length.
 
     The blocks concatenate to `read_audio(path, target_rate=..., channels=None,
-    mix_to_mono=True)[0]` exactly (`channel.resample_stream`). The checks are those of
+    mix_to_mono=True)[0]` exactly (`dsp.resample_stream`). The checks are those of
     `read_audio`, made as the file is read: a non-finite sample raises when its block is
     reached, a file without samples at the end.
     """
@@ -99,7 +98,7 @@ def read_audio_blocks(
 
         blocks = mono_blocks()
         if target_rate is not None and target_rate != rate:
-            blocks = resample_stream(blocks, rate, target_rate)
+            blocks = dsp.resample_stream(blocks, rate, target_rate)
         for block in blocks:
             yield np.ascontiguousarray(block, np.float32)
 

@@ -2,7 +2,7 @@
 
 `train_arpa` estimates a backoff n-gram model with absolute discounting (Katz-style
 backoff weights, so each history's probabilities sum to 1) from tokenised sentences and
-writes it as ARPA text, which pocketsphinx loads as `RecognizerConfig.language_model`.
+writes it as ARPA text, which pocketsphinx loads as `RecogniserConfig.language_model`.
 """
 
 from __future__ import annotations

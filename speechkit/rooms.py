@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from scipy import signal as scipy_signal
 
-from speechkit import checks
+from speechkit import audio_io, checks, dsp
 
 SPEED_OF_SOUND = 343.0  # m/s, as pyroomacoustics assumes
 WALL_MARGIN_M = 0.2  # talker and microphone stay this far from every wall
@@ -206,26 +206,22 @@ def impulse_files(folder: Path) -> list[Path]:
 
 
 def _measured_room(rng: np.random.Generator, folder: Path, sample_rate: int) -> Room:
-    from speechkit import audio_io, channel  # here, not at the top: channel imports us
-
     candidates = impulse_files(folder)
     path = candidates[int(rng.integers(len(candidates)))]
     samples, rate = audio_io.read_audio(path, channels=None)
     first = samples if samples.ndim == 1 else samples[:, 0]
     if not np.any(first):
         raise audio_io.AudioFileError(f"{path}: is silent, not an impulse response")
-    rir = channel.resample(first, rate, sample_rate)
+    rir = dsp.resample(first, rate, sample_rate)
     return Room(_normalised(rir), path.relative_to(folder).as_posix())
 
 
 def _at_level(out: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """`out` scaled to the power of `reference`, float32 (silence stays silence)."""
-    from speechkit import channel  # here, not at the top: channel imports this module
-
-    out_power = channel.power(out)
+    out_power = dsp.power(out)
     if out_power == 0.0:
         return out.astype(np.float32)
-    return (out * math.sqrt(channel.power(reference) / out_power)).astype(np.float32)
+    return (out * math.sqrt(dsp.power(reference) / out_power)).astype(np.float32)
 
 
 def reverberate(waveform, rir) -> np.ndarray:
@@ -236,10 +232,8 @@ def reverberate(waveform, rir) -> np.ndarray:
     pre-ringing. The output has the input's length (the tail past the end is cut) and
     its power (a silent input stays silent).
     """
-    from speechkit import channel  # here, not at the top: channel imports this module
-
-    waveform = channel.as_waveform("waveform", waveform).astype(np.float64)
-    rir = channel.as_waveform("rir", rir).astype(np.float64)
+    waveform = dsp.as_waveform("waveform", waveform).astype(np.float64)
+    rir = dsp.as_waveform("rir", rir).astype(np.float64)
     peak = direct_path(rir)
     wet = scipy_signal.fftconvolve(waveform, rir)[peak : peak + waveform.size]
     return _at_level(wet, waveform)
@@ -295,9 +289,7 @@ def microphone_response(rng: np.random.Generator, sample_rate: int) -> np.ndarra
 def microphone_colour(rng: np.random.Generator, waveform, sample_rate: int) -> np.ndarray:
     """The waveform through a random device's response (`microphone_response`, drawn
     from `rng`), float32 [samples] at its own level (power)."""
-    from speechkit import channel  # here, not at the top: channel imports this module
-
-    waveform = channel.as_waveform("waveform", waveform).astype(np.float64)
+    waveform = dsp.as_waveform("waveform", waveform).astype(np.float64)
     sos = microphone_response(rng, sample_rate)  # drawn even for an empty waveform
     coloured = scipy_signal.sosfilt(sos, waveform) if waveform.size else waveform
     return _at_level(coloured, waveform)

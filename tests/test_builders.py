@@ -39,7 +39,7 @@ def test_engine_set_configs_hold_festival_for_training(name, tmp_path):
 
 def test_a_missing_engine_is_named_before_any_work(tmp_path, monkeypatch):
     from experiments import build_data
-    from speechkit import festival
+    from speechkit.tts import festival
 
     monkeypatch.setattr(festival, "voices", lambda: ())
     monkeypatch.setattr(festival, "available", lambda: False)

@@ -5,11 +5,15 @@ nothing is imported, so the check costs milliseconds and sees imports inside fun
     speechkit                    imports neither task package, nor experiments / benchmarks
     multiqt_jax, cskws_jax       never import each other, nor experiments / benchmarks
     experiments, benchmarks      may import everything below them
+
+and inside each package no modules import each other in a circle, imports inside
+functions included: deferring an import hides a cycle from Python, not from readers.
 """
 
 from __future__ import annotations
 
 import ast
+import collections
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -44,6 +48,16 @@ def imported_modules(tree: ast.AST, module: str):
             yield node.lineno, written, target
 
 
+def module_names(relative: pathlib.Path) -> tuple[str, str]:
+    """(dotted module name, the name relative imports resolve against) of a source file
+    by its path relative to the root: a package's `__init__.py` is the package, and
+    resolves as `package.__init__` so that `from . import x` means `package.x`."""
+    parts = relative.with_suffix("").parts
+    if parts[-1] == "__init__":
+        return ".".join(parts[:-1]), ".".join(parts)
+    return ".".join(parts), ".".join(parts)
+
+
 def layering_violations(root: pathlib.Path) -> list[str]:
     """'path:line: `import ...` (package may not import other)' for every import under
     `root` that breaks FORBIDDEN; paths relative to `root`."""
@@ -51,12 +65,8 @@ def layering_violations(root: pathlib.Path) -> list[str]:
     for package, forbidden in FORBIDDEN.items():
         for path in sorted((root / package).rglob("*.py")):
             relative = path.relative_to(root)
-            parts = relative.with_suffix("").parts
-            module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            if parts[-1] == "__init__":
-                module += ".__init__"  # so that `from . import x` resolves to the package
             tree = ast.parse(path.read_text(), filename=str(path))
-            for line, written, target in imported_modules(tree, module):
+            for line, written, target in imported_modules(tree, module_names(relative)[1]):
                 top = target.split(".")[0]
                 if top in forbidden:
                     found.append(f"{relative}:{line}: `{written}` ({package} may not import {top})")
@@ -104,3 +114,109 @@ def test_relative_imports_are_resolved(source_tree):
         "cskws_jax/datasets/x.py:2: `from ...multiqt_jax import model` "
         "(cskws_jax may not import multiqt_jax)"
     ]
+
+
+def imported_names(tree: ast.AST, module: str):
+    """(line, absolute dotted name) of everything a module's tree imports, inside
+    functions too: `import a.b` gives a.b, `from a import b, c` gives a.b and a.c
+    (modules or names in a); relative imports resolved against `module`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            _, _, target = next(imported_modules(node, module))
+            yield from ((node.lineno, f"{target}.{alias.name}") for alias in node.names)
+
+
+def import_graph(root: pathlib.Path, package: str) -> dict[str, dict[str, str]]:
+    """module -> {module of the same package it imports: 'path:line' of the first such
+    import} for every module of `package` under `root`. A name resolves to the longest
+    module it starts with (`from speechkit.channel import ChannelConfig`: speechkit.channel);
+    the parent packages Python initialises on the way are not counted."""
+    files = {}
+    for path in sorted((root / package).rglob("*.py")):
+        relative = path.relative_to(root)
+        files[module_names(relative)[0]] = relative
+    graph: dict[str, dict[str, str]] = {}
+    for module, relative in files.items():
+        tree = ast.parse((root / relative).read_text(), filename=str(relative))
+        edges = graph.setdefault(module, {})
+        for line, name in sorted(imported_names(tree, module_names(relative)[1])):
+            parts = name.split(".")
+            prefixes = (".".join(parts[:k]) for k in range(len(parts), 0, -1))
+            target = next((p for p in prefixes if p in files), None)
+            if target is not None and target != module:
+                edges.setdefault(target, f"{relative}:{line}")
+    return graph
+
+
+def _reachable(graph: dict[str, dict[str, str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for target in graph[todo.pop()]:
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def _shortest_cycle(graph: dict[str, dict[str, str]], start: str, inside: set[str]) -> list[str]:
+    """[start, ..., start]: a shortest way back to `start` through the modules `inside`."""
+    before: dict[str, str] = {}
+    queue = collections.deque([start])
+    while queue:
+        module = queue.popleft()
+        for target in sorted(graph[module]):
+            if target == start:
+                path = [module]
+                while path[-1] != start:
+                    path.append(before[path[-1]])
+                return [*reversed(path), start]
+            if target in inside and target not in before:
+                before[target] = module
+                queue.append(target)
+    raise AssertionError(f"{start}: no cycle through it")
+
+
+def import_cycles(graph: dict[str, dict[str, str]]) -> list[str]:
+    """'a -> b -> a (path:line, path:line)': one shortest cycle of each group of modules
+    that import each other in a circle (a strongly connected group), from the group's
+    first module by name."""
+    reach = {module: _reachable(graph, module) for module in graph}
+    found, covered = [], set()
+    for module in sorted(graph):
+        if module in covered or module not in reach[module]:
+            continue
+        group = {other for other in reach[module] if module in reach[other]}
+        covered |= group
+        cycle = _shortest_cycle(graph, module, group)
+        where = ", ".join(graph[a][b] for a, b in zip(cycle, cycle[1:], strict=False))
+        found.append(f"{' -> '.join(cycle)} ({where})")
+    return found
+
+
+def test_no_package_imports_itself_in_a_circle():
+    cycles = []
+    for package in PACKAGES:
+        cycles += import_cycles(import_graph(ROOT, package))
+    assert not cycles, "modules that import each other in a circle:\n" + "\n".join(cycles)
+
+
+def test_a_cycle_is_named_with_each_import_even_inside_functions(source_tree):
+    files = {
+        "speechkit/a.py": "import numpy\nfrom speechkit.b import thing\n",
+        "speechkit/b.py": "def f():\n    from . import c\n    return c\n",
+        "speechkit/c.py": "from speechkit import a, d\n",
+        "speechkit/d.py": "import speechkit.sub.e\n",
+        "speechkit/sub/__init__.py": "from speechkit.sub import e\nfrom . import f\n",
+        "speechkit/sub/e.py": "from speechkit.sub import f\n",
+        "speechkit/sub/f.py": "from .. import d\nimport os\n",
+    }
+    tmp_path = source_tree(files, PACKAGES)
+    assert import_cycles(import_graph(tmp_path, "speechkit")) == [
+        "speechkit.a -> speechkit.b -> speechkit.c -> speechkit.a "
+        "(speechkit/a.py:2, speechkit/b.py:2, speechkit/c.py:1)",
+        "speechkit.d -> speechkit.sub.e -> speechkit.sub.f -> speechkit.d "
+        "(speechkit/d.py:1, speechkit/sub/e.py:1, speechkit/sub/f.py:1)",
+    ]
+    assert import_cycles(import_graph(tmp_path, "metrics")) == []

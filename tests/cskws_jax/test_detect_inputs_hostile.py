@@ -16,7 +16,7 @@ import pytest
 import soundfile
 
 from cskws_jax import bundle, detect
-from speechkit import audio_io, channel, stream_inputs
+from speechkit import audio_io, dsp, stream_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,9 +67,9 @@ def test_resample_stream_equals_one_call_on_random_partitions():
         for length in (1, 300, 70_001, 150_000):
             signal = rng.standard_normal(length).astype(np.float32)
             parts = np.split(signal, np.sort(rng.integers(0, length + 1, 6)))
-            streamed = list(channel.resample_stream(parts, from_rate, to_rate))
+            streamed = list(dsp.resample_stream(parts, from_rate, to_rate))
             np.testing.assert_array_equal(
-                np.concatenate(streamed), channel.resample(signal, from_rate, to_rate)
+                np.concatenate(streamed), dsp.resample(signal, from_rate, to_rate)
             )
 
 

@@ -135,7 +135,7 @@ def check_the_trained_models_work_outside_the_runner(workdir, tmp, capsys) -> No
     export, which detects the same), track questions in it, and score the detector on a
     folder corpus of that recording."""
     speech = tts.synthesize(
-        "we need about twenty people over there", tts.Voice(variant="m3"), seed=3
+        "we need about twenty people over there", tts.EspeakVoice(variant="m3"), seed=3
     )
     folder = tmp / "recordings"
     folder.mkdir()

@@ -8,18 +8,16 @@ import tensorflow_datasets as tfds
 
 from multiqt_jax import input_pipeline, labels
 from multiqt_jax.datasets import annotated_calls as ac
-from speechkit import asr, audio_io, channel, tts
+from speechkit import asr, audio_io, dsp, tts
 
 
 @pytest.fixture(scope="module")
 def speech():
-    return tts.synthesize("Where are you? Is she breathing?", tts.Voice(variant="f2"), 16_000)
+    return tts.synthesize("Where are you? Is she breathing?", tts.EspeakVoice(variant="f2"), 16_000)
 
 
 def _write_call(folder, name, speech, annotation, npy=None, rate=16_000):
-    audio_io.write_audio(
-        folder / f"{name}.wav", channel.resample(speech.waveform, 16_000, rate), rate
-    )
+    audio_io.write_audio(folder / f"{name}.wav", dsp.resample(speech.waveform, 16_000, rate), rate)
     (folder / f"{name}.json").write_text(json.dumps(annotation))
     if npy is not None:
         np.save(folder / f"{name}.npy", npy)

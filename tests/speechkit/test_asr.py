@@ -5,19 +5,19 @@ import dataclasses
 import numpy as np
 import pytest
 
-from speechkit import asr, channel, tts
+from speechkit import asr, dsp, tts
 
 SENTENCE = "Hello, what is the address of the emergency? I can't breathe."
 
 
 @pytest.fixture(scope="module")
 def speech():
-    return tts.synthesize(SENTENCE, tts.Voice(variant="m3"))
+    return tts.synthesize(SENTENCE, tts.EspeakVoice(variant="m3"))
 
 
 @pytest.fixture(scope="module")
 def recognition(speech):
-    return asr.recognize(speech.waveform)
+    return asr.recognise(speech.waveform)
 
 
 def test_recognition_is_timed_streamed_and_real(speech, recognition):
@@ -54,14 +54,17 @@ def paused_call():
     pause = np.zeros(int(0.7 * 16_000), np.float32)
     pieces = [pause]
     for i, text in enumerate(PAUSED_SENTENCES):
-        pieces += [tts.synthesize(text, tts.Voice(variant=("f2", "m3")[i % 2])).waveform, pause]
+        pieces += [
+            tts.synthesize(text, tts.EspeakVoice(variant=("f2", "m3")[i % 2])).waveform,
+            pause,
+        ]
     clean = np.concatenate(pieces)
-    return channel.add_noise(clean, channel.pink_noise(rng, clean.size), 25.0)
+    return dsp.add_noise(clean, dsp.pink_noise(rng, clean.size), 25.0)
 
 
 def test_words_are_emitted_during_the_call_not_at_its_end(paused_call):
-    config = asr.RecognizerConfig()
-    recognition = asr.recognize(paused_call, config)
+    config = asr.RecogniserConfig()
+    recognition = asr.recognise(paused_call, config)
     words, duration = recognition.words, paused_call.size / 16_000
     assert len(words) >= 10
     # Pauses end utterances, and an utterance is closed soon after its speech ends.
@@ -107,8 +110,8 @@ def test_emission_report_by_hand():
 
 
 def test_recognition_does_not_depend_on_what_ran_before(speech, recognition):
-    asr.recognize(tts.synthesize("Is the patient breathing?").waveform)
-    assert asr.recognize(speech.waveform) == recognition
+    asr.recognise(tts.synthesize("Is the patient breathing?").waveform)
+    assert asr.recognise(speech.waveform) == recognition
 
 
 def test_alignment_agrees_with_espeak_onsets(speech):
@@ -129,9 +132,9 @@ def test_alignment_errors():
     with pytest.raises(ValueError, match="no words to align"):
         asr.align(wave, "?!")
     with pytest.raises(ValueError, match="waveform: contains NaN"):
-        asr.recognize(np.array([0.0, np.nan], np.float32))
+        asr.recognise(np.array([0.0, np.nan], np.float32))
     with pytest.raises(FileNotFoundError, match="lm file /no/such.lm not found"):
-        asr.recognize(wave, asr.RecognizerConfig(language_model="/no/such.lm"))
+        asr.recognise(wave, asr.RecogniserConfig(language_model="/no/such.lm"))
 
 
 def _letters(frames):

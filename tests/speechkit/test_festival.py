@@ -1,4 +1,4 @@
-"""speechkit.festival: the optional Festival engine. The tests marked `needs_festival`
+"""speechkit.tts.festival: the optional Festival engine. The tests marked `needs_festival`
 run the real binary (skipped where the Debian packages are not installed); the others
 use no Festival (a missing binary, or a fake one on PATH)."""
 
@@ -9,7 +9,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from speechkit import festival
+from speechkit.tts import festival
 
 SENTENCE = "Where are you calling from? My father fell down the stairs."
 needs_festival = pytest.mark.skipif(

@@ -58,9 +58,9 @@ def test_every_history_is_a_distribution(tmp_path):
 def test_domain_model_makes_recognition_better(tmp_path):
     path = tmp_path / "calls.arpa"
     lm.train_arpa(SENTENCES * 5, path)
-    speech = tts.synthesize("Is the patient breathing?", tts.Voice(variant="m3"))
-    general = asr.recognize(speech.waveform).text.split()
-    domain = asr.recognize(speech.waveform, asr.RecognizerConfig(language_model=str(path))).text
+    speech = tts.synthesize("Is the patient breathing?", tts.EspeakVoice(variant="m3"))
+    general = asr.recognise(speech.waveform).text.split()
+    domain = asr.recognise(speech.waveform, asr.RecogniserConfig(language_model=str(path))).text
     truth = ["is", "the", "patient", "breathing"]
     assert lm.error_rate([truth], [domain.split()]) < lm.error_rate([truth], [general])
 

@@ -12,7 +12,7 @@ SENTENCE = "Hello, what is the address of the emergency? I can't breathe."
 
 @pytest.fixture(scope="module")
 def speech():
-    return tts.synthesize(SENTENCE, tts.Voice(variant="f3"))
+    return tts.synthesize(SENTENCE, tts.EspeakVoice(variant="f3"))
 
 
 def test_every_word_of_the_text_gets_a_timing(speech):
@@ -46,18 +46,20 @@ def test_folded_function_words_are_marked_inexact(speech):
 
 
 def test_deterministic_whatever_ran_before(speech):
-    tts.synthesize("Something different, to move the synthesiser's state.", tts.Voice(rate=250))
-    again = tts.synthesize(SENTENCE, tts.Voice(variant="f3"))
+    tts.synthesize(
+        "Something different, to move the synthesiser's state.", tts.EspeakVoice(rate=250)
+    )
+    again = tts.synthesize(SENTENCE, tts.EspeakVoice(variant="f3"))
     np.testing.assert_array_equal(again.waveform, speech.waveform)
     assert again.words == speech.words
-    other_seed = tts.synthesize(SENTENCE, tts.Voice(variant="f3"), seed=5)
+    other_seed = tts.synthesize(SENTENCE, tts.EspeakVoice(variant="f3"), seed=5)
     assert not np.array_equal(other_seed.waveform[: speech.waveform.size], speech.waveform)
 
 
 def test_voice_settings_change_the_audio():
-    base = tts.synthesize("Is the patient breathing?", tts.Voice())
-    fast = tts.synthesize("Is the patient breathing?", tts.Voice(rate=300))
-    male = tts.synthesize("Is the patient breathing?", tts.Voice(variant="m3", pitch=20))
+    base = tts.synthesize("Is the patient breathing?", tts.EspeakVoice())
+    fast = tts.synthesize("Is the patient breathing?", tts.EspeakVoice(rate=300))
+    male = tts.synthesize("Is the patient breathing?", tts.EspeakVoice(variant="m3", pitch=20))
     assert fast.duration < 0.8 * base.duration
     assert male.waveform.size != base.waveform.size or not np.array_equal(
         male.waveform, base.waveform
@@ -74,9 +76,12 @@ def test_native_rate_output():
     "make, pattern",
     [
         (lambda: tts.synthesize("   "), "text: expected a non-empty string"),
-        (lambda: tts.Voice(variant="nobody"), "unknown variant 'nobody'"),
-        (lambda: tts.Voice(rate=20), r"Voice.rate: expected an int in \[80, 450\], got 20"),
-        (lambda: tts.synthesize("Hi.", tts.Voice(language="xx-nope")), "no voice 'xx-nope'"),
+        (lambda: tts.EspeakVoice(variant="nobody"), "unknown variant 'nobody'"),
+        (
+            lambda: tts.EspeakVoice(rate=20),
+            r"EspeakVoice.rate: expected an int in \[80, 450\], got 20",
+        ),
+        (lambda: tts.synthesize("Hi.", tts.EspeakVoice(language="xx-nope")), "no voice 'xx-nope'"),
     ],
 )
 def test_bad_input(make, pattern):
@@ -122,7 +127,7 @@ def test_warp_scales_duration_and_timings(neural):
     assert faster.duration == pytest.approx(neural.duration / 1.25, abs=0.01)
     for slow, fast in zip(neural.words, faster.words, strict=True):
         assert fast.start == pytest.approx(slow.start / 1.25, abs=1e-3)
-    assert tts.Voice(warp=1.1).speaker == "espeak:en-us@1.10"
+    assert tts.EspeakVoice(warp=1.1).speaker == "espeak:en-us@1.10"
     assert tts.PiperVoice().speaker == "piper:joe"
 
 

@@ -22,7 +22,7 @@ dashes made plain, other characters made spaces).
 
 Festival is deterministic: the same text, voice and stretch give the same samples.
 
-    >>> from speechkit import festival
+    >>> from speechkit.tts import festival
     >>> wave, rate, words = festival.synthesize("Where are you calling from?", "kal_diphone")
     >>> rate, [w for w, _, _ in words]
     (16000, ['where', 'are', 'you', 'calling', 'from'])

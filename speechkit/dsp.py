@@ -1,0 +1,202 @@
+"""Signal primitives for mono waveforms (NumPy, SciPy): checking, power and gain, noises,
+polyphase resampling (whole or streamed), mu-law companding and telephone lines.
+
+The bottom of speechkit's audio modules: `audio_io`, `rooms` and `channel` build on it,
+it imports none of them. Waveforms are float32 [samples] in [-1, 1]; rates are in Hz.
+Every random choice comes from the `np.random.Generator` passed in.
+
+    >>> import numpy as np
+    >>> from speechkit import dsp
+    >>> tone = np.sin(np.arange(16_000) / 5).astype(np.float32)
+    >>> dsp.resample(tone, 16_000, 8_000).shape, dsp.telephone(tone, 16_000).shape
+    ((8000,), (16000,))
+    >>> noisy = dsp.add_noise(tone, dsp.pink_noise(np.random.default_rng(0), 100), 20.0)
+    >>> round(float(10 * np.log10(dsp.power(tone) / dsp.power(noisy - tone))), 6)
+    20.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from fractions import Fraction
+
+import numpy as np
+from scipy import signal as scipy_signal
+
+TELEPHONE_RATE = 8_000  # Hz
+TELEPHONE_BAND = (300.0, 3400.0)  # Hz
+WIDEBAND_RATE = 16_000  # Hz: "HD voice" (G.722-like) calls
+WIDEBAND_BAND = (50.0, 7000.0)  # Hz
+
+
+def as_waveform(name: str, waveform) -> np.ndarray:
+    """The waveform as float32 [samples], or a ValueError naming `name` (not mono, NaN)."""
+    waveform = np.asarray(waveform)
+    if waveform.ndim != 1:
+        raise ValueError(f"{name}: expected a mono waveform [samples], got shape {waveform.shape}")
+    if not np.all(np.isfinite(waveform)):
+        raise ValueError(f"{name}: contains NaN or infinite samples")
+    return waveform.astype(np.float32)
+
+
+def power(waveform) -> float:
+    """Mean square of a waveform."""
+    waveform = np.asarray(waveform, np.float64)
+    return float(np.mean(waveform**2)) if waveform.size else 0.0
+
+
+def gain(waveform, decibels: float) -> np.ndarray:
+    """The waveform scaled by `decibels` dB (amplitude)."""
+    return (as_waveform("waveform", waveform) * 10 ** (decibels / 20)).astype(np.float32)
+
+
+def white_noise(rng: np.random.Generator, samples: int) -> np.ndarray:
+    """Unit-power Gaussian white noise, float32 [samples]."""
+    return rng.standard_normal(samples).astype(np.float32)
+
+
+def pink_noise(rng: np.random.Generator, samples: int) -> np.ndarray:
+    """Unit-power 1/f noise (white noise shaped in the frequency domain), float32."""
+    if samples == 0:
+        return np.zeros(0, np.float32)
+    spectrum = np.fft.rfft(rng.standard_normal(samples))
+    frequency = np.arange(spectrum.size, dtype=np.float64)
+    frequency[0] = 1.0  # keep DC finite; it is removed below
+    spectrum /= np.sqrt(frequency)
+    spectrum[0] = 0.0
+    noise = np.fft.irfft(spectrum, n=samples)
+    return (noise / np.sqrt(max(power(noise), 1e-20))).astype(np.float32)
+
+
+def babble(
+    rng: np.random.Generator, voices: Sequence[np.ndarray], samples: int, talkers: int = 6
+) -> np.ndarray:
+    """Unit-power babble: `talkers` random stretches of the given speech, summed.
+
+    voices: waveforms of other speakers (at the target rate), each looped as needed.
+    """
+    if not voices:
+        raise ValueError("babble: needs at least one voice waveform")
+    mix = np.zeros(samples, np.float64)
+    for _ in range(talkers):
+        voice = as_waveform("voices[i]", voices[int(rng.integers(len(voices)))])
+        if voice.size == 0:
+            raise ValueError("babble: a voice waveform is empty")
+        start = int(rng.integers(voice.size))
+        looped = np.resize(np.roll(voice, -start), samples)
+        mix += looped / np.sqrt(max(power(looped), 1e-20))
+    return (mix / np.sqrt(max(power(mix), 1e-20))).astype(np.float32)
+
+
+def add_noise(waveform, noise, snr_db: float) -> np.ndarray:
+    """waveform + noise scaled so that power(waveform) / power(scaled noise) = snr_db.
+
+    noise is looped or cut to the waveform's length. A silent waveform gets no noise
+    (its SNR is undefined); a silent noise is an error.
+    """
+    waveform = as_waveform("waveform", waveform)
+    noise = as_waveform("noise", noise)
+    if noise.size == 0 or power(noise) == 0.0:
+        raise ValueError("noise: is silent, so no SNR can be reached")
+    noise = np.resize(noise, waveform.size)
+    scale = np.sqrt(power(waveform) / (power(noise) * 10 ** (snr_db / 10)))
+    return (waveform + scale * noise).astype(np.float32)
+
+
+def resample(waveform, from_rate: int, to_rate: int) -> np.ndarray:
+    """Polyphase resampling between integer rates (exact rational ratio)."""
+    waveform = as_waveform("waveform", waveform)
+    if from_rate <= 0 or to_rate <= 0:
+        raise ValueError(f"resample: rates must be > 0, got {from_rate} -> {to_rate}")
+    if from_rate == to_rate:
+        return waveform
+    ratio = Fraction(to_rate, from_rate)
+    out = scipy_signal.resample_poly(waveform, ratio.numerator, ratio.denominator)
+    return out.astype(np.float32)
+
+
+def _resample_margin(up: int, down: int) -> int:
+    """Input samples of context either side of a piece that make `resample_poly` on the
+    piece equal the whole signal's result there: its filter's half length (10 taps per
+    rate step, scipy's default) in input samples, rounded up to a multiple of `down` so
+    that every piece starts on an output sample."""
+    reach = -(-10 * max(up, down) // up) + 1
+    return -(-reach // down) * down
+
+
+def resample_stream(blocks: Iterable[np.ndarray], from_rate: int, to_rate: int) -> Iterator:
+    """`resample` of a signal that arrives in blocks (float32 [n] each, any sizes), as
+    float32 blocks: their concatenation equals `resample` of the whole signal, sample for
+    sample, while memory holds a few pieces of ~65,536 input samples, whatever the length.
+
+    Each piece is resampled with `margin` input samples of context either side (the
+    filter's reach), so only the signal's true ends see zero padding, as in one call.
+    """
+    if from_rate <= 0 or to_rate <= 0:
+        raise ValueError(f"resample: rates must be > 0, got {from_rate} -> {to_rate}")
+    if from_rate == to_rate:
+        yield from (as_waveform("block", block) for block in blocks)
+        return
+    ratio = Fraction(to_rate, from_rate)
+    up, down = ratio.numerator, ratio.denominator
+    margin = _resample_margin(up, down)
+    step = down * max(1, -(-(1 << 16) // down))  # input samples per piece, a multiple of down
+    pending = np.zeros(0, np.float32)  # input from `offset` on (global sample index)
+    offset = begin = 0  # begin: the next piece's first input sample, a multiple of down
+
+    def piece(end: int) -> np.ndarray:
+        first = max(0, begin - margin)
+        window = pending[first - offset : end + margin - offset]
+        out = scipy_signal.resample_poly(window, up, down).astype(np.float32)
+        skip = begin * up // down - first * up // down
+        return out[skip : skip + -(-end * up // down) - begin * up // down]
+
+    for block in blocks:
+        pending = np.concatenate([pending, as_waveform("block", block)])
+        while offset + len(pending) >= begin + step + margin:
+            yield piece(begin + step)
+            begin += step
+            keep = begin - margin - offset
+            if keep > 0:
+                pending, offset = pending[keep:], offset + keep
+    total = offset + len(pending)
+    if total > begin:
+        yield piece(total)
+
+
+def mu_law_encode(waveform, bits: int = 8) -> np.ndarray:
+    """Mu-law companding and quantisation to 2**bits levels; int codes [samples]."""
+    mu = 2**bits - 1
+    clipped = np.clip(np.asarray(waveform, np.float64), -1.0, 1.0)
+    companded = np.sign(clipped) * np.log1p(mu * np.abs(clipped)) / np.log1p(mu)
+    return np.round((companded + 1) / 2 * mu).astype(np.int32)
+
+
+def mu_law_decode(codes, bits: int = 8) -> np.ndarray:
+    """Inverse of `mu_law_encode`, float32 [samples] in [-1, 1]."""
+    mu = 2**bits - 1
+    companded = 2 * np.asarray(codes, np.float64) / mu - 1
+    return (np.sign(companded) * ((1 + mu) ** np.abs(companded) - 1) / mu).astype(np.float32)
+
+
+def telephone(waveform, sample_rate: int, output_rate: int | None = None) -> np.ndarray:
+    """A narrow-band telephone line: down to 8 kHz, 300-3400 Hz band-pass (4th-order
+    Butterworth), 8-bit mu-law, then to `output_rate` (default: the input rate).
+
+    Samples beyond [-1, 1] clip in the mu-law coder, as on a real line.
+    """
+    narrow = resample(waveform, sample_rate, TELEPHONE_RATE)
+    sos = scipy_signal.butter(4, TELEPHONE_BAND, btype="bandpass", fs=TELEPHONE_RATE, output="sos")
+    filtered = scipy_signal.sosfilt(sos, narrow)
+    line = mu_law_decode(mu_law_encode(filtered))
+    return resample(line, TELEPHONE_RATE, output_rate or sample_rate)
+
+
+def wideband_telephone(waveform, sample_rate: int, output_rate: int | None = None) -> np.ndarray:
+    """A wide-band ("HD voice", G.722-like) line: 16 kHz, 50-7000 Hz band-pass
+    (4th-order Butterworth), 14-bit quantisation, then to `output_rate`."""
+    wide = resample(waveform, sample_rate, WIDEBAND_RATE)
+    sos = scipy_signal.butter(4, WIDEBAND_BAND, btype="bandpass", fs=WIDEBAND_RATE, output="sos")
+    levels = 2**13
+    line = np.round(np.clip(scipy_signal.sosfilt(sos, wide), -1.0, 1.0) * levels) / levels
+    return resample(line.astype(np.float32), WIDEBAND_RATE, output_rate or sample_rate)
