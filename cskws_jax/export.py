@@ -120,21 +120,9 @@ def export_step(
 def signatures(info: Bundle, block_outputs: int) -> dict[str, shared.Signature]:
     """{"forward", "step"}: what the modules of an export with export.json's `info` and
     `block_outputs` take and return (`speechkit.export.Signature`; the step's state
-    from `AfKws.initial_state`, evaluated abstractly: nothing is computed)."""
-    config = info.model_config
-    batch, frames = jax_export.symbolic_shape("b, t")
-    net = model.AfKws(config)
-    state = jax.eval_shape(lambda: net.apply({}, 1, method=net.initial_state))
-    return {
-        "forward": shared.Signature(
-            input_specs(config, frames, batch), output_specs(config, frames, batch)
-        ),
-        "step": shared.Signature(
-            input_specs(config, block_outputs, batch),
-            output_specs(config, block_outputs, batch),
-            jax.tree_util.tree_leaves(state),
-        ),
-    }
+    from `AfKws.initial_state`: `speechkit.export.module_signatures`)."""
+    net = model.AfKws(info.model_config)
+    return shared.module_signatures(net, input_specs, output_specs, block_outputs)
 
 
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):

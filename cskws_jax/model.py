@@ -132,15 +132,7 @@ class AfKwsConfig:
         checks.require_context(
             field("delay"), self.delay * stride, hop, f"the look-ahead (delay x stride {stride})"
         )
-        parts = self.parameter_parts()
-        total = sum(scalars for _, scalars in parts.values())
-        largest = max(parts, key=lambda part: parts[part][1])
-        checks.require_memory(
-            field(largest),
-            4 * total,
-            f"the model's {checks.count_text(total)} parameters as float32 "
-            f"({checks.count_text(parts[largest][1])} of them in {largest})",
-        )
+        checks.require_parameter_memory(field, self.parameter_parts())
 
     def parameter_parts(self) -> dict[str, tuple[int, int]]:
         """(arrays, scalars) of the model's parameters, by the field that sizes them:

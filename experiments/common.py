@@ -6,13 +6,11 @@ logging, training curves, configs mapped field for field onto the dataclasses th
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
 import sys
 import time
-import typing
 
 import jax
 from absl import app, flags
@@ -20,7 +18,7 @@ from absl import logging as absl_logging
 from ml_collections import config_flags
 from tensorboardX import SummaryWriter
 
-from speechkit import accelerator, compilation, errors
+from speechkit import accelerator, compilation, dataclass_json, errors
 
 
 def logger(name: str):
@@ -135,31 +133,17 @@ def main(run, *, distributed: bool = False) -> None:
 
 
 def build(cls, section, where: str, **overrides):
-    """`cls(**section, **overrides)`: a config section mapped field for field onto the
-    dataclass `cls` (lists become tuples; a field typed as a dataclass, or a tuple of
-    them, is built from a mapping or a sequence of its fields in order). A name in
-    `section` that is not a field of `cls` raises ValueError naming `where`."""
+    """`cls(**section, **overrides)`: a config section (a `ConfigDict` or a mapping) mapped
+    field for field onto the dataclass `cls` by `speechkit.dataclass_json.from_dict`: each
+    value converted by its field's type hint (lists or tuples become tuples; a field typed
+    as a dataclass, or a tuple of them, is built from a mapping or a sequence of its fields
+    in order), a missing field takes its default, and `overrides` are given as they are.
+    A name that is not a field of `cls`, or a value of another type, raises an error naming
+    `where` and the field."""
     values = section.to_dict() if hasattr(section, "to_dict") else dict(section or {})
-    names = [field.name for field in dataclasses.fields(cls)]
-    unknown = sorted(set(values) - set(names))
-    if unknown:
-        raise ValueError(
-            f"{where}: {unknown} are not fields of {cls.__name__} (fields: {', '.join(names)})"
-        )
-    hints = typing.get_type_hints(cls)
-    built = {name: _as_field(hints[name], value) for name, value in values.items()}
-    return cls(**{**built, **overrides})
-
-
-def _as_field(hint, value):
-    """A config value as the dataclass field typed `hint` expects it."""
-    if dataclasses.is_dataclass(hint) and not isinstance(value, hint):
-        return hint(**value) if isinstance(value, dict) else hint(*value)
-    if isinstance(value, list | tuple):
-        args = typing.get_args(hint)
-        item = args[0] if args else None
-        return tuple(_as_field(item, v) if item is not None else v for v in value)
-    return value
+    return dataclass_json.from_dict(
+        cls, values, where, defaults=True, positional=True, overrides=overrides
+    )
 
 
 class Curves:

@@ -118,21 +118,9 @@ def export_step(
 def signatures(info: Bundle, block_outputs: int) -> dict[str, shared.Signature]:
     """{"forward", "step"}: what the modules of an export with export.json's `info` and
     `block_outputs` take and return (`speechkit.export.Signature`; the step's state
-    from `MultiQT.initial_state`, evaluated abstractly: nothing is computed)."""
-    config = info.model_config
-    batch, frames = jax_export.symbolic_shape("b, t")
-    net = model.MultiQT(config)
-    state = jax.eval_shape(lambda: net.apply({}, 1, method=net.initial_state))
-    return {
-        "forward": shared.Signature(
-            input_specs(config, frames, batch), output_specs(config, frames, batch)
-        ),
-        "step": shared.Signature(
-            input_specs(config, block_outputs, batch),
-            output_specs(config, block_outputs, batch),
-            jax.tree_util.tree_leaves(state),
-        ),
-    }
+    from `MultiQT.initial_state`: `speechkit.export.module_signatures`)."""
+    net = model.MultiQT(info.model_config)
+    return shared.module_signatures(net, input_specs, output_specs, block_outputs)
 
 
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
@@ -154,7 +142,13 @@ def read_folder(path: str | os.PathLike) -> tuple[Bundle, int, dict[str, jax_exp
     export of another task, labels or a front end that do not fit the model, or
     anything `speechkit.export.read_folder` refuses (checksums, names, custom calls,
     signatures)."""
-    return shared.read_task_folder(path, bundle.TASK_FORMAT, signatures, check_hop)
+    return shared.read_task_folder(path, bundle.TASK_FORMAT, signatures, _check_info)
+
+
+def _check_info(info: Bundle, where: str) -> None:
+    """The front end's hop (`check_hop`) and the smoothing's background class."""
+    check_hop(info, where)
+    bundle.check_tracking(info.decoding, len(info.labels), where)
 
 
 def check_hop(info: Bundle, where: str) -> None:

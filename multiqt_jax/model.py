@@ -85,7 +85,8 @@ class MultiQTConfig:
     fusion_size: int = 32  # projection width for sum / gated / tensor fusion
     dense: tuple[int, ...] = (128,)  # g: hidden layers
     dropout: float = 0.1
-    modality_dropout: float = 0.0  # probability of dropping one modality per example
+    # probability of dropping one modality per example in training (both modalities only)
+    modality_dropout: float = 0.2
     # Matmul / convolution precision everywhere the model is applied: "highest" (float32;
     # stream == offline on GPU/TPU), "high" or "default" (TF32 / bfloat16: faster training).
     precision: str = "highest"
@@ -120,15 +121,7 @@ class MultiQTConfig:
         checks.require_number(
             field("modality_dropout"), self.modality_dropout, at_least=0, at_most=1
         )
-        parts = self.parameter_parts()
-        total = sum(scalars for _, scalars in parts.values())
-        largest = max(parts, key=lambda part: parts[part][1])
-        checks.require_memory(
-            field(largest),
-            4 * total,
-            f"the model's {checks.count_text(total)} parameters as float32 "
-            f"({checks.count_text(parts[largest][1])} of them in {largest})",
-        )
+        checks.require_parameter_memory(field, self.parameter_parts())
 
     def _check_context(self, field) -> None:
         """Each encoder's output hop and receptive field span at most

@@ -14,9 +14,10 @@ without running code when pickles are disallowed (an object array raises instead
 unpickling), it is one file that `speechkit.files.atomic_path` writes atomically, and any
 NumPy reads it, without orbax's directory layout, async writers or a template to restore
 into. The JSON is read with `json.load` and rebuilt into dataclasses field by field from
-their type hints (`from_dict`); no name in a bundle is ever imported or called. Loading
-a bundle someone sent is therefore safe: a pickle in it fails, and a crafted JSON value
-is only a value that is checked and refused.
+their type hints (`speechkit.dataclass_json.from_dict`; a field marked
+`OPTIONAL` was added after bundles were written); no name in a bundle is ever
+imported or called. Loading a bundle someone sent is therefore safe: a pickle in it
+fails, and a crafted JSON value is only a value that is checked and refused.
 
 Nor can a bundle make loading hang or exhaust memory: every size in its configs is
 bounded by what it implies (the configs' own checks with `speechkit.checks`: at most
@@ -46,9 +47,7 @@ import dataclasses
 import hashlib
 import json
 import math
-import numbers
 import os
-import types
 import typing
 import zipfile
 import zlib
@@ -59,6 +58,7 @@ import numpy as np
 from flax.core import meta
 
 from speechkit import checks, errors, files
+from speechkit.dataclass_json import from_dict
 from speechkit.frontend import FeatureConfig
 
 FORMAT = "speechkit-bundle"
@@ -68,9 +68,6 @@ PARAMS = "params.npz"
 _SEPARATOR = "/"  # between the keys of a tree path
 _DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
 _DTYPES |= {"float16", "float32", "float64"}
-# A dataclass field whose metadata holds this key (set True) was added after bundles
-# were written: `from_dict` gives it its default when the JSON lacks it.
-OPTIONAL = "bundle_optional"
 _FIELDS = (
     "format",
     "format_version",
@@ -652,87 +649,3 @@ def _sha256(path) -> str:
         for chunk in iter(lambda: source.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-# ------------------------------------------------------------- dataclasses from JSON
-
-
-def from_dict(cls: type, values, where: str):
-    """`cls(**values)` from JSON values, safely: `values` must be a dict with exactly
-    the fields of the dataclass `cls`; each value is converted by the field's type hint
-    (int, float, bool, str, None, `X | None`, tuple[X, ...], fixed tuples, nested
-    dataclasses) and nothing else is accepted. Only a field marked `OPTIONAL` in its
-    metadata (one added after bundles were written) may be missing: it takes its default.
-    Errors (TypeError, ValueError, and the dataclass's own checks) name `where` and the
-    field, e.g. "model_config.stages[1].stride".
-    """
-    if not isinstance(values, dict):
-        raise TypeError(f"{where}: expected an object of {cls.__name__}'s fields, got {values!r}")
-    fields = dataclasses.fields(cls)
-    names = [field.name for field in fields]
-    unknown = sorted(set(values) - set(names))
-    if unknown:
-        raise ValueError(f"{where}.{unknown[0]}: not a field of {cls.__name__} (fields: {names})")
-    optional = {field.name for field in fields if field.metadata.get(OPTIONAL)}
-    missing = [name for name in names if name not in values and name not in optional]
-    if missing:
-        raise ValueError(f"{where}.{missing[0]}: missing (fields missing: {missing})")
-    hints = typing.get_type_hints(cls)
-    built = {
-        name: _convert(hints[name], values[name], f"{where}.{name}")
-        for name in names
-        if name in values
-    }
-    try:
-        return cls(**built)
-    except (TypeError, ValueError) as err:
-        raise type(err)(f"{where}: {err}") from None
-
-
-def _convert(hint, value, where: str):
-    """A JSON value as the type `hint` (see `from_dict`)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        options = [arg for arg in args if arg is not type(None)]
-        if len(options) != 1:
-            raise TypeError(f"{where}: unsupported field type {hint}")
-        return _convert(options[0], value, where)
-    if dataclasses.is_dataclass(hint):
-        return from_dict(hint, value, where)
-    if origin is tuple:
-        return _convert_tuple(args, value, where)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise TypeError(f"{where}: expected true or false, got {value!r}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{where}: expected an int, got {value!r}")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{where}: expected a number, got {value!r}")
-        try:
-            return float(value)
-        except OverflowError:
-            bits = value.bit_length()
-            raise ValueError(f"{where}: a {bits}-bit integer, beyond a float") from None
-    if hint is str:
-        if not isinstance(value, str):
-            raise TypeError(f"{where}: expected a string, got {value!r}")
-        return value
-    raise TypeError(f"{where}: unsupported field type {hint}")
-
-
-def _convert_tuple(args, value, where: str) -> tuple:
-    if not isinstance(value, list):
-        raise TypeError(f"{where}: expected a list, got {value!r}")
-    if len(args) == 2 and args[1] is Ellipsis:
-        return tuple(_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
-    if not args or len(args) != len(value):
-        raise ValueError(f"{where}: expected {len(args)} items, got {value!r}")
-    return tuple(
-        _convert(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value, strict=True))
-    )

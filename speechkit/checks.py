@@ -32,7 +32,7 @@ import decimal
 import math
 import numbers
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -213,6 +213,23 @@ def require_memory(name: str, nbytes: int, what: str) -> None:
             f"{name}: {what} would take {byte_text(nbytes)}; {byte_text(available)} of memory "
             "is available"
         )
+
+
+def require_parameter_memory(
+    field: Callable[[str], str], parts: Mapping[str, tuple[int, int]]
+) -> None:
+    """A model's parameters as float32 fit in memory (`require_memory`). `parts` is its
+    config's `parameter_parts()`: {the field that sizes a part of the model: (arrays,
+    scalars)}; the error names `field(part)` (e.g. "AfKwsConfig.stages[2]") of the part
+    with the most scalars."""
+    total = sum(scalars for _, scalars in parts.values())
+    largest = max(parts, key=lambda part: parts[part][1])
+    require_memory(
+        field(largest),
+        4 * total,
+        f"the model's {count_text(total)} parameters as float32 "
+        f"({count_text(parts[largest][1])} of them in {largest})",
+    )
 
 
 def max_frames(hop_s: float) -> int:

@@ -66,6 +66,7 @@ from jax import export as jax_export
 
 from speechkit import bundle as bundle_lib
 from speechkit import checks, compilation, files
+from speechkit.dataclass_json import from_dict
 from speechkit.frontend import FeatureConfig
 
 MANIFEST = "export.json"
@@ -300,6 +301,30 @@ class Signature:
     state: Sequence | None = None
 
 
+def module_signatures(
+    net, input_specs: Callable, output_specs: Callable, block_outputs: int
+) -> dict[str, Signature]:
+    """{"forward", "step"}: the `Signature`s of a task's export of the protocol model `net`
+    (`speechkit.streaming`) with steps of `block_outputs` output frames. `input_specs` and
+    `output_specs` are the task's (config, output frames, batch) -> its arguments and its
+    results (`jax.ShapeDtypeStruct` pytrees; sizes may be symbolic), of `net.config`; the
+    forward takes any number `t` of output frames, and the step's state is
+    `net.initial_state`'s, evaluated abstractly: nothing is computed."""
+    config = net.config
+    batch, frames = jax_export.symbolic_shape("b, t")
+    state = jax.eval_shape(lambda: net.apply({}, 1, method=net.initial_state))
+    return {
+        "forward": Signature(
+            input_specs(config, frames, batch), output_specs(config, frames, batch)
+        ),
+        "step": Signature(
+            input_specs(config, block_outputs, batch),
+            output_specs(config, block_outputs, batch),
+            jax.tree_util.tree_leaves(state),
+        ),
+    }
+
+
 def read_task_folder(
     path: str | os.PathLike,
     task_format: bundle_lib.TaskFormat,
@@ -443,12 +468,10 @@ def read_folder(
             path=str(folder),
             task=task,
             format_version=1,
-            model_config=bundle_lib.from_dict(
-                model_config_type, payload["model_config"], "model_config"
-            ),
-            features=bundle_lib.from_dict(FeatureConfig, payload["features"], "features"),
+            model_config=from_dict(model_config_type, payload["model_config"], "model_config"),
+            features=from_dict(FeatureConfig, payload["features"], "features"),
             labels=tuple(labels),
-            decoding=bundle_lib.from_dict(decoding_type, payload["decoding"], "decoding"),
+            decoding=from_dict(decoding_type, payload["decoding"], "decoding"),
             corpus=corpus,
         )
         block_outputs = checks.require_int("block_outputs", payload["block_outputs"], at_least=1)

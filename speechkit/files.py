@@ -6,7 +6,10 @@ part of one.
     with files.atomic_open("out/table.txt") as out:          # a file object
         out.write(text)
     files.write_json("out/results.json", payload)
+    files.save_figure(figure, "out/curve.png", dpi=120)      # a matplotlib figure
+    files.save_npz("out/arrays.npz", a=a, b=b)               # np.savez
     payload = files.read_json("out/results.json")            # None if there is none
+    files.stem_clash(["c1.flac", "c1.wav"])    # ("c1.flac", "c1.wav"): one recording twice
 
 The temporary file sits beside the target (same file system, so the final rename is
 atomic), keeps its suffix (writers that infer the format from the name still can), and
@@ -19,7 +22,9 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+
+import numpy as np
 
 
 @contextlib.contextmanager
@@ -64,9 +69,36 @@ def write_json(path: str | os.PathLike, payload) -> None:
         out.write("\n")
 
 
+def save_figure(figure, path: str | os.PathLike, **savefig_kwargs) -> None:
+    """`figure.savefig(path, **savefig_kwargs)` written atomically (a matplotlib figure;
+    the format follows `path`'s suffix unless `format=` says)."""
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, **savefig_kwargs)
+
+
+def save_npz(path: str | os.PathLike, **arrays) -> None:
+    """`np.savez(path, **arrays)` written atomically, at `path` exactly (np.savez given a
+    name would add ".npz" to one without it)."""
+    with atomic_open(path, "wb") as out:
+        np.savez(out, **arrays)
+
+
 def read_json(path: str | os.PathLike):
     """The JSON in `path`, or None when there is no such file."""
     if not os.path.exists(path):
         return None
     with open(path) as source:
         return json.load(source)
+
+
+def stem_clash(names: Iterable[str]) -> tuple[str, str] | None:
+    """The first two of `names` (file names or paths) that differ only in their suffix
+    (`c1.wav` and `c1.flac`: one recording twice), in their order; None when no two do.
+    The corpus builders reading a user's folder refuse such a pair, each in its words."""
+    seen: dict[str, str] = {}
+    for name in names:
+        stem = os.path.splitext(name)[0]
+        if stem in seen:
+            return seen[stem], name
+        seen[stem] = name
+    return None

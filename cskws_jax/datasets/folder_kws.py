@@ -70,7 +70,7 @@ from cskws_jax.datasets.features import (
     interval_fields,
     kws_features,
 )
-from speechkit import audio_io, corpus, errors, frontend
+from speechkit import audio_io, corpus, errors, files, frontend
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 FOLDER_ANNOTATION = "keywords.json"  # one per folder: file name -> intervals
@@ -226,16 +226,13 @@ def _folder_annotations(folder: str, audio_names: list[str]) -> dict[str, Annota
 
 def _audio_stems(folder: str, names: list[str]) -> dict[str, str]:
     """stem -> audio file name, for the audio files among `names`; one file per stem."""
-    stems: dict[str, str] = {}
-    for name in names:
-        stem = os.path.splitext(name)[0]
-        if stem in stems:
-            raise FolderKwsError(
-                f"{os.path.join(folder, name)}: {stems[stem]} has the same name; one audio "
-                "file per name"
-            )
-        stems[stem] = name
-    return stems
+    clash = files.stem_clash(names)
+    if clash:
+        raise FolderKwsError(
+            f"{os.path.join(folder, clash[1])}: {clash[0]} has the same name; one audio file "
+            "per name"
+        )
+    return {os.path.splitext(name)[0]: name for name in names}
 
 
 def _check_orphans(folder: str, names: list[str], stems: dict[str, str]) -> None:

@@ -35,7 +35,7 @@ import tensorflow_datasets as tfds
 from multiqt_jax import labels
 from multiqt_jax.datasets.features import FEATURES, NUM_FOLDS, call_features, word_fields
 from multiqt_jax.datasets.render import paint_span
-from speechkit import asr, audio_io, corpus, errors, frontend
+from speechkit import asr, audio_io, corpus, errors, files, frontend
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 TIME_TOLERANCE_S = 0.05  # annotations may end this much past the audio
@@ -152,14 +152,12 @@ def call_files(folder: str) -> list[str]:
                 "the top of manual_dir only (move them up, or remove the folder)"
             )
     audio = [os.path.join(folder, n) for n in names if n.lower().endswith(AUDIO_SUFFIXES)]
-    seen: dict[str, str] = {}
-    for path in audio:
-        stem = os.path.splitext(path)[0]
-        if stem in seen:
-            raise AnnotationError(
-                f"{seen[stem]} and {os.path.basename(path)}: two audio files of one call; keep one"
-            )
-        seen[stem] = path
+    clash = files.stem_clash(audio)
+    if clash:
+        raise AnnotationError(
+            f"{clash[0]} and {os.path.basename(clash[1])}: two audio files of one call; keep one"
+        )
+    seen = {os.path.splitext(path)[0] for path in audio}
     for name in names:
         if name.lower().endswith(".json") and not name.endswith(".json"):
             raise AnnotationError(
@@ -232,7 +230,7 @@ def convert_call(audio_path: str, task: str) -> dict:
         posteriors = read_posteriors(stem + ".npy", frames // 2)
         words = words or []
     elif words is None:
-        words = list(asr.recognize(samples).words)
+        words = list(asr.recognise(samples).words)
     fold = annotation["fold"] if annotation["fold"] is not None else _default_fold(call_id)
     return {
         "audio": features,

@@ -12,7 +12,7 @@ import flax.linen as nn
 import numpy as np
 import pytest
 
-from speechkit import bundle
+from speechkit import bundle, dataclass_json
 from speechkit.frontend import FeatureConfig
 
 
@@ -108,7 +108,7 @@ def test_round_trip_keeps_every_part(tmp_path):
 
 def test_from_dict_converts_by_type_hints_and_names_the_field():
     values = bundle.to_dict(TinyConfig())
-    assert bundle.from_dict(TinyConfig, values, "model_config") == TinyConfig()
+    assert dataclass_json.from_dict(TinyConfig, values, "model_config") == TinyConfig()
     cases = [
         ({"inputs": "3"}, TypeError, "model_config.inputs: expected an int"),
         ({"inputs": True}, TypeError, "model_config.inputs: expected an int"),
@@ -120,10 +120,10 @@ def test_from_dict_converts_by_type_hints_and_names_the_field():
     ]
     for change, error, message in cases:
         with pytest.raises(error, match=message):
-            bundle.from_dict(TinyConfig, {**values, **change}, "model_config")
+            dataclass_json.from_dict(TinyConfig, {**values, **change}, "model_config")
     missing = {k: v for k, v in values.items() if k != "gain"}
     with pytest.raises(ValueError, match="model_config.gain: missing"):
-        bundle.from_dict(TinyConfig, missing, "model_config")
+        dataclass_json.from_dict(TinyConfig, missing, "model_config")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,19 +131,23 @@ class LaterDecode:
     """Decoding settings that gained a field (`points`) after bundles were written."""
 
     threshold: float
-    points: tuple[float, ...] = dataclasses.field(default=(0.5,), metadata={bundle.OPTIONAL: True})
+    points: tuple[float, ...] = dataclasses.field(
+        default=(0.5,), metadata={dataclass_json.OPTIONAL: True}
+    )
     radius: int = 1  # not marked OPTIONAL: required in the JSON although it has a default
 
 
 def test_an_optional_field_takes_its_default_and_a_required_one_is_named():
     given = {"threshold": 0.3, "points": [0.1, 0.2], "radius": 2}
-    assert bundle.from_dict(LaterDecode, given, "decoding") == LaterDecode(0.3, (0.1, 0.2), 2)
+    assert dataclass_json.from_dict(LaterDecode, given, "decoding") == LaterDecode(
+        0.3, (0.1, 0.2), 2
+    )
     old = {"threshold": 0.3, "radius": 2}  # written before `points` existed
-    assert bundle.from_dict(LaterDecode, old, "decoding") == LaterDecode(0.3, (0.5,), 2)
+    assert dataclass_json.from_dict(LaterDecode, old, "decoding") == LaterDecode(0.3, (0.5,), 2)
     for required in ("threshold", "radius"):
         values = {k: v for k, v in given.items() if k != required}
         with pytest.raises(ValueError, match=rf"^decoding\.{required}: missing"):
-            bundle.from_dict(LaterDecode, values, "decoding")
+            dataclass_json.from_dict(LaterDecode, values, "decoding")
 
 
 def test_a_bundle_lacking_an_optional_field_loads_and_one_lacking_a_required_field_does_not(

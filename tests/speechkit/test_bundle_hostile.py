@@ -110,9 +110,9 @@ AFKWS_CASES = [  # (bundle.json field, value, what the error must name)
     ("model_config.features", 0, r"AfKwsConfig\.features: expected an int >= 1"),
     ("model_config.stem_channels", 10**9, r"AfKwsConfig\.stem_channels: the model's .* memory"),
     ("model_config.delay", 10**4000, r"AfKwsConfig\.delay: the look-ahead"),  # 4001 digits
-    ("decoding.radius", 10**6, r"DecodeConfig\.radius: the peak window"),
-    ("decoding.radius", 10**9, r"DecodeConfig\.radius: the peak window"),
-    ("decoding.max_detections", 10**15, r"DecodeConfig\.max_detections: .* memory"),
+    ("decoding.radius", 10**6, r"PeakDecodingConfig\.radius: the peak window"),
+    ("decoding.radius", 10**9, r"PeakDecodingConfig\.radius: the peak window"),
+    ("decoding.max_detections", 10**15, r"PeakDecodingConfig\.max_detections: .* memory"),
     ("features.fft_size", 10**10, r"FeatureConfig\.fft_size: one FFT spans"),
     ("features.hop_ms", 0.01, r"FeatureConfig\.hop_ms: expected at least 1 sample"),
     ("features.window_ms", 1e9, r"FeatureConfig\.window_ms: expected a value in"),
@@ -132,19 +132,6 @@ AFKWS_CASES = [  # (bundle.json field, value, what the error must name)
 ]
 
 
-@pytest.mark.timeout(GUARD_S)
-@pytest.mark.parametrize("path, value, message", AFKWS_CASES, ids=_ids(AFKWS_CASES))
-def test_an_absurd_or_invalid_afkws_field_is_refused_naming_it(
-    afkws_folder, tmp_path, path, value, message
-):
-    folder = _copy(afkws_folder, tmp_path)
-    _edit(folder, path, value)
-    with pytest.raises(BundleError, match=message) as caught:
-        cskws_bundle.load(folder)
-    assert str(folder / bundle.MANIFEST) in str(caught.value)
-    assert path.split(".")[0] in str(caught.value)
-
-
 MULTIQT_CASES = [
     ("model_config.audio_dilations.1", 10**6, r"MultiQTConfig\.audio_dilations\[1\]: the audio"),
     ("model_config.text_kernels.0", 10**5, r"MultiQTConfig\.text_kernels\[0\]: the text enc"),
@@ -155,18 +142,27 @@ MULTIQT_CASES = [
     ("model_config.fusion_size", 10**6, r"MultiQTConfig\.fusion_size: the model's .* memory"),
     ("model_config.text_symbols", 0, r"MultiQTConfig\.text_symbols: expected an int >= 1"),
 ]
+FIELD_CASES = [  # each task's cases on its bundle (a fixture) and with its loader
+    pytest.param(fixture, load, *case, id=case_id)
+    for fixture, load, cases in [
+        ("afkws_folder", cskws_bundle.load, AFKWS_CASES),
+        ("multiqt_folder", multiqt_bundle.load, MULTIQT_CASES),
+    ]
+    for case, case_id in zip(cases, _ids(cases), strict=True)
+]
 
 
 @pytest.mark.timeout(GUARD_S)
-@pytest.mark.parametrize("path, value, message", MULTIQT_CASES, ids=_ids(MULTIQT_CASES))
-def test_an_absurd_or_invalid_multiqt_field_is_refused_naming_it(
-    multiqt_folder, tmp_path, path, value, message
+@pytest.mark.parametrize("fixture, load, path, value, message", FIELD_CASES)
+def test_an_absurd_or_invalid_field_is_refused_naming_it(
+    request, tmp_path, fixture, load, path, value, message
 ):
-    folder = _copy(multiqt_folder, tmp_path)
+    folder = _copy(request.getfixturevalue(fixture), tmp_path)
     _edit(folder, path, value)
     with pytest.raises(BundleError, match=message) as caught:
-        multiqt_bundle.load(folder)
+        load(folder)
     assert str(folder / bundle.MANIFEST) in str(caught.value)
+    assert path.split(".")[0] in str(caught.value)
 
 
 @pytest.mark.timeout(GUARD_S)
@@ -229,7 +225,7 @@ def test_the_presets_pass_the_bounds(preset):
         common.build(
             cskws_model.AfKwsConfig, config.model, "model", num_keywords=20, unknown_class=unknown
         )
-    common.build(train.DecodeConfig, config.decode, "decode")
+    common.build(train.PeakDecodingConfig, config.decode, "decode")
     config = multiqt_configs.get_config(preset)
     for modalities in (("audio", "text"), ("audio",), ("text",)):
         common.build(

@@ -40,3 +40,33 @@ def test_atomic_path_keeps_the_suffix_and_refuses_reading_modes(tmp_path):
         files.atomic_open(tmp_path / "x", "r"),
     ):
         pass
+
+
+def test_npz_and_figures_are_written_whole_or_not_at_all(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "out" / "arrays.npz"
+    files.save_npz(path, a=np.arange(3), b=np.ones((2, 2), np.float32))
+    with np.load(path, allow_pickle=False) as saved:
+        assert saved["a"].tolist() == [0, 1, 2] and saved["b"].shape == (2, 2)
+    old = path.read_bytes()
+    with pytest.raises(ValueError):  # an object array is refused half-way through the zip
+        files.save_npz(path, a=np.arange(3), b=np.array([object()]), allow_pickle=False)
+    assert path.read_bytes() == old
+    assert [p.name for p in path.parent.iterdir()] == ["arrays.npz"]
+
+    class Figure:  # a matplotlib figure that writes half a PNG, then the disk is full
+        def savefig(self, target, **kwargs):
+            assert kwargs == {"dpi": 90} and str(target).endswith(".tmp.png")
+            with open(target, "wb") as out:
+                out.write(b"\x89PNG half")
+            if self.fail:
+                raise OSError("disk full")
+
+    figure = Figure()
+    figure.fail = False
+    files.save_figure(figure, tmp_path / "fig" / "curve.png", dpi=90)
+    figure.fail = True
+    with pytest.raises(OSError, match="disk full"):
+        files.save_figure(figure, tmp_path / "fig" / "other.png", dpi=90)
+    assert [p.name for p in (tmp_path / "fig").iterdir()] == ["curve.png"]
