@@ -44,7 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.data --json benchmarks/results/data.json
 	$(BIN)/python -m benchmarks.cost --json benchmarks/results/cost.json
 
-# The device check (README, "GPU and TPU"): on a machine with a CUDA or TPU jax, and no
+# The device check (docs/gpu.md): on a machine with a CUDA or TPU jax, and no
 # .venv or registry, run with that machine's Python; < 9 minutes; writes
 # benchmarks/results/gpu-<device>.json. GPU_CHECK_ARGS="--allow-cpu --quick" rehearses on CPU.
 GPU_PYTHON ?= python3
