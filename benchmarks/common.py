@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: the machine description and atomic JSON output."""
+"""What the benchmark scripts share: the machine description and the logger. (Each script
+writes its --json results with `speechkit.files.write_json`, atomically.)"""
 
 from __future__ import annotations
 

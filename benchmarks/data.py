@@ -61,7 +61,7 @@ def bench_calls(count: int) -> dict:
 
 
 def bench_kws(count: int) -> dict:
-    config = synthetic_kws.KwsConfig(size="smoke")
+    config = synthetic_kws.SyntheticKwsBuilderConfig(size="smoke")
     keywords = tuple(keyword_list.load_keywords())
 
     def job(index):

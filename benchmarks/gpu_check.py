@@ -346,7 +346,7 @@ def _train_multiqt_folds(steps: int, seconds: float, rng) -> tuple[list, object]
     states = folds.to_global(
         jax.tree_util.tree_map(np.asarray, jax.jit(jax.vmap(init))(keys)), mesh
     )
-    step = folds.fold_parallel(one_fold, mesh, loop=folds.default_loop())
+    step = folds.fold_parallel(one_fold, mesh, form=folds.default_form())
     losses = []
     for index in range(steps):
         batches = folds.stack([multiqt_batch(rng, batch=4, seconds=seconds) for _ in range(slots)])

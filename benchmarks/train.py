@@ -7,7 +7,7 @@ shapes the experiments use (MultiQT: 8 calls x 20 s; AF-KWS: 16 crops x 4 s), in
 seconds trained per wall second. Then the experiments' fold-parallel step (5 folds
 stacked, vmap inside shard_map, one jitted call) against 5 sequential calls of the
 jitted single-fold step on the same data (target: >= 2x on CPU), vmapped and unrolled
-(`experiments.folds.fold_parallel(loop=...)`). Medians over repeats,
+(`experiments.folds.fold_parallel(form=...)`). Medians over repeats,
 after compilation; all devices of the default backend.
 
 `--profile` adds where a MultiQT step's time goes (`profile` in the JSON): the floor of
@@ -26,7 +26,7 @@ TensorBoard's profile plugin).
 compile seconds (the first call less one step: tracing, lowering and XLA, the
 persistent compilation cache off) and median step seconds, and the total for the
 preset's training steps (compile + steps x step, one batch shape), with the fastest
-form ("winner") beside the one the experiments use (`folds.default_loop()`). "scan" is
+form ("winner") beside the one the experiments use (`folds.default_form()`). "scan" is
 left out at `full` where its step at `quick` exceeds 5x the fastest (XLA:CPU).
 
 `loop` in the JSON: the experiments' training loop (`experiments.training.run_loop`)
@@ -188,11 +188,11 @@ def profile_multiqt(setup: dict, repeats: int) -> dict:
         "batch_bytes_per_fold": sum(np.asarray(v).nbytes for v in batch.values()),
         "one_fold": _parts(jax.jit, functions, (state, batch, setup["rng_data"]), repeats),
     }
-    for loop in ("vmap", "unroll"):
+    for form in ("vmap", "unroll"):
         # timed repeatedly on one state, and "forward" returns no state: nothing donated
-        jit = functools.partial(folds.fold_parallel, mesh=mesh, loop=loop, donate_state=False)
+        jit = functools.partial(folds.fold_parallel, mesh=mesh, form=form, donate_state=False)
         args = (setup["states"], stacked, setup["rngs"])
-        result[f"{FOLDS}_folds_{loop}"] = _parts(jit, functions, args, repeats)
+        result[f"{FOLDS}_folds_{form}"] = _parts(jit, functions, args, repeats)
     result["one_fold_step_by_precision"] = _step_by_precision(
         net, state, batch, setup["rng_data"], repeats
     )
@@ -244,8 +244,8 @@ def multiqt_setup(rng, quick: bool = False) -> dict:
         "slots": slots,
         # fold-parallel steps that keep their state (timed repeatedly on one state)
         "kept": {
-            loop: folds.fold_parallel(one_fold, mesh, loop=loop, donate_state=False)
-            for loop in folds.FORMS
+            form: folds.fold_parallel(one_fold, mesh, form=form, donate_state=False)
+            for form in folds.FORMS
         },
     }
 
@@ -329,7 +329,7 @@ def _first_and_steps(run, repeats: int) -> tuple[float, float]:
 def _form_step(form: str, one_fold, mesh, host_states, batch, rngs):
     """A `run()` doing one training step of every fold in `form`, each call on the state
     the last one returned."""
-    step = folds.fold_parallel(one_fold, mesh, loop=form)
+    step = folds.fold_parallel(one_fold, mesh, form=form)
     stacked = folds.to_global(folds.stack([batch] * len(rngs)), mesh)
     keys = folds.to_global(np.stack(rngs), mesh)
     box = [folds.to_global(host_states, mesh)]
@@ -392,7 +392,7 @@ def fold_forms(preset: str, call_seconds: float, repeats: int, skip=()) -> dict:
         "forms": forms,
         "skipped": sorted(skip),
         "winner": winner,
-        "default": folds.default_loop(),
+        "default": folds.default_form(),
     }
 
 
@@ -481,7 +481,7 @@ def _compare_loops(ways: dict, fresh_state, fresh_iterators, loop) -> dict:
 
 def loop_multiqt(setup: dict, loop) -> dict:
     """MultiQT's training loop both ways (see the module docstring)."""
-    mesh, slots, fold_loop = setup["mesh"], setup["slots"], folds.default_loop()
+    mesh, slots, fold_form = setup["mesh"], setup["slots"], folds.default_form()
     total = loop.log_every + loop.steps
     keys = jax.random.key_data(jax.random.split(jax.random.key(2), total * slots))
     keys = np.asarray(keys).reshape(total, slots, -1)
@@ -496,9 +496,9 @@ def loop_multiqt(setup: dict, loop) -> dict:
 
         return step
 
-    donating = folds.fold_parallel(setup["one_fold"], mesh, loop=fold_loop)
+    donating = folds.fold_parallel(setup["one_fold"], mesh, form=fold_form)
     ways = {
-        "host_sync": (stepper(setup["kept"][fold_loop], True), training.fetch_losses),
+        "host_sync": (stepper(setup["kept"][fold_form], True), training.fetch_losses),
         "device_metrics": (
             stepper(donating, False),
             lambda losses: folds.gather_rows(losses)[:, :FOLDS],
@@ -506,7 +506,7 @@ def loop_multiqt(setup: dict, loop) -> dict:
     }
     return {
         "folds": FOLDS,
-        "fold_loop": fold_loop,
+        "fold_form": fold_form,
         **_compare_loops(
             ways,
             lambda: folds.to_global(setup["host_states"], mesh),

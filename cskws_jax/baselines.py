@@ -1,64 +1,11 @@
 """Sliding-window keyword classifier: the CS-KWS baseline that AF-KWS is compared with.
 
-The AF-KWS paper (Zhao et al. 2022) contrasts its anchor-free detector with keyword
-*classifiers* run as sliding windows over the audio: a classifier sees a fixed window of
-log-mel frames and says which keyword (if any) it holds; the positions and scores of the
-windows become detections. Their temporal resolution is the window grid and their extent
-is always the window's, which is what limits their AP at high IoU.
-
-Window grid. Window j of an utterance covers the 10 ms frames
-[j * hop, j * hop + W) with W = `window_s` / 10 ms and hop = `hop_s` / 10 ms, i.e. the
-seconds [j * hop_s, j * hop_s + window_s]; j = 0 .. N - 1 with N = (T - W) // hop + 1 for
-a batch of T >= W frames (audio shorter than W is padded to W, masked). A window is
-*valid* when all of its frames are valid (`audio_mask`) and its row is a real example
-(`example_mask`, when the batch has one); an utterance shorter than `window_s` has no
-valid window, hence no detections. Windows are cut with one gather
-(`extract_windows`), never a loop per window.
-
-Label rule (`window_labels`; K = num_keywords). For a valid event (word) [s, e) with
-e > s, `inside` = (seconds of [s, e) within the window) / (e - s), the share of the word
-that lies in the window. Events with label outside 0..K, `valid` False or e <= s never
-count. Each valid window gets exactly one class:
-  - keyword k (0..K-1) when some keyword event has inside >= `min_overlap`; if several
-    do, the one with the most seconds inside (ties: the first event in the row);
-  - else *unknown* K (`unknown_class`) when some event, a keyword or another word
-    (label K), has inside >= `word_overlap` (a word mostly inside, or a keyword only
-    partly inside);
-  - else *silence* K + 1 (`silence_class`): no word overlaps it enough.
-Comparisons allow 1e-5 for float32 rounding of times. Invalid windows get silence and
-mask False.
-
-Classifier (`WindowClassifier`, flax.linen): per window [W, 64] log-mel ->
-`len(channels)` x (1-D conv over time with the 64 bands as input channels, `kernel`
-frames, LayerNorm, ReLU, max-pool by `pool`) -> global mean and max over time ->
-Dense(`hidden`), ReLU -> logits over K + 2 classes (keywords, unknown, silence).
-`loss` is the masked, optionally class-weighted, cross-entropy over all valid windows
-of a batch; `train_step` one AdamW step (global-norm clipped). Both are pure (jit them
-with `config` and `num_keywords` static).
-
-Detections (`detections`): the classifier runs over every window of whole utterances;
-window j's keyword probabilities (softmax over the K + 2 classes) are treated as
-positions, and a window is a detection of keyword k when its probability of k is a local
-maximum over the windows j - `radius` .. j + `radius` (the 1-D max-pool suppression of
-`cskws_jax.decode.peaks`: ties are all peaks, invalid windows never peak or suppress)
-and >= `min_score`. Its interval is the window's [start, end] in seconds, its score the
-probability. The `max_detections` best per example are kept and padded by
-`cskws_jax.decode.best_peaks` (score descending, then window, then keyword). Unknown and
-silence never become detections. Output: the detection dict of
-`metrics.detection_scores`.
-
-    import functools, jax
-    from cskws_jax import baselines, input_pipeline
-    config = baselines.WindowConfig(window_s=0.8, hop_s=0.1)
-    state = baselines.create_train_state(config, num_keywords=20, rng=jax.random.key(0))
-    step = jax.jit(functools.partial(baselines.train_step, config=config, num_keywords=20))
-    for batch in train:                      # input_pipeline.training_batches(source, ...)
-        state, stats = step(state, batch)    # stats["loss"], stats["windows"]
-    detect = jax.jit(functools.partial(
-        baselines.detections, config=config, num_keywords=20, max_detections=64))
-    test = input_pipeline.evaluation_batches(  # whole utterances, keyword events only
-        source, input_pipeline.PipelineConfig(unknown_class=False), num_keywords=20)
-    found = detect(state.params, test[0])    # {start, end, score, label, valid} [B, 64]
+A classifier (`WindowClassifier`) labels fixed windows of log-mel frames on a regular
+grid (`extract_windows`, `window_labels`: keyword, unknown or silence) and its windows'
+keyword probabilities become detections (`detections`) in the format of
+`metrics.detection_scores`. The specification (window grid, label rule, classifier,
+detections) and a usage example are in docs/models.md, "The sliding-window keyword
+classifier".
 """
 
 from __future__ import annotations
@@ -116,12 +63,12 @@ class WindowConfig:
     pool: int = 2  # max-pool size and stride (frames) after each conv
     hidden: int = 64  # dense layer before the logits
     # learning (AdamW, constant rate, global-norm clipping)
-    learning_rate: float = 1e-3
+    learning_rate: float = 3e-3
     weight_decay: float = 1e-4
     clip_norm: float = 1.0
     # detections
     radius: int = 1  # local-maximum neighbourhood, in windows
-    min_score: float = 0.1  # lowest keyword probability of a detection
+    min_score: float = 0.05  # lowest keyword probability of a detection
 
     def __post_init__(self):
         field = "WindowConfig.{}".format

@@ -1,13 +1,14 @@
 """AF-KWS model bundles: a trained detector saved as data, and loaded back checked.
 
-    bundle.save("out/afkws/bundle", net, params, keywords, DecodeConfig(), "synthetic_kws/quick")
+    bundle.save("out/afkws/bundle", net, params, keywords, PeakDecodingConfig(),
+                "synthetic_kws/quick")
     net, params, info = bundle.load("out/afkws/bundle")
-    info.labels, info.features, info.decoding      # keywords, front end, DecodeConfig
+    info.labels, info.features, info.decoding      # keywords, front end, PeakDecodingConfig
 
 The format (a folder of bundle.json and params.npz, nothing executable) and its
 checks are `speechkit.bundle`'s. The task parts: the model config is a
 `cskws_jax.model.AfKwsConfig` (with its tuple of `cskws_jax.model.Stage`), the decoding
-settings a `cskws_jax.train.DecodeConfig`, the labels the keywords in class order
+settings a `cskws_jax.train.PeakDecodingConfig`, the labels the keywords in class order
 (`num_keywords` of them), and the features the log-mel front end the model was trained on
 (`cskws_jax.datasets.features.FEATURES` for the project's corpora). `load` refuses a
 bundle of another task, and parameters whose shapes differ from what the config's model
@@ -38,7 +39,7 @@ def save(
     net: model.AfKws,
     params,
     keywords,
-    decode_config: train.DecodeConfig | None = None,
+    decode_config: train.PeakDecodingConfig | None = None,
     corpus: str = "",
     features: FeatureConfig = FEATURES,
 ) -> Path:
@@ -61,7 +62,7 @@ def load(path: str | os.PathLike) -> tuple[model.AfKws, dict, bundle_lib.Bundle]
     return net, params, info
 
 
-def check_operating_points(decoding: train.DecodeConfig, num_keywords: int, where: str):
+def check_operating_points(decoding: train.PeakDecodingConfig, num_keywords: int, where: str):
     """Each operating point holds one threshold per keyword."""
     for index, point in enumerate(decoding.operating_points):
         if len(point.thresholds) != num_keywords:
@@ -95,5 +96,5 @@ def _check_parts(config: model.AfKwsConfig, features: FeatureConfig, keywords, w
 
 
 TASK_FORMAT = bundle_lib.TaskFormat(
-    TASK, model.AfKws, model.AfKwsConfig, train.DecodeConfig, expected_params, _check_parts
+    TASK, model.AfKws, model.AfKwsConfig, train.PeakDecodingConfig, expected_params, _check_parts
 )

@@ -27,13 +27,13 @@ export prints those of its bundle (tests/cskws_jax/test_detect.py).
 of the last printed detection of the same keyword (first come, first kept).
 
 `--fa-per-hour B` runs the model at one of its bundle's stored operating points
-(`cskws_jax.train.DecodeConfig.operating_points`, chosen by
+(`cskws_jax.train.PeakDecodingConfig.operating_points`, chosen by
 `cskws_jax.operating_points.choose` on labelled data, e.g. the test split by
 `experiments.cskws`): a detection of keyword k is printed only when its score >= that
 point's threshold for k (before the refractory window), which held B false alarms per hour
 of audio, all keywords together, on the data it was chosen on (new audio may give more).
 A budget the bundle does not store is an error listing those it does. The thresholds are
-chosen on the experiment's offline detections, at most `DecodeConfig.max_detections` per
+chosen on the experiment's offline detections, at most `PeakDecodingConfig.max_detections` per
 utterance, while detect prints every decided peak, so on a long stream the false alarms
 per hour can come out slightly above the budget.
 

@@ -29,8 +29,7 @@ import numpy as np
 from cskws_jax import decode, losses, model, targets
 from cskws_jax.datasets.features import FEATURES
 from speechkit import augment as augment_lib
-from speechkit import bundle as bundle_lib
-from speechkit import checks
+from speechkit import checks, dataclass_json
 from speechkit.optim import OptimizerConfig, TrainState
 
 
@@ -87,7 +86,7 @@ class OperatingPoint:
 
 
 @dataclasses.dataclass(frozen=True)
-class DecodeConfig:
+class PeakDecodingConfig:
     """Peak decoding settings, and the operating points a bundle offers
     (`python -m cskws_jax.detect --fa-per-hour B`; distinct budgets, each with one
     threshold per keyword; () when none were chosen, as in bundles saved before them)."""
@@ -96,39 +95,40 @@ class DecodeConfig:
     radius: int = 1
     min_score: float = 0.05
     operating_points: tuple[OperatingPoint, ...] = dataclasses.field(
-        default=(), metadata={bundle_lib.OPTIONAL: True}
+        default=(), metadata={dataclass_json.OPTIONAL: True}
     )
 
     def __post_init__(self):
-        checks.require_int("DecodeConfig.max_detections", self.max_detections, at_least=1)
+        checks.require_int("PeakDecodingConfig.max_detections", self.max_detections, at_least=1)
         checks.require_memory(  # what decoding pads each example's detections to
-            "DecodeConfig.max_detections",
+            "PeakDecodingConfig.max_detections",
             20 * self.max_detections,
             "one example's detections (five 4-byte fields each)",
         )
-        checks.require_int("DecodeConfig.radius", self.radius, at_least=0)
+        checks.require_int("PeakDecodingConfig.radius", self.radius, at_least=0)
         checks.require_context(  # an output frame is at least one feature frame (10 ms)
-            "DecodeConfig.radius",
+            "PeakDecodingConfig.radius",
             2 * self.radius + 1,
             FEATURES.hop_s,
             "the peak window (2 x radius + 1 output frames, each at least one feature frame)",
         )
-        checks.require_number("DecodeConfig.min_score", self.min_score, at_least=0, at_most=1)
+        checks.require_number("PeakDecodingConfig.min_score", self.min_score, at_least=0, at_most=1)
         points = self.operating_points
         if not isinstance(points, tuple) or not all(isinstance(p, OperatingPoint) for p in points):
             raise TypeError(
-                f"DecodeConfig.operating_points: expected a tuple of OperatingPoint, got {points!r}"
+                "PeakDecodingConfig.operating_points: expected a tuple of OperatingPoint, "
+                f"got {points!r}"
             )
         budgets = [p.fa_per_hour for p in points]
         for index, point in enumerate(points):
             if budgets.index(point.fa_per_hour) != index:
                 raise ValueError(
-                    f"DecodeConfig.operating_points[{index}].fa_per_hour: budget "
+                    f"PeakDecodingConfig.operating_points[{index}].fa_per_hour: budget "
                     f"{point.fa_per_hour:g} FA/h is stored twice"
                 )
             if len(point.thresholds) != len(points[0].thresholds):
                 raise ValueError(
-                    f"DecodeConfig.operating_points[{index}].thresholds: "
+                    f"PeakDecodingConfig.operating_points[{index}].thresholds: "
                     f"{len(point.thresholds)} thresholds, operating_points[0] has "
                     f"{len(points[0].thresholds)}"
                 )
@@ -206,7 +206,7 @@ def train_step(
     return state.apply_gradients(grads), {"loss": loss, **parts}
 
 
-def detect(net, params, batch, config: DecodeConfig = DecodeConfig()):
+def detect(net, params, batch, config: PeakDecodingConfig = PeakDecodingConfig()):
     """Detections (the format of `metrics.detection_scores`) for a batch of whole
     utterances."""
     mask = batch["audio_mask"] & batch["example_mask"][:, None]

@@ -162,7 +162,7 @@ class Candidate:
         )
         augment = common.build(train.AugmentConfig, config.augment, "config.augment")
         loss = common.build(losses.LossConfig, config.loss, "config.loss")
-        decoding = common.build(train.DecodeConfig, config.decode, "config.decode")
+        decoding = common.build(train.PeakDecodingConfig, config.decode, "config.decode")
         # jitted: one program instead of hundreds of op-by-op ones (the same parameters)
         init = jax.jit(
             lambda key, audio: TrainState.create(net.init(key, {"audio": audio}), optimizer)

@@ -19,7 +19,7 @@ The task comes from the bundle (bundle.json's "task"):
   Operating points: WORKDIR/det.json holds the corpus split's DET curves (pooled and per
   scored keyword, `experiments.scoring.keywords.det_record`), and results.json's
   "operating_points"
-  what each operating point stored in the bundle (`cskws_jax.train.DecodeConfig.
+  what each operating point stored in the bundle (`cskws_jax.train.PeakDecodingConfig.
   operating_points`) gives on the split: per budget the false alarms it allows on the
   split's hours (`cskws_jax.operating_points.allowed_false_alarms`), the thresholds of the
   scored keywords (taken from the bundle's class order), and their false alarms, hits,
@@ -407,7 +407,7 @@ def score_calls_bundle(fold, path, source, index, dataset, split, settings, task
         predict,
         calls.eval_batches(source, chosen, index, batching),
         num_classes=len(info.labels),
-        decoders=calls.decoders(smoothing),
+        smoothers=calls.smoothers(smoothing),
     )
     record = calls.smoothing_record(smoothing, calls.output_hop_s(net))
     return scored, (which, len(chosen)), record
@@ -417,13 +417,13 @@ def evaluate_calls(path: str, builder, source, settings, dataset: str, split: st
     """results.json's payload for MultiQT bundle(s) scored on a call corpus split."""
     task = calls_task(builder)
     index = input_pipeline.CorpusIndex.read(source)
-    per_fold, bundles = {decoding: [] for decoding in calls.DECODINGS}, []
+    per_fold, bundles = {stream: [] for stream in calls.LABEL_STREAMS}, []
     for fold, folder in bundle_folders(path):
         scored, (which, count), smoothing = score_calls_bundle(
             fold, folder, source, index, dataset, split, settings, task
         )
-        for decoding in per_fold:
-            per_fold[decoding].append(scored[decoding])
+        for stream in per_fold:
+            per_fold[stream].append(scored[stream])
         bundles.append({"bundle": folder, "fold": fold, "calls": which, "scored_calls": count})
         f1 = scored["raw"]["timestep"]["f1"]
         log(f"{folder}: {count} calls ({which}), TIMESTEP F1 {f1:.3f}")
@@ -431,7 +431,7 @@ def evaluate_calls(path: str, builder, source, settings, dataset: str, split: st
         "calls_task": task,
         "calls": len(source),
         "bundles": bundles,
-        "scores": calls.summarise_decodings(per_fold, smoothing),
+        "scores": calls.summarise_label_streams(per_fold, smoothing),
     }
 
 

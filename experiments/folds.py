@@ -3,7 +3,7 @@
     mesh = fold_mesh()                                    # every device on a "fold" axis
     slots = fold_slots(num_folds, mesh)                   # folds padded to the device count
     mine = local_slots(mesh, slots)                       # the slots this process feeds
-    step = fold_parallel(one_fold_step, mesh, loop=default_loop())  # shard_map over devices
+    step = fold_parallel(one_fold_step, mesh, form=default_form())  # shard_map over devices
     states, stats = step(to_global(local_states, mesh), to_global(local_batches, mesh), ...)
     losses = gather_rows([stats["loss"], ...])            # [steps, slots] on every process
 
@@ -118,11 +118,13 @@ def _scanned(one_fold_fn):
     return run
 
 
-LOOPS = {"vmap": jax.vmap, "unroll": _unrolled, "scan": _scanned}
-FORMS = ("sequential", *LOOPS)
+# The forms that run a device's folds in one program: each turns the one-fold function
+# into the function of all of them.
+ONE_PROGRAM_FORMS = {"vmap": jax.vmap, "unroll": _unrolled, "scan": _scanned}
+FORMS = ("sequential", *ONE_PROGRAM_FORMS)  # every way a device can run its folds
 
 
-def default_loop() -> str:
+def default_form() -> str:
     """ "sequential" on CPU, "vmap" elsewhere (see `fold_parallel`)."""
     return "sequential" if jax.default_backend() == "cpu" else "vmap"
 
@@ -206,31 +208,32 @@ def _sequential(one_fold_fn, mesh, donate_state: bool):
     return run
 
 
-def fold_parallel(one_fold_fn, mesh, loop: str = "sequential", donate_state: bool = True):
+def fold_parallel(one_fold_fn, mesh, form: str = "sequential", donate_state: bool = True):
     """`one_fold_fn` for every fold slot: a function of pytrees whose leaves lead with
     the fold axis (global arrays split over the mesh's "fold" axis), returning the same.
 
-    How a device runs its folds (`loop`; `benchmarks.train` measures each form's compile
-    and step seconds, "fold_forms" in benchmarks/results/train.json): "sequential" calls
+    How a device runs its folds (`form`, one of `FORMS`; `benchmarks.train` measures each
+    form's compile and step seconds: "fold_forms" in benchmarks/results/train.json, the
+    figures behind the choices below): "sequential" calls
     one compiled program per slot of a device, which reads its slot's arguments by index
     and writes the new state into the donated stacked state in place (it compiles one
     fold's step whatever the fold count); "vmap" batches them in one program
     (convolutions become grouped convolutions with the folds' weights side by side);
     "unroll" writes them one after another into one program; "scan" loops over them
     (`lax.map`) in one program (on XLA:CPU a weight-gradient convolution inside a loop
-    body runs ~40x slower). `default_loop()` is "sequential" on CPU, where it compiled
-    and stepped fastest, and "vmap" elsewhere (an H200 ran vmap 1.63x and unroll 1.69x
-    faster than 5 separately called folds).
+    body runs many times slower). `default_form()` is "sequential" on CPU, where it
+    compiled and stepped fastest, and "vmap" elsewhere (on a GPU, vmapped and unrolled
+    folds stepped faster than separately called ones; see the README's GPU check).
 
     With `donate_state` the first argument's buffers are donated: the outputs' first item
     (a train step's new state) is written over them, and the argument cannot be used
     again. Pass False to call a step more than once on one state (benchmarks), or for a
     function whose outputs do not start with a state of the first argument's shapes."""
-    if loop not in FORMS:
-        raise ValueError(f"loop: expected one of {list(FORMS)}, got {loop!r}")
-    if loop == "sequential":
+    if form not in FORMS:
+        raise ValueError(f"form: expected one of {list(FORMS)}, got {form!r}")
+    if form == "sequential":
         return _sequential(one_fold_fn, mesh, donate_state)
-    return _jit(LOOPS[loop](one_fold_fn), mesh, 0 if donate_state else None)
+    return _jit(ONE_PROGRAM_FORMS[form](one_fold_fn), mesh, 0 if donate_state else None)
 
 
 def stack(trees):

@@ -1,4 +1,5 @@
-"""Metrics demo on generated data (the main job until the experiments land).
+"""Metrics demo on generated data: every metric on three synthetic systems, no training
+(the experiments themselves: `experiments.reproduce`).
 
     python -m experiments.metrics_demo --out outputs/metrics_demo
 
@@ -14,7 +15,6 @@ reference. Prints a results table and writes:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -26,7 +26,7 @@ import numpy as np
 
 import metrics
 from metrics import reference, synthetic
-from speechkit import compilation
+from speechkit import compilation, files
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the headless backend)
@@ -167,7 +167,7 @@ def plot_frr(result: dict, path: str) -> None:
     ax.set_title("Keyword detection: FRR against the false-alarm budget")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    files.save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -193,7 +193,7 @@ def plot_timeline(data: dict, path: str, num_classes: int, span: int = 3000) -> 
     axes[-1].set_xlabel("timestep (grey = background, colours = question classes)")
     fig.suptitle("Question tracking: gold vs predicted labels, first call", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    files.save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -219,16 +219,14 @@ def main(argv=None) -> int:
     print(f"max |jitted - reference| over every number above: {difference:.2e}")
     plot_frr(result, os.path.join(args.out, "frr_vs_fa.png"))
     plot_timeline(data, os.path.join(args.out, "timeline.png"), args.classes)
-    with open(os.path.join(args.out, "results.json"), "w") as out:
-        json.dump(
-            {
-                "arguments": vars(args),
-                "systems": rows,
-                "max_abs_difference_vs_reference": difference,
-            },
-            out,
-            indent=2,
-        )
+    files.write_json(
+        os.path.join(args.out, "results.json"),
+        {
+            "arguments": vars(args),
+            "systems": rows,
+            "max_abs_difference_vs_reference": difference,
+        },
+    )
     _log(f"wrote results.json, frr_vs_fa.png and timeline.png to {args.out}")
     return 0 if difference <= 1e-5 else 1
 

@@ -27,7 +27,7 @@ in-engine mean of TIMESTEP and INSTANCE F1, None where the in-engine mean is 0; 
 scripts of their own spoken only by a synthesiser never heard in training), and
 results.json `<name>_engine` (that synthesiser, or None) and `<name>_calls`. The table
 prints an "on <name>" row under each model. Saved scores lacking an evaluation are
-recomputed. With `config.text_recognizer` the evaluations of the run's own corpus are
+recomputed. With `config.text_recogniser` the evaluations of the run's own corpus are
 skipped (their calls would need their synthesiser again).
 """
 
@@ -60,7 +60,7 @@ log = common.logger("multiqt")
 
 def load_corpus(config):
     """(source, index): the calls of the train split (every call, with its fold) and their
-    `input_pipeline.CorpusIndex`; with `config.text_recognizer`, that recogniser's words
+    `input_pipeline.CorpusIndex`; with `config.text_recogniser`, that recogniser's words
     in place of the corpus's."""
     data_dir = common.data_dir(config)
     name = corpus_name(config)
@@ -72,22 +72,22 @@ def load_corpus(config):
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices("corpus ready")
     source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
-    if text_recognizer(config):
+    if text_recogniser(config):
         builder = synthetic_calls.SyntheticCalls(config=name, data_dir=data_dir)
         words = None  # process 0 recognises; the others read its cache
         if jax.process_index() == 0:
-            words = builder.variant_words(config.text_recognizer, "train")
+            words = builder.variant_words(config.text_recogniser, "train")
         if jax.process_count() > 1:
             multihost_utils.sync_global_devices("recogniser variant")
         if words is None:
-            words = builder.variant_words(config.text_recognizer, "train")
+            words = builder.variant_words(config.text_recogniser, "train")
         source = RecognisedBy(source, words)
     return source, input_pipeline.CorpusIndex.read(source)
 
 
 def evaluation_sources(config) -> dict:
     """{evaluation name: (source, index)} of `config.evals` (`experiments.evals`); an
-    optional evaluation whose split is absent (or, with `config.text_recognizer`, any of
+    optional evaluation whose split is absent (or, with `config.text_recogniser`, any of
     the run's own corpus: its calls would need their slow synthesiser again) is logged
     and left out."""
     own = f"synthetic_calls/{corpus_name(config)}"
@@ -96,8 +96,8 @@ def evaluation_sources(config) -> dict:
         corpus = evaluation.corpus(own)
         sources = tfds.data_source(corpus, data_dir=common.data_dir(config))
         missing = evaluation.split not in sources
-        if text_recognizer(config) and corpus == own:
-            missing, why = True, f"config.text_recognizer={config.text_recognizer!r}"
+        if text_recogniser(config) and corpus == own:
+            missing, why = True, f"config.text_recogniser={config.text_recogniser!r}"
         else:
             why = f"{corpus} has no {evaluation.split!r} split (has {sorted(sources)})"
         if not missing:
@@ -225,13 +225,13 @@ def causal_text(config) -> bool:
     return config.text_stream == "causal"
 
 
-def text_options(config) -> input_pipeline.TextOptions:
+def text_alterations(config) -> input_pipeline.TextAlterations:
     """The studies' alterations of the text input, from config.text_words ("recognised"
     or "spoken": the oracle transcript), config.text_lag_s and
-    config.text_substitution_rate (`input_pipeline.TextOptions`)."""
+    config.text_substitution_rate (`input_pipeline.TextAlterations`)."""
     try:
-        return input_pipeline.TextOptions(
-            words=config.text_words,
+        return input_pipeline.TextAlterations(
+            source=config.text_words,
             lag_s=config.text_lag_s,
             substitution_rate=config.text_substitution_rate,
         )
@@ -239,18 +239,19 @@ def text_options(config) -> input_pipeline.TextOptions:
         raise ValueError(f"config: {error}") from None
 
 
-def text_recognizer(config) -> str:
-    """config.text_recognizer: "" (the corpus's recogniser) or a name of
-    `render.RECOGNIZER_VARIANTS`, whose words then replace the recognised ones."""
-    name = config.text_recognizer
-    if name and name not in render.RECOGNIZER_VARIANTS:
+def text_recogniser(config) -> str:
+    """config.text_recogniser (the key keeps its spelling: results.json records it): ""
+    (the corpus's recogniser) or a name of `render.RECOGNISER_VARIANTS`, whose words then
+    replace the recognised ones."""
+    name = config.text_recogniser
+    if name and name not in render.RECOGNISER_VARIANTS:
         raise ValueError(
-            f"config.text_recognizer: expected '' or one of "
-            f"{tuple(render.RECOGNIZER_VARIANTS)}, got {name!r}"
+            f"config.text_recogniser: expected '' or one of "
+            f"{tuple(render.RECOGNISER_VARIANTS)}, got {name!r}"
         )
     if name and config.text_words != "recognised":
         raise ValueError(
-            f"config.text_recognizer: {name!r} needs text_words='recognised', "
+            f"config.text_recogniser: {name!r} needs text_words='recognised', "
             f"got {config.text_words!r}"
         )
     return name
@@ -285,7 +286,7 @@ def call_batching(config) -> calls.CallBatching:
         batch_size=config.train.batch_size,
         pad_multiple=config.train.pad_multiple,
         causal_text=causal_text(config),
-        text=text_options(config),
+        text=text_alterations(config),
     )
 
 
@@ -303,7 +304,7 @@ def _init_fn(net_config: model.MultiQTConfig, optimizer: OptimizerConfig):
 
 
 @functools.cache
-def _fold_step(net_config: model.MultiQTConfig, masks, noise, mesh, loop: str):
+def _fold_step(net_config: model.MultiQTConfig, masks, noise, mesh, form: str):
     """The fold-parallel train step (`experiments.folds.fold_parallel`) of a model:
     (states, batches, fold keys, class weights) -> (states, stats)."""
     net = model.MultiQT(net_config)
@@ -314,7 +315,7 @@ def _fold_step(net_config: model.MultiQTConfig, masks, noise, mesh, loop: str):
             batch = noisy_audio(batch, jax.random.fold_in(key, 2), noise)
         return train.train_step(net, state, batch, key, weights, masks)
 
-    return folds.fold_parallel(one_fold, mesh, loop=loop)
+    return folds.fold_parallel(one_fold, mesh, form=form)
 
 
 class FoldTrainer:
@@ -340,7 +341,7 @@ class FoldTrainer:
             pad_multiple=config.train.pad_multiple,
             drop_remainder=True,
             causal_text=causal_text(config),
-            text=text_options(config),
+            text=text_alterations(config),
         )
         self.datasets = [
             input_pipeline.batches(
@@ -384,8 +385,8 @@ class FoldTrainer:
 
     def _step_fn(self):
         masks = common.build(augment.MaskConfig, self.config.augment, "config.augment")
-        loop = folds.default_loop() if self.config.fold_loop == "auto" else self.config.fold_loop
-        return _fold_step(self.net.config, masks, training_noise(self.config), self.mesh, loop)
+        form = folds.default_form() if self.config.fold_form == "auto" else self.config.fold_form
+        return _fold_step(self.net.config, masks, training_noise(self.config), self.mesh, form)
 
     def _rng_table(self) -> np.ndarray:
         """uint32 [steps, this process's slots, key data]: every step's fold keys, drawn at
@@ -456,7 +457,9 @@ class FoldTrainer:
             self.net,
             params,
             self.classes,
-            bundle.DecodeConfig(causal_text=causal_text(self.config)),
+            bundle.TrackingConfig(
+                causal_text=causal_text(self.config), smoothing=smoothing_config(self.config)
+            ),
             corpus=f"synthetic_calls/{corpus_name(self.config)}",
         )
 
@@ -467,7 +470,7 @@ class FoldTrainer:
             batch_size=1,
             pad_multiple=2,
             causal_text=causal_text(self.config),
-            text=text_options(self.config),
+            text=text_alterations(self.config),
         )
         example = input_pipeline.to_example(record, pipeline.causal_text, pipeline.text)
         batch = input_pipeline.collate([example], pipeline)
@@ -500,13 +503,13 @@ class FoldScorer:
         self.others = others  # {evaluation name: (source, index)}
         self.num_classes = len(labels.classes(config.task))
         self.batching = call_batching(config)
-        self.decoders = calls.decoders(smoothing_config(config))
+        self.smoothers = calls.smoothers(smoothing_config(config))
 
     @property
     def parts(self) -> list[str]:
-        """The gathered parts: "<split>/<decoding>" for "test" and every evaluation."""
+        """The gathered parts: "<split>/<label stream>" for "test" and every evaluation."""
         splits = ["test", *self.others]
-        return [f"{split}/{decoding}" for split in splits for decoding in calls.DECODINGS]
+        return [f"{split}/{stream}" for split in splits for stream in calls.LABEL_STREAMS]
 
     def score(self, fold: int, predict) -> dict:
         """{part: scores} of fold `fold`'s model (`parts`)."""
@@ -518,9 +521,9 @@ class FoldScorer:
         for split, (source, indices, index) in splits.items():
             batches = calls.eval_batches(source, indices, index, self.batching)
             found = calls.score(
-                predict, batches, num_classes=self.num_classes, decoders=self.decoders
+                predict, batches, num_classes=self.num_classes, smoothers=self.smoothers
             )
-            scored.update({f"{split}/{decoding}": found[decoding] for decoding in found})
+            scored.update({f"{split}/{stream}": found[stream] for stream in found})
         return scored
 
     def summary(self, mine: dict[int, dict], smoothing: dict) -> dict:
@@ -528,12 +531,12 @@ class FoldScorer:
         gathered, summarised over folds, with each evaluation and its transfer ratios."""
         per_fold = calls.gather_folds(mine, self.parts, self.config.num_folds, self.num_classes)
 
-        def decodings(split: str) -> dict:
-            return {d: per_fold[f"{split}/{d}"] for d in calls.DECODINGS}
+        def label_streams(split: str) -> dict:
+            return {d: per_fold[f"{split}/{d}"] for d in calls.LABEL_STREAMS}
 
-        summary = calls.summarise_decodings(decodings("test"), smoothing)
+        summary = calls.summarise_label_streams(label_streams("test"), smoothing)
         for name in self.others:
-            summary[name] = calls.summarise_decodings(decodings(name), smoothing)
+            summary[name] = calls.summarise_label_streams(label_streams(name), smoothing)
             summary[evals.transfer_key(name)] = calls.transfer(summary, summary[name])
         return summary
 
@@ -583,9 +586,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     if unknown:
         raise ValueError(f"config.models: unknown {sorted(unknown)}")
     causal_text(config)  # checks the fields before anything is built
-    text_options(config).check(causal_text(config), "config.text_lag_s")
+    text_alterations(config).check(causal_text(config), "config.text_lag_s")
     training_noise(config)
-    text_recognizer(config)
+    text_recogniser(config)
     evaluations = evals.evaluations(config)
     smoothing = smoothing_record(config)
     source, index = load_corpus(config)
@@ -644,7 +647,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         "text_stream": config.text_stream,
         "text_lag_s": config.text_lag_s,
         "text_words": config.text_words,
-        "text_recognizer": config.text_recognizer,
+        "text_recogniser": config.text_recogniser,
         "text_substitution_rate": config.text_substitution_rate,
         "train_fraction": config.train_fraction,
         "smoothing": smoothing,

@@ -17,8 +17,8 @@ own test fold):
 - `asr_quality`: text of known word error rate: the oracle transcript (the words said,
   each emitted at its end) with `config.sweeps.substitution_rate` of its words replaced,
   the corpus's recogniser (causal and offline), and worse recognisers on the same audio
-  (`config.sweeps.recognizers`: a narrow-band line, smaller beams, a unigram language
-  model; `config.multiqt.text_recognizer`; scored in-engine only).
+  (`config.sweeps.recognisers`: a narrow-band line, smaller beams, a unigram language
+  model; `config.multiqt.text_recogniser`; scored in-engine only).
 - `text_lag`: every recognised word emitted `config.sweeps.text_lag_s` seconds later
   than the recogniser did (trained and tested so; `config.multiqt.text_lag_s`), and the
   offline text stream (words at their recognised times) as a non-causal reference.
@@ -189,7 +189,7 @@ class CallScorer:
         """{"per_fold": [{min_frames: scores}], "summary": {min_frames: row}} of the fold
         bundles in `folder` (`bundle-fold<k>`); `present` (audio, text) marks a modality
         missing in every call; `smoothing`: minimum-duration rule lengths (1 = raw)."""
-        decoders = {
+        smoothers = {
             k: calls.smoother(decode.SmoothingConfig(min_frames=k)) for k in smoothing if k != 1
         }
         per_fold, lags = [], {k: ([], []) for k in smoothing}
@@ -207,7 +207,7 @@ class CallScorer:
                 _with_present(predict, present),
                 batches,
                 num_classes=self.num_classes,
-                decoders=decoders,
+                smoothers=smoothers,
                 latency=True,
             )
             by_length = {k: scored["raw" if k == 1 else k] for k in smoothing}
@@ -337,11 +337,12 @@ class Studies:
         """Text-reading models on text of known word error rate: the oracle transcript
         (the words said, each emitted at its end) with `config.sweeps.substitution_rate`
         of its words substituted, the corpus's recogniser causal and offline, and worse
-        recognisers on the same audio (`config.sweeps.recognizers`, names of
-        `multiqt_jax.datasets.render.RECOGNIZER_VARIANTS`; causal)."""
+        recognisers on the same audio (`config.sweeps.recognisers`, names of
+        `multiqt_jax.datasets.render.RECOGNISER_VARIANTS`; causal)."""
         source = self.calls().source
         spoken = [
-            _word_list(source[i], input_pipeline.TextOptions("spoken")) for i in range(len(source))
+            _word_list(source[i], input_pipeline.TextAlterations("spoken"))
+            for i in range(len(source))
         ]
         streams = [
             (
@@ -356,15 +357,15 @@ class Studies:
             ("recogniser, offline", "offline", {"text_stream": "offline"}),
         ]
         streams += [
-            (f"recogniser {name}, causal", f"asr-{name}", {"text_recognizer": name})
-            for name in self.config.sweeps.recognizers
+            (f"recogniser {name}, causal", f"asr-{name}", {"text_recogniser": name})
+            for name in self.config.sweeps.recognisers
         ]
         rows = []
         for label, name, overrides in streams:
             models = ",".join(NEURAL) if name == "base" else "multimodal,text"
             results, _, config = self.runs.multiqt(name, overrides, models=models)
-            options = multiqt.text_options(config)
-            heard = multiqt.load_corpus(config)[0] if config.text_recognizer else source
+            options = multiqt.text_alterations(config)
+            heard = multiqt.load_corpus(config)[0] if config.text_recogniser else source
             said = [_word_list(heard[i], options) for i in range(len(heard))]
             row = {
                 "stream": label,

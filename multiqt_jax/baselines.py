@@ -89,7 +89,7 @@ class BaselineConfig:
     """Sizes of the segment baselines. Times in seconds, whole multiples of 10 ms."""
 
     window_s: float = 2.0  # sliding window length
-    hop_s: float = 0.1  # one window ends every hop_s
+    hop_s: float = 0.2  # one window ends every hop_s
     min_window_s: float | None = None  # shortest (left-truncated) early window; None = window_s
     background_per_segment: float = 1.0  # background segments per labelled segment
     # random forest (scikit-learn)

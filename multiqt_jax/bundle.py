@@ -1,17 +1,21 @@
 """MultiQT model bundles: a trained tracker saved as data, and loaded back checked.
 
     bundle.save("out/multimodal/bundle-fold0", net, params, labels.classes("questions"),
-                DecodeConfig(causal_text=True), "synthetic_calls/questions-quick")
+                TrackingConfig(causal_text=True, smoothing=SmoothingConfig(min_frames=3)),
+                "synthetic_calls/questions-quick")
     net, params, info = bundle.load("out/multimodal/bundle-fold0")
-    info.labels, info.features, info.decoding      # class names, front end, DecodeConfig
+    info.labels, info.features, info.decoding      # class names, front end, TrackingConfig
 
 The format (a folder of bundle.json and params.npz, nothing executable) and its
 checks are `speechkit.bundle`'s. The task parts: the model config is a
 `multiqt_jax.model.MultiQTConfig`, the labels the class names in output order
 (`multiqt_jax.labels`, background first; `num_classes` of them), the features the audio
 front end (`multiqt_jax.datasets.features.FEATURES` for the project's corpora), and the
-decoding settings a `DecodeConfig`. `load` refuses a bundle of another task and
-parameters whose shapes differ from what the config's model has.
+decoding settings a `TrackingConfig`: how the text input is made and the label smoothing
+(`multiqt_jax.decode.SmoothingConfig`) the model was scored with, which
+`python -m multiqt_jax.track` applies. `load` refuses a bundle of another task and
+parameters whose shapes differ from what the config's model has; bundles saved before
+the smoothing was stored load with none (`min_frames` 1, raw labels, as `track` ran them).
 """
 
 from __future__ import annotations
@@ -25,20 +29,28 @@ import jax.numpy as jnp
 
 from multiqt_jax import model
 from multiqt_jax.datasets.features import FEATURES
+from multiqt_jax.decode import SmoothingConfig
 from speechkit import bundle as bundle_lib
+from speechkit import dataclass_json
 from speechkit.frontend import FeatureConfig
 
 TASK = "multiqt"
 
 
 @dataclasses.dataclass(frozen=True)
-class DecodeConfig:
-    """How a bundle's model is used: each 40 ms output frame's label is the argmax of its
-    logits; the text input must be made as in training, from each recognised word's
-    emission on (`causal_text`, see `multiqt_jax.input_pipeline.PipelineConfig`) or at
-    its recognised times (offline)."""
+class TrackingConfig:
+    """How a bundle's model tracks: the text input must be made as in training, from each
+    recognised word's emission on (`causal_text`, see
+    `multiqt_jax.input_pipeline.PipelineConfig`) or at its recognised times (offline);
+    each 40 ms output frame's label is the argmax of its logits, then smoothed by
+    `multiqt_jax.decode`'s causal minimum-duration rule as `smoothing` says (the setting
+    the model was scored with; `min_frames` 1: raw labels, also for bundles saved before
+    it was stored)."""
 
     causal_text: bool = True
+    smoothing: SmoothingConfig = dataclasses.field(
+        default=SmoothingConfig(min_frames=1), metadata={dataclass_json.OPTIONAL: True}
+    )
 
 
 def save(
@@ -46,20 +58,35 @@ def save(
     net: model.MultiQT,
     params,
     classes,
-    decode_config: DecodeConfig | None = None,
+    tracking: TrackingConfig | None = None,
     corpus: str = "",
     features: FeatureConfig = FEATURES,
 ) -> Path:
     """Writes `net`'s config and `params` (the variables `net.init` gives, one fold's)
     as a bundle folder at `path`; `classes` name the outputs in order
-    (`net.config.num_classes` of them). Returns the folder."""
-    return TASK_FORMAT.save(path, net, params, classes, decode_config, corpus, features)
+    (`net.config.num_classes` of them); `tracking` None means `TrackingConfig()`.
+    Returns the folder."""
+    if tracking is not None:
+        check_tracking(tracking, len(classes), f"{Path(path) / bundle_lib.MANIFEST} (to save)")
+    return TASK_FORMAT.save(path, net, params, classes, tracking, corpus, features)
 
 
 def load(path: str | os.PathLike) -> tuple[model.MultiQT, dict, bundle_lib.Bundle]:
     """(net, params, info) of a bundle folder; a `speechkit.bundle.BundleError` naming
     the file and the field for anything missing or inconsistent."""
-    return TASK_FORMAT.load(path)
+    net, params, info = TASK_FORMAT.load(path)
+    check_tracking(info.decoding, len(info.labels), str(Path(info.path) / bundle_lib.MANIFEST))
+    return net, params, info
+
+
+def check_tracking(tracking: TrackingConfig, num_classes: int, where: str) -> None:
+    """The smoothing's background is one of the model's classes."""
+    background = tracking.smoothing.background
+    if background >= num_classes:
+        raise bundle_lib.BundleError(
+            f"{where}: decoding.smoothing.background: {background}, labels has "
+            f"{num_classes} classes"
+        )
 
 
 def expected_params(config: model.MultiQTConfig):
@@ -90,5 +117,5 @@ def _check_parts(config: model.MultiQTConfig, features: FeatureConfig, classes, 
 
 
 TASK_FORMAT = bundle_lib.TaskFormat(
-    TASK, model.MultiQT, model.MultiQTConfig, DecodeConfig, expected_params, _check_parts
+    TASK, model.MultiQT, model.MultiQTConfig, TrackingConfig, expected_params, _check_parts
 )

@@ -33,31 +33,31 @@ import numpy as np
 from multiqt_jax.datasets.features import recognised_words, spoken_words
 from speechkit import asr, batching, checks
 
-TEXT_WORDS = ("recognised", "spoken")
+WORD_SOURCES = ("recognised", "spoken")
 
 
 @dataclasses.dataclass(frozen=True)
-class TextOptions:
+class TextAlterations:
     """Alterations of the text input for the studies (`experiments.studies`): which words,
     how late, how wrong. The defaults leave the recogniser's output as it is.
 
-    words: "recognised" (the asr_* fields) or "spoken" (the spoken_* oracle transcript of
+    source: "recognised" (the asr_* fields) or "spoken" (the spoken_* oracle transcript of
       synthetic_calls, each word emitted at its true end: a perfect streaming recogniser).
     lag_s: every word emitted this many seconds later (causal text only).
     substitution_rate: the share of words replaced by another word of the same call
       (drawn per call from its call_id, so every epoch and fold sees the same errors):
-      a recogniser with this word error rate over `words`, all of it substitutions.
+      a recogniser with this word error rate over the `source` words, all of it substitutions.
     """
 
-    words: str = "recognised"
+    source: str = "recognised"
     lag_s: float = 0.0
     substitution_rate: float = 0.0
 
     def __post_init__(self):
-        checks.require_choice("TextOptions.words", self.words, TEXT_WORDS)
-        checks.require_number("TextOptions.lag_s", self.lag_s, at_least=0)
+        checks.require_choice("TextAlterations.source", self.source, WORD_SOURCES)
+        checks.require_number("TextAlterations.lag_s", self.lag_s, at_least=0)
         checks.require_number(
-            "TextOptions.substitution_rate", self.substitution_rate, at_least=0, at_most=1
+            "TextAlterations.substitution_rate", self.substitution_rate, at_least=0, at_most=1
         )
 
     def check(self, causal_text: bool, where: str) -> None:
@@ -69,7 +69,7 @@ class TextOptions:
 
     @property
     def altered(self) -> bool:
-        return self != TextOptions()
+        return self != TextAlterations()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +80,7 @@ class PipelineConfig:
     bucket_window: int = 8  # batches per length-sorting window (1 = no bucketing)
     pad_multiple: int = 100  # pad frames to a multiple of this (bounds jit shapes)
     causal_text: bool = True  # text frames hold only what the recogniser had emitted
-    text: TextOptions = TextOptions()  # the studies' alterations of the text input
+    text: TextAlterations = TextAlterations()  # the studies' alterations of the text input
     drop_remainder: bool = False
 
     def __post_init__(self):
@@ -130,7 +130,7 @@ class CorpusIndex:
 
 
 def to_example(
-    record, causal_text: bool, text: TextOptions = TextOptions()
+    record, causal_text: bool, text: TextAlterations = TextAlterations()
 ) -> dict[str, np.ndarray]:
     """One record -> unpadded arrays: audio [Ta, 40], text [Ta // 2, V], labels [Ta]."""
     audio = np.asarray(record["audio"], np.float32)
@@ -145,14 +145,14 @@ def to_example(
 
 
 def text_input(
-    record, audio_frames: int, causal_text: bool, text: TextOptions = TextOptions()
+    record, audio_frames: int, causal_text: bool, text: TextAlterations = TextAlterations()
 ) -> np.ndarray:
     """The text input float32 [audio_frames // 2, V] (20 ms) of a record's call of
     `audio_frames` 10 ms frames: its own character posteriors when it has them
-    (annotated_calls' `text_posteriors`), else its words (`text.words`, altered as `text`
+    (annotated_calls' `text_posteriors`), else its words (`text.source`, altered as `text`
     says) as character frames, each word from its emission on (`causal_text`) or at its
     times."""
-    text.check(causal_text, "TextOptions.lag_s")
+    text.check(causal_text, "TextAlterations.lag_s")
     given = np.asarray(record.get("text_posteriors", np.zeros((0, 0))), np.float32)
     if given.size:  # a user's own recogniser output (annotated_calls)
         if given.shape != (audio_frames // 2, asr.NUM_SYMBOLS):
@@ -169,11 +169,11 @@ def text_input(
     return asr.char_frames(text_words(record, text), audio_frames // 2, causal=causal_text)
 
 
-def text_words(record, text: TextOptions = TextOptions()) -> list[asr.TimedWord]:
+def text_words(record, text: TextAlterations = TextAlterations()) -> list[asr.TimedWord]:
     """A record's timed words as the text input reads them: recognised or spoken
-    (`text.words`), with `text.substitution_rate` of them substituted and each emitted
+    (`text.source`), with `text.substitution_rate` of them substituted and each emitted
     `text.lag_s` later."""
-    words = spoken_words(record) if text.words == "spoken" else recognised_words(record)
+    words = spoken_words(record) if text.source == "spoken" else recognised_words(record)
     if text.substitution_rate:
         words = substituted(words, text.substitution_rate, record.get("call_id", ""))
     if text.lag_s:

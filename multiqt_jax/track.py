@@ -19,15 +19,17 @@ consumed when it closed (the end of the block whose output ended the run; the ca
 length for a run still open at its end). The segments are those of the whole-call
 forward's argmax labels (tests/multiqt_jax/test_track.py).
 
-`--smoothing-frames K` passes the labels through `multiqt_jax.decode`'s causal
-minimum-duration rule (K consecutive frames to switch class). Its output lags by
-`SmoothingConfig.latency_frames` (K - 1) frames; start and end are moved back by that
-lag, so `emitted` is at least that much after `end`.
+The labels pass through `multiqt_jax.decode`'s causal minimum-duration rule as the
+bundle's `decoding.smoothing` says (`multiqt_jax.bundle.TrackingConfig`: the rule the
+model was scored with; `min_frames` 1, raw labels, in bundles saved before it was
+stored); `--smoothing-frames K` sets its K (consecutive frames to switch class; 1: raw
+labels). Its output lags by `SmoothingConfig.latency_frames` (K - 1) frames; start and
+end are moved back by that lag, so `emitted` is at least that much after `end`.
 
 Text. An audio-only model needs none. A model that reads text gets it per call, built
 by the training pipeline's own function (`multiqt_jax.input_pipeline.text_input`) from
 one of, in this order: `--posteriors FILE.npy` or `--words FILE.json` (one call only),
-`--asr pocketsphinx` (the call recognised with `speechkit.asr.recognize`, words placed
+`--asr pocketsphinx` (the call recognised with `speechkit.asr.recognise`, words placed
 at their emission times), or beside the call `<call>.npy` (character posteriors at 20 ms)
 or `<call>.json` (timed words in its 'asr' list, or that list alone): the annotated_calls
 formats (`multiqt_jax.datasets.annotated_calls`). A call without any is an error saying
@@ -168,25 +170,25 @@ def load(path, block_ms: float | None) -> Tracker:
 
 
 @dataclasses.dataclass(frozen=True)
-class TextOptions:
+class TextSource:
     """Where a call's text comes from (see the module docstring)."""
 
-    words: str | None = None  # a words JSON for the one call
-    posteriors: str | None = None  # a posteriors .npy for the one call
+    words_file: str | None = None  # a words JSON for the one call (--words)
+    posteriors_file: str | None = None  # a posteriors .npy for the one call (--posteriors)
     recogniser: str = "none"  # "pocketsphinx": recognise each call
     missing: bool = False  # mark the text missing (present = False)
 
 
-def call_text(name: str, samples: np.ndarray, tracker: Tracker, options: TextOptions):
+def call_text(name: str, samples: np.ndarray, tracker: Tracker, source: TextSource):
     """(text float32 [frames // 2, V] or None, present bool [1, 2]) of one call of
     `samples` (frames: its 10 ms audio frames); None when the model reads no text or
     the text is marked missing."""
     if not tracker.reads_text:
         return None, np.ones((1, 2), bool)
-    if options.missing:
+    if source.missing:
         return None, np.array([[True, False]])
     frames = frontend.num_frames(len(samples), tracker.info.features)
-    record = _text_record(name, samples, frames, options)
+    record = _text_record(name, samples, frames, source)
     if record is None:
         stem = os.path.splitext(name)[0]
         raise InputError(
@@ -199,16 +201,16 @@ def call_text(name: str, samples: np.ndarray, tracker: Tracker, options: TextOpt
     return text, np.ones((1, 2), bool)
 
 
-def _text_record(name: str, samples, frames: int, options: TextOptions) -> dict | None:
+def _text_record(name: str, samples, frames: int, source: TextSource) -> dict | None:
     """The record fields `input_pipeline.text_input` reads (asr_* words,
     text_posteriors) from the first source there is (module docstring); None: none."""
     stem = os.path.splitext(name)[0]
-    if options.posteriors:
-        return _posteriors_record(options.posteriors, frames)
-    if options.words:
-        words = annotated_calls.read_words(options.words)
-    elif options.recogniser == "pocketsphinx":
-        words = list(asr.recognize(samples).words)
+    if source.posteriors_file:
+        return _posteriors_record(source.posteriors_file, frames)
+    if source.words_file:
+        words = annotated_calls.read_words(source.words_file)
+    elif source.recogniser == "pocketsphinx":
+        words = list(asr.recognise(samples).words)
     elif os.path.exists(stem + ".npy"):
         return _posteriors_record(stem + ".npy", frames)
     elif os.path.exists(stem + ".json"):
@@ -267,16 +269,19 @@ class CallStream:
     segments out. `close()` ends the call as `BlockRunner.run` does (the last block
     padded with masked zero frames), so the labels are the whole-call forward's.
     text: float32 [frames // 2, V] of the whole call, or None (zeros: a model without
-    text, or its text marked missing in `present`)."""
+    text, or its text marked missing in `present`). smoothing_frames: the smoothing
+    rule's K instead of the bundle's (`decoding.smoothing`; None: the bundle's)."""
 
-    def __init__(self, tracker: Tracker, text, present, smoothing_frames: int = 1):
+    def __init__(self, tracker: Tracker, text, present, smoothing_frames: int | None = None):
         self.tracker, self.text, self.present = tracker, text, np.asarray(present, bool)
         self.state = tracker.initial_state()
         self.audio_width = tracker.info.features.num_mels
         self._buffer = np.zeros((0, self.audio_width), np.float32)
         self.frames = 0  # real audio frames received
         self.blocks = 0  # blocks stepped
-        self.smoothing = decode.SmoothingConfig(min_frames=smoothing_frames)
+        self.smoothing = tracker.info.decoding.smoothing
+        if smoothing_frames is not None:
+            self.smoothing = dataclasses.replace(self.smoothing, min_frames=smoothing_frames)
         self._smoothing_state = decode.initial_state(1, self.smoothing)
         self.segments = SegmentStream(
             tracker.info.labels, tracker.spec.output_hop_s, self.smoothing.latency_frames
@@ -376,11 +381,11 @@ def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, floa
     rate = features.sample_rate
     size = tracker.audio_block * features.hop_samples
     emit = lambda segment: out.write(name, segment)  # noqa: E731
-    options = text_options(args)
-    if name != STDIN and tracker.reads_text and not options.missing:
+    source = text_source(args)
+    if name != STDIN and tracker.reads_text and not source.missing:
         # The call's text comes from the whole call (its words or their recognition).
         samples = stream_inputs.read_samples(name, features)
-        text, present = call_text(name, samples, tracker, options)
+        text, present = call_text(name, samples, tracker, source)
         stream = CallStream(tracker, text, present, args.smoothing_frames)
         chunks = stream_inputs.file_chunks(samples, size, rate, args.realtime)
         return track_stream(chunks, stream, features, emit), len(samples) / rate
@@ -400,8 +405,8 @@ def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, floa
     return count, checked.samples / rate
 
 
-def text_options(args) -> TextOptions:
-    return TextOptions(args.words, args.posteriors, args.asr, args.no_text)
+def text_source(args) -> TextSource:
+    return TextSource(args.words, args.posteriors, args.asr, args.no_text)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -439,8 +444,9 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument(
         "--smoothing-frames",
         type=stream_inputs.number(1, integer=True),
-        default=1,
-        help="frames a class must hold to switch (multiqt_jax.decode; default 1: none)",
+        default=None,
+        help="frames a class must hold to switch (multiqt_jax.decode; 1: raw labels; "
+        "default: the bundle's decoding.smoothing)",
     )
     stream_inputs.add_run_arguments(parse, "calls", "no progress lines or notes on stderr")
     return parse
@@ -455,7 +461,7 @@ def _check_text_arguments(args, tracker: Tracker) -> None:
         )
     if args.no_text and tracker.config.modalities == ("text",):
         raise InputError("--no-text: the model reads text only")
-    if args.smoothing_frames < 1:
+    if args.smoothing_frames is not None and args.smoothing_frames < 1:
         raise InputError(f"--smoothing-frames: expected at least 1, got {args.smoothing_frames}")
 
 

@@ -83,6 +83,7 @@ def tiny_multiqt_config():
         text_strides=(2, 1),
         text_dilations=(1, 1),
         dense=(8,),
+        modality_dropout=0.0,  # tests that want it set it (the default 0.2 is the runner's)
     )
     return lambda **overrides: model.MultiQTConfig(**{**small, **overrides})
 

@@ -127,7 +127,10 @@ def render_one(job: UtteranceJob) -> Utterance:
     )
 
 
-class KwsConfig(tfds.core.BuilderConfig):
+class SyntheticKwsBuilderConfig(tfds.core.BuilderConfig):
+    """A TFDS builder config of `SyntheticKws` (a corpus size and its render settings; the
+    model's config is `cskws_jax.model.AfKwsConfig`). `name` defaults to the size."""
+
     def __init__(
         self,
         *,
@@ -156,7 +159,7 @@ class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder)
         "heldout split spoken by an engine never heard in train or test",
     }
     BUILDER_CONFIGS = [
-        KwsConfig(
+        SyntheticKwsBuilderConfig(
             size=size,
             name=tts.corpus_config_name(size, engine_set),
             render_config=render.KwsRenderConfig(engines=engines, heldout_engine=heldout),

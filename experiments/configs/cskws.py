@@ -17,7 +17,7 @@ builds (`experiments.common.build`): `model` -> `cskws_jax.model.AfKwsConfig` (t
 runner sets num_keywords from the corpus and unknown_class per model; `stages` are
 (channels, stride, blocks, dilation) tuples), `augment` -> `cskws_jax.train.AugmentConfig`
 (gain, noise, SpecAugment-style masks),
-`loss` -> `cskws_jax.losses.LossConfig`, `decode` -> `cskws_jax.train.DecodeConfig`,
+`loss` -> `cskws_jax.losses.LossConfig`, `decode` -> `cskws_jax.train.PeakDecodingConfig`,
 `optimizer` -> `speechkit.optim.OptimizerConfig` (total_steps = train.steps), `window`
 -> `cskws_jax.baselines.WindowConfig`; `eval` holds the evaluation batch size, the
 false-alarm budgets of the operating points (`eval.fa_budgets`, FA per hour) and the
@@ -26,7 +26,10 @@ number of bootstrap resamples behind the score intervals (`eval.bootstrap_resamp
 
 import ml_collections
 
+from cskws_jax import baselines, losses, model, train
 from experiments.common import check_preset
+from experiments.configs import section
+from speechkit import optim
 
 
 def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
@@ -47,61 +50,28 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
         {"split": "heldout", "dataset": "", "optional": True}
     )
 
-    config.model = ml_collections.ConfigDict()
-    config.model.stem_channels = 64
-    config.model.kernel = 5
-    config.model.stages = ((64, 2, 1, 1), (96, 2, 2, 1), (128, 1, 2, 2), (128, 1, 1, 4))
-    config.model.head_channels = 64
-    config.model.delay = 8  # output frames of look-ahead (40 ms each)
-    # "highest" (exact float32: streamed == offline on GPU/TPU) or "high" / "default"
-    # (TF32 / bfloat16 matmuls: faster accelerator training; see AfKwsConfig.precision).
-    config.model.precision = "highest"
-
-    config.augment = ml_collections.ConfigDict()
-    config.augment.gain_db = (-6.0, 6.0)
-    config.augment.noise_probability = 0.5
-    config.augment.snr_db = (5.0, 30.0)
-    # SpecAugment-style masks (bands of up to 8 of the 64 mel bins, runs of up to 0.2 s):
-    # off, because at the quick preset two of each cost AF-KWS in-engine and held-out
-    # mAP (0.294 -> 0.193 and 0.072 -> 0.037 on synthetic_kws/quick); e.g.
+    # The dataclass sections hold every field at its dataclass's default (stated there
+    # only, `experiments.configs.section`) unless set here. The model's `delay` is its
+    # look-ahead in 40 ms output frames; `precision` "highest" (exact float32: streamed ==
+    # offline on GPU/TPU) or "high" / "default" (TF32 / bfloat16: faster accelerator
+    # training; see AfKwsConfig.precision).
+    config.model = section(
+        model.AfKwsConfig, leave_out=("num_keywords", "unknown_class", "features")
+    )
+    # SpecAugment-style masks (AugmentConfig: bands of up to 8 of the 64 mel bins, runs of
+    # up to 0.2 s) are off, because at the quick preset two of each cost AF-KWS in-engine
+    # and held-out mAP (0.294 -> 0.193 and 0.072 -> 0.037 on synthetic_kws/quick); e.g.
     # --config.augment.freq_masks=2 --config.augment.time_masks=2 turns them on.
-    config.augment.freq_masks = 0
-    config.augment.max_freq_width = 8
-    config.augment.time_masks = 0
-    config.augment.max_time_width = 20
-
-    config.loss = ml_collections.ConfigDict()
-    config.loss.alpha = 2.0
-    config.loss.beta = 4.0
-    config.loss.length_weight = 0.1
-    config.loss.offset_weight = 1.0
-
-    config.decode = ml_collections.ConfigDict()
-    config.decode.max_detections = 64
-    config.decode.radius = 1
-    config.decode.min_score = 0.05
-
-    config.optimizer = ml_collections.ConfigDict()
-    config.optimizer.learning_rate = 3e-3
-    config.optimizer.warmup_steps = {"smoke": 5, "quick": 100, "full": 1000}[preset]
-    config.optimizer.final_fraction = 0.05
-    config.optimizer.weight_decay = 1e-4
-    config.optimizer.clip_norm = 1.0
-
-    config.window = ml_collections.ConfigDict()
-    config.window.window_s = 0.8
-    config.window.hop_s = 0.1
-    config.window.min_overlap = 0.8
-    config.window.word_overlap = 0.5
-    config.window.channels = (32, 64, 64)
-    config.window.kernel = 5
-    config.window.pool = 2
-    config.window.hidden = 64
-    config.window.learning_rate = 3e-3
-    config.window.weight_decay = 1e-4
-    config.window.clip_norm = 1.0
-    config.window.radius = 1
-    config.window.min_score = 0.05
+    config.augment = section(train.AugmentConfig)
+    config.loss = section(losses.LossConfig)
+    config.decode = section(train.PeakDecodingConfig, leave_out=("operating_points",))
+    config.optimizer = section(  # AF-KWS's rate; total_steps = train.steps
+        optim.OptimizerConfig,
+        leave_out=("total_steps",),
+        learning_rate=3e-3,
+        warmup_steps={"smoke": 5, "quick": 100, "full": 1000}[preset],
+    )
+    config.window = section(baselines.WindowConfig)
 
     config.train = ml_collections.ConfigDict()
     config.train.steps = {"smoke": 40, "quick": 1500, "full": 50_000}[preset]

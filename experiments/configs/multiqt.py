@@ -20,9 +20,11 @@ full (accelerator scale). Sections map field for field onto the dataclasses they
 """
 
 import ml_collections
-from ml_collections import config_dict
 
 from experiments.common import check_preset
+from experiments.configs import section
+from multiqt_jax import baselines, decode, model
+from speechkit import augment, optim
 
 
 def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
@@ -47,15 +49,15 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # emission lag (s, causal only) and a share of them replaced by other words.
     config.text_words = "recognised"
     # Another recogniser's words instead of the corpus's (recognised words only): a name
-    # of multiqt_jax.datasets.render.RECOGNIZER_VARIANTS; "" is the corpus's own.
-    config.text_recognizer = ""
+    # of multiqt_jax.datasets.render.RECOGNISER_VARIANTS; "" is the corpus's own.
+    config.text_recogniser = ""
     config.text_lag_s = 0.0
     config.text_substitution_rate = 0.0
     config.train_fraction = 1.0  # share of each fold's training calls (a study)
     config.num_devices = 0  # 0: all
     # How a device runs its folds (experiments.folds.FORMS): "sequential", "vmap", "unroll",
     # "scan"; auto: sequential on CPU, vmap elsewhere.
-    config.fold_loop = "auto"
+    config.fold_form = "auto"
 
     # What every trained model is also scored on (`experiments.evals`): name -> a split of
     # a corpus ("" = this run's). "heldout": the split spoken only by a synthesiser never
@@ -65,40 +67,29 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
         {"split": "heldout", "dataset": "", "optional": True}
     )
 
-    config.model = ml_collections.ConfigDict()  # -> MultiQTConfig (num_classes, modalities:
-    # set by the runner from the task and the model name)
-    config.model.fusion = "concat"
-    config.model.fusion_size = 32  # projection width for sum / gated / tensor fusion
-    config.model.audio_channels = (64, 64, 128, 128, 128)
-    config.model.audio_kernels = (5, 5, 5, 5, 5)
-    config.model.audio_strides = (1, 2, 2, 1, 1)
-    config.model.audio_dilations = (1, 1, 1, 2, 4)
-    config.model.text_channels = (64, 128, 128, 128)
-    config.model.text_kernels = (5, 5, 5, 5)
-    config.model.text_strides = (1, 2, 1, 1)
-    config.model.text_dilations = (1, 1, 2, 4)
-    config.model.dense = (128,)
-    config.model.dropout = 0.1
-    config.model.modality_dropout = 0.2  # multimodal model only
-    # "highest" (exact float32: streamed == offline on GPU/TPU) or "high" / "default"
-    # (TF32 / bfloat16 matmuls: faster accelerator training; see MultiQTConfig.precision).
-    config.model.precision = "highest"
+    # The dataclass sections hold every field at its dataclass's default (stated there
+    # only, `experiments.configs.section`) unless set here. MultiQTConfig's num_classes and
+    # modalities are set by the runner from the task and the model name, its
+    # modality_dropout for the multimodal model only; `precision` "highest" (exact float32:
+    # streamed == offline on GPU/TPU) or "high" / "default" (TF32 / bfloat16: faster
+    # accelerator training; see MultiQTConfig.precision).
+    config.model = section(
+        model.MultiQTConfig,
+        leave_out=("num_classes", "modalities", "audio_features", "text_symbols"),
+    )
 
-    # SpecAugment-style masks on the audio features in training (speechkit.augment.MaskConfig).
-    # On questions-quick they trade in-engine for held-out-engine TIMESTEP F1 (multimodal
-    # 0.646 -> 0.567 and 0.323 -> 0.363); 0 masks turn them off.
-    config.augment = ml_collections.ConfigDict()
-    config.augment.freq_masks = 2
-    config.augment.max_freq_width = 6  # of the 40 mel bins
-    config.augment.time_masks = 2
-    config.augment.max_time_width = 20  # frames (0.2 s)
+    # SpecAugment-style masks on the audio features in training (speechkit.augment.MaskConfig,
+    # off by default): bands of up to 6 of the 40 mel bins, runs of up to 20 frames (0.2
+    # s). On questions-quick they trade in-engine for held-out-engine TIMESTEP F1
+    # (multimodal 0.646 -> 0.567 and 0.323 -> 0.363); 0 masks turn them off.
+    config.augment = section(augment.MaskConfig, freq_masks=2, max_freq_width=6, time_masks=2)
 
-    config.optimizer = ml_collections.ConfigDict()  # -> OptimizerConfig (total_steps = train.steps)
-    config.optimizer.learning_rate = 2e-3
-    config.optimizer.warmup_steps = {"smoke": 5, "quick": 30, "full": 500}[preset]
-    config.optimizer.final_fraction = 0.05
-    config.optimizer.weight_decay = 1e-4
-    config.optimizer.clip_norm = 1.0
+    config.optimizer = section(  # MultiQT's rate; total_steps = train.steps
+        optim.OptimizerConfig,
+        leave_out=("total_steps",),
+        learning_rate=2e-3,
+        warmup_steps={"smoke": 5, "quick": 30, "full": 500}[preset],
+    )
 
     config.train = ml_collections.ConfigDict()
     config.train.steps = {"smoke": 30, "quick": 300, "full": 20_000}[preset]
@@ -115,22 +106,15 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # Every model is also scored after this causal minimum-duration rule on its labels:
     # a class must hold min_frames 40 ms frames before the output switches to it; every
     # switch shows up (min_frames - 1) * 40 ms late. 1: off (smoothed = raw).
-    config.smoothing = ml_collections.ConfigDict()  # -> multiqt_jax.decode.SmoothingConfig
-    config.smoothing.min_frames = 3
+    # (SmoothingConfig.min_frames; the runner smooths labels, so no probability thresholds)
+    config.smoothing = section(decode.SmoothingConfig, leave_out=("background", "enter", "exit"))
 
-    config.baselines = ml_collections.ConfigDict()  # -> BaselineConfig (seed = config.seed)
-    config.baselines.window_s = 2.0
-    config.baselines.hop_s = 0.2
-    config.baselines.min_window_s = config_dict.placeholder(float)  # None: window_s
-    config.baselines.background_per_segment = 1.0
-    config.baselines.n_estimators = {"smoke": 10, "quick": 100, "full": 300}[preset]
-    config.baselines.max_depth = config_dict.placeholder(int)  # None: grow until pure
-    config.baselines.n_jobs = 1
-    config.baselines.hidden = (128, 128)
-    config.baselines.epochs = {"smoke": 20, "quick": 100, "full": 200}[preset]
-    config.baselines.batch_size = 64
-    config.baselines.learning_rate = 1e-3
-    config.baselines.weight_decay = 1e-4
+    config.baselines = section(  # -> BaselineConfig (seed = config.seed)
+        baselines.BaselineConfig,
+        leave_out=("seed",),
+        n_estimators={"smoke": 10, "quick": 100, "full": 300}[preset],
+        epochs={"smoke": 20, "quick": 100, "full": 200}[preset],
+    )
     if preset == "quick":  # CPU-sized: ~0.4 s per 5-fold step on 2 cores
         config.model.audio_channels = (32, 32, 64, 64, 64)
         config.model.text_channels = (32, 64, 64, 64)

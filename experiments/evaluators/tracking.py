@@ -9,11 +9,11 @@ Counts are summed over all batches (`metrics.timestep_counts`,
 batches. Returns {"timestep": {precision, recall, f1}, "instance": {...},
 "timestep_f1_per_class": [float or None (class absent)]}.
 
-    scored = tracking.evaluate_decoded(predict, batches, num_classes=7,
-                                       decoders={"smoothed": smooth})
+    scored = tracking.evaluate_smoothed(predict, batches, num_classes=7,
+                                        smoothers={"smoothed": smooth})
     scored["raw"], scored["smoothed"]      # each as `evaluate` returns
 
-scores the raw labels and each decoder's relabelling of them (`decoder(pred, mask)` ->
+scores the raw labels and each smoother's relabelling of them (`smoother(pred, mask)` ->
 int32 [B, T], e.g. `multiqt_jax.decode.smooth` with a fixed config) from one pass of
 `predict` over the batches. With `latency=True` each also holds "latency_frames" (float32
 [N]) and "latency_valid" (bool [N]): `metrics.tracking_latency` of every batch, pooled
@@ -55,25 +55,25 @@ def scores_from_counts(total: dict) -> dict:
 
 def evaluate(predict: Callable, batches: Iterable, *, num_classes: int) -> dict:
     """Scores of `predict` over every batch (see the module docstring)."""
-    return evaluate_decoded(predict, batches, num_classes=num_classes, decoders={})["raw"]
+    return evaluate_smoothed(predict, batches, num_classes=num_classes, smoothers={})["raw"]
 
 
-def evaluate_decoded(
+def evaluate_smoothed(
     predict: Callable,
     batches: Iterable,
     *,
     num_classes: int,
-    decoders: Mapping[str, Callable],
+    smoothers: Mapping[str, Callable],
     latency: bool = False,
 ) -> dict[str, dict]:
-    """{"raw": scores of `predict`, name: scores of `decoder(pred, mask)` for each of
-    `decoders`}, every batch predicted once (see the module docstring)."""
-    if "raw" in decoders:
-        raise ValueError("tracking.evaluate_decoded: decoders: 'raw' names the undecoded labels")
+    """{"raw": scores of `predict`, name: scores of `smoother(pred, mask)` for each of
+    `smoothers`}, every batch predicted once (see the module docstring)."""
+    if "raw" in smoothers:
+        raise ValueError("tracking.evaluate_smoothed: smoothers: 'raw' names the unsmoothed labels")
     total, lags = None, {}
     for batch in batches:
         pred, gold, mask = predict(batch)
-        labelled = {"raw": pred} | {name: fn(pred, mask) for name, fn in decoders.items()}
+        labelled = {"raw": pred} | {name: fn(pred, mask) for name, fn in smoothers.items()}
         found = {
             name: counts(labels, gold, mask, num_classes=num_classes)
             for name, labels in labelled.items()

@@ -22,12 +22,11 @@ DPI = 120
 def write(figure, path: str) -> None:
     """`figure` laid out and saved to `path` as a PNG: through a temporary file beside it,
     renamed onto `path` once complete (`speechkit.files.atomic_path`, which makes the
-    folder and removes the temporary file on an error), so a failed save leaves no
-    partial PNG. The figure is closed, also on an error."""
+    folder and removes the temporary file on an error; `speechkit.files.save_figure`), so a
+    failed save leaves no partial PNG. The figure is closed, also on an error."""
     try:
         figure.tight_layout()
-        with files.atomic_path(path) as temporary:
-            figure.savefig(temporary, dpi=DPI, format="png")
+        files.save_figure(figure, path, dpi=DPI, format="png")
     finally:
         plt.close(figure)
 

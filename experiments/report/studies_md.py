@@ -56,7 +56,7 @@ def _asr_quality(r: dict, payload: dict, paths: dict) -> list[str]:
         "that share of its words by other words of the same call. The worse "
         "recognisers hear the same call audio through a narrow-band telephone line, "
         "decode it with smaller beams, or with a unigram language model of the "
-        "same text (`multiqt_jax.datasets.render.RECOGNIZER_VARIANTS`). "
+        "same text (`multiqt_jax.datasets.render.RECOGNISER_VARIANTS`). "
         "WER is measured against the oracle words over every call of the corpus. "
         "Each stream's models are trained and tested on it.",
         "",

@@ -3,7 +3,7 @@ raw and after causal smoothing, and the summaries over folds that results.json h
 
     batching = calls.CallBatching(batch_size=4, causal_text=True)
     batches = calls.eval_batches(source, indices, index, batching)
-    scored = calls.score(predict, batches, num_classes=7, decoders=calls.decoders(smoothing))
+    scored = calls.score(predict, batches, num_classes=7, smoothers=calls.smoothers(smoothing))
     scored["raw"], scored["smoothed"]             # `experiments.evaluators.tracking` scores
 
 `predict(batch)` -> (predicted int32 [B, To], gold, mask) on the model's 40 ms clock:
@@ -29,8 +29,8 @@ from multiqt_jax import decode, input_pipeline, model
 from multiqt_jax import train as calls_train
 
 SCORES = tracking.SCORES
-SMOOTHED = "smoothed"  # the decoding scored next to the raw labels
-DECODINGS = ("raw", SMOOTHED)
+SMOOTHED = "smoothed"  # the smoothed labels, scored next to the raw ones
+LABEL_STREAMS = ("raw", SMOOTHED)  # the labels every model is scored on
 TRANSFER = {"timestep_f1": ("timestep", "f1"), "instance_f1": ("instance", "f1")}
 
 
@@ -43,7 +43,7 @@ class CallBatching:
     batch_size: int
     pad_multiple: int = 500
     causal_text: bool = True
-    text: input_pipeline.TextOptions = input_pipeline.TextOptions()
+    text: input_pipeline.TextAlterations = input_pipeline.TextAlterations()
 
 
 def eval_batches(source, indices, index, batching: CallBatching):
@@ -76,17 +76,17 @@ def smoother(settings: decode.SmoothingConfig):
     return jax.jit(functools.partial(decode.smooth, config=settings))
 
 
-def decoders(settings: decode.SmoothingConfig) -> dict:
+def smoothers(settings: decode.SmoothingConfig) -> dict:
     """{SMOOTHED: the jitted smoother}: what every model is scored under beside "raw"."""
     return {SMOOTHED: smoother(settings)}
 
 
-def score(predict, batches, *, num_classes: int, decoders: dict, latency: bool = False) -> dict:
-    """{"raw": scores, name: scores for each of `decoders`} of `predict` over `batches`
-    (`experiments.evaluators.tracking.evaluate_decoded`); with `latency`, each also holds
+def score(predict, batches, *, num_classes: int, smoothers: dict, latency: bool = False) -> dict:
+    """{"raw": scores, name: scores for each of `smoothers`} of `predict` over `batches`
+    (`experiments.evaluators.tracking.evaluate_smoothed`); with `latency`, each also holds
     the tracking latencies of its found instances in output frames."""
-    return tracking.evaluate_decoded(
-        predict, batches, num_classes=num_classes, decoders=decoders, latency=latency
+    return tracking.evaluate_smoothed(
+        predict, batches, num_classes=num_classes, smoothers=smoothers, latency=latency
     )
 
 
@@ -119,7 +119,7 @@ def output_hop_s(net) -> float:
 
 
 def _as_arrays(scores: dict) -> dict:
-    """One decoding's scores as a pytree of float64 arrays (absent classes as NaN)."""
+    """One label stream's scores as a pytree of float64 arrays (absent classes as NaN)."""
     per_class = [np.nan if v is None else v for v in scores["timestep_f1_per_class"]]
     return {
         **{s: {p: np.float64(scores[s][p]) for p in tracking.PARTS} for s in SCORES},
@@ -143,8 +143,8 @@ def _empty(names, num_classes: int) -> dict:
 
 
 def gather_folds(mine: dict[int, dict], names, num_folds: int, num_classes: int) -> dict:
-    """This process's {fold: {decoding: scores}} -> {decoding: every fold's scores, in
-    fold order} on every process, for each decoding of `names` (given, not read from
+    """This process's {fold: {stream: scores}} -> {stream: every fold's scores, in
+    fold order} on every process, for each label stream of `names` (given, not read from
     `mine`: a process that owns no fold still joins the all-gather). The scores travel as
     one pytree of arrays [processes, folds, ...] (`process_allgather`); each fold is
     taken from the process that scored it."""
@@ -203,7 +203,7 @@ def summarise(per_fold: list[dict]) -> dict:
     return summary
 
 
-def summarise_decodings(per_fold: dict[str, list[dict]], smoothing: dict) -> dict:
+def summarise_label_streams(per_fold: dict[str, list[dict]], smoothing: dict) -> dict:
     """A model's summary from {"raw", "smoothed": per-fold scores}: the raw summary, and
     under "smoothed" the smoothed one with its rule (`smoothing_record`)."""
     summary = summarise(per_fold["raw"])

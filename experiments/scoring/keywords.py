@@ -53,14 +53,13 @@ def score_detector(detect, source, *, num_keywords: int, batch_size: int, folder
     os.makedirs(folder, exist_ok=True)
     batches = evaluation_batches(source, num_keywords=num_keywords, batch_size=batch_size)
     result = detection.evaluate(detect, batches, num_keywords=num_keywords)
-    with files.atomic_open(os.path.join(folder, "detections.npz"), "wb") as out:
-        np.savez(
-            out,
-            **{f"detection_{k}": v for k, v in result["detections"].items()},
-            **{f"truth_{k}": v for k, v in result["truth"].items()},
-            durations=result["durations"],
-            hours=result["hours"],
-        )
+    files.save_npz(
+        os.path.join(folder, "detections.npz"),
+        **{f"detection_{k}": v for k, v in result["detections"].items()},
+        **{f"truth_{k}": v for k, v in result["truth"].items()},
+        durations=result["durations"],
+        hours=result["hours"],
+    )
     files.write_json(os.path.join(folder, "detection_curves.json"), result["curves"])
     scores = result["scores"]
     return {

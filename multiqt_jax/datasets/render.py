@@ -65,7 +65,7 @@ class RenderConfig:
     warp: tuple[float, float] = (0.9, 1.1)  # speed perturbation, drawn per voice
     engines: tuple[str, ...] = ("espeak", "piper")  # speechkit.tts.ENGINES
     heldout_engine: str | None = "piper"  # speaks only the heldout calls (None: none)
-    recognizer: asr.RecognizerConfig = asr.RecognizerConfig()
+    recogniser: asr.RecogniserConfig = asr.RecogniserConfig()
     features: frontend.FeatureConfig = FEATURES
 
     def __post_init__(self):
@@ -91,7 +91,7 @@ class RenderConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class RecognizerVariant:
+class RecogniserVariant:
     """Another recogniser on the same call audio (a point on the studies' WER axis)."""
 
     line: str = "none"  # channel.TELEPHONE_LINES: the call heard through this line first
@@ -102,14 +102,14 @@ class RecognizerVariant:
     beams: tuple[float, float, float] | None = None
 
     def __post_init__(self):
-        checks.require_choice("RecognizerVariant.line", self.line, channel.TELEPHONE_LINES)
+        checks.require_choice("RecogniserVariant.line", self.line, channel.TELEPHONE_LINES)
         checks.require_choice(
-            "RecognizerVariant.language_model", self.language_model, LANGUAGE_MODELS
+            "RecogniserVariant.language_model", self.language_model, LANGUAGE_MODELS
         )
 
-    def recognizer(
-        self, corpus: asr.RecognizerConfig, unigram_language_model: str | None = None
-    ) -> asr.RecognizerConfig:
+    def recogniser(
+        self, corpus: asr.RecogniserConfig, unigram_language_model: str | None = None
+    ) -> asr.RecogniserConfig:
         """The corpus's recogniser (`corpus`, its language model set) changed as this
         says; `unigram_language_model`: the unigram model's path, where it is used."""
         changes = {}
@@ -117,7 +117,7 @@ class RecognizerVariant:
             changes["language_model"] = None
         elif self.language_model == "unigram":
             if unigram_language_model is None:
-                raise ValueError("RecognizerVariant: language_model 'unigram' needs its path")
+                raise ValueError("RecogniserVariant: language_model 'unigram' needs its path")
             changes["language_model"] = unigram_language_model
         if self.beams is not None:
             changes.update(zip(("beam", "word_beam", "phone_beam"), self.beams, strict=True))
@@ -127,11 +127,11 @@ class RecognizerVariant:
 LANGUAGE_MODELS = ("calls", "unigram", "general")
 # Worse recognisers than the corpus's own, each on the same audio. pocketsphinx's
 # defaults are beams of 1e-48 / 7e-29 / 1e-48; the corpus decodes with wider ones.
-RECOGNIZER_VARIANTS = {
-    "narrowband": RecognizerVariant(line="narrowband"),  # an 8 kHz line, a 16 kHz model
-    "small_beam": RecognizerVariant(beams=(1e-20, 1e-12, 1e-20)),
-    "unigram_lm": RecognizerVariant(language_model="unigram"),
-    "general_lm": RecognizerVariant(language_model="general"),
+RECOGNISER_VARIANTS = {
+    "narrowband": RecogniserVariant(line="narrowband"),  # an 8 kHz line, a 16 kHz model
+    "small_beam": RecogniserVariant(beams=(1e-20, 1e-12, 1e-20)),
+    "unigram_lm": RecogniserVariant(language_model="unigram"),
+    "general_lm": RecogniserVariant(language_model="general"),
 }
 
 
@@ -264,7 +264,7 @@ def render_call(
     audio, rate = call.waveform, config.sample_rate
 
     clock = time.perf_counter()
-    recognition = asr.recognize(audio, config.recognizer)
+    recognition = asr.recognise(audio, config.recogniser)
     timings["recognition"] += time.perf_counter() - clock
 
     clock = time.perf_counter()
@@ -294,22 +294,22 @@ def render_call(
     )
 
 
-def recognize_variant(
+def recognise_variant(
     turns: tuple[Turn, ...],
     rng: np.random.Generator,
     config: RenderConfig,
     engine: str,
-    variant: RecognizerVariant,
+    variant: RecogniserVariant,
     unigram_language_model: str | None = None,
 ) -> VariantRecognition:
     """The call of `render_call(turns, rng, config, engine)` rendered again (the same
     audio, from the same generator state) and recognised by `variant`
-    (`unigram_language_model`: see `RecognizerVariant.recognizer`)."""
+    (`unigram_language_model`: see `RecogniserVariant.recogniser`)."""
     timings = dict.fromkeys(("synthesis", "channel", "recognition"), 0.0)
     call = render_audio(turns, rng, config, engine, timings)
     clock = time.perf_counter()
     audio = channel.through_line(call.waveform, variant.line, config.sample_rate)
-    recognizer = variant.recognizer(config.recognizer, unigram_language_model)
-    words = asr.recognize(audio, recognizer).words
+    recogniser = variant.recogniser(config.recogniser, unigram_language_model)
+    words = asr.recognise(audio, recogniser).words
     timings["recognition"] += time.perf_counter() - clock
     return VariantRecognition(words, timings)

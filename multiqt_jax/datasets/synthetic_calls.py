@@ -92,9 +92,9 @@ def _render_one(job) -> render.RenderedCall:
     return render.render_call(*_script(index, size, seed), config, engine)
 
 
-def _recognize_one(job) -> render.VariantRecognition:
+def _recognise_one(job) -> render.VariantRecognition:
     index, size, config, seed, engine, variant, unigram_language_model = job
-    return render.recognize_variant(
+    return render.recognise_variant(
         *_script(index, size, seed), config, engine, variant, unigram_language_model
     )
 
@@ -137,7 +137,7 @@ def render_calls(
     )
 
 
-def recognize_calls(
+def recognise_calls(
     size: str,
     cache_dir: str,
     config: render.RenderConfig,
@@ -146,22 +146,22 @@ def recognize_calls(
     workers: int | None = None,
     split: str = "train",
 ) -> list[tuple[asr.TimedWord, ...]]:
-    """The words recogniser `variant` (a name of `render.RECOGNIZER_VARIANTS`) heard in
+    """The words recogniser `variant` (a name of `render.RECOGNISER_VARIANTS`) heard in
     every call of a size's split, in `render_calls` order: the calls' audio rendered
     again and recognised, once, cached in cache_dir/<split>-asr-<variant> (the unigram
     language model in cache_dir/calls-unigram.arpa)."""
-    checks.require_choice("recogniser variant", variant, tuple(render.RECOGNIZER_VARIANTS))
+    checks.require_choice("recogniser variant", variant, tuple(render.RECOGNISER_VARIANTS))
     unigram_language_model = None
-    if render.RECOGNIZER_VARIANTS[variant].language_model == "unigram":
+    if render.RECOGNISER_VARIANTS[variant].language_model == "unigram":
         unigram_language_model = os.path.join(cache_dir, "calls-unigram.arpa")
         if not os.path.exists(unigram_language_model):
             build_language_model(size, unigram_language_model, seed, order=1)
     jobs = [
-        (*job, render.RECOGNIZER_VARIANTS[variant], unigram_language_model)
+        (*job, render.RECOGNISER_VARIANTS[variant], unigram_language_model)
         for job in _call_jobs(size, config, seed, split)
     ]
     done = corpus.render_cached(
-        _recognize_one,
+        _recognise_one,
         jobs,
         os.path.join(cache_dir, f"{split}-asr-{variant}"),
         f"synthetic_calls/{size} {split} recogniser {variant}",
@@ -213,8 +213,8 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
         this config; builds the language model on first use."""
         config = self.builder_config
         # The recogniser's language model path is built here, not a setting.
-        recognizer = dataclasses.replace(config.render_config.recognizer, language_model=None)
-        settings = dataclasses.replace(config.render_config, recognizer=recognizer)
+        recogniser = dataclasses.replace(config.render_config.recogniser, language_model=None)
+        settings = dataclasses.replace(config.render_config, recogniser=recogniser)
         cache = corpus.cache_dir(
             self, str(self.VERSION), config.size, SIZES[config.size], settings, SEED
         )
@@ -224,16 +224,16 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
             build_language_model(config.size, lm_path)
         return cache, dataclasses.replace(
             config.render_config,
-            recognizer=dataclasses.replace(config.render_config.recognizer, language_model=lm_path),
+            recogniser=dataclasses.replace(config.render_config.recogniser, language_model=lm_path),
         )
 
     def variant_words(self, variant: str, split: str = "train") -> dict[str, tuple]:
         """call_id -> the `asr.TimedWord`s that recogniser `variant`
-        (`render.RECOGNIZER_VARIANTS`) heard in that call of `split`: the same audio as
-        the records', recognised again (`recognize_calls`; computed on first use, about
+        (`render.RECOGNISER_VARIANTS`) heard in that call of `split`: the same audio as
+        the records', recognised again (`recognise_calls`; computed on first use, about
         as long as the split's own rendering, then cached beside the corpus)."""
         cache, render_config = self.render_setup()
-        words = recognize_calls(
+        words = recognise_calls(
             self.builder_config.size, cache, render_config, variant, split=split
         )
         return {call_id(split, i): call_words for i, call_words in enumerate(words)}

@@ -39,15 +39,15 @@ def test_the_multiqt_loop_both_ways():
         "slots": slots,
         "one_fold": _toy_step,
         "kept": {
-            loop: folds.fold_parallel(_toy_step, mesh, loop=loop, donate_state=False)
-            for loop in folds.FORMS
+            form: folds.fold_parallel(_toy_step, mesh, form=form, donate_state=False)
+            for form in folds.FORMS
         },
         "host_states": {"w": np.ones((slots, 3), np.float32)},
         "batch": np.arange(3, dtype=np.float32),
     }
     result = train_benchmark.loop_multiqt(setup, LOOP)
     assert result["folds"] == train_benchmark.FOLDS
-    assert result["fold_loop"] == folds.default_loop()
+    assert result["fold_form"] == folds.default_form()
     _check(result)
 
 
@@ -75,4 +75,4 @@ def test_fold_forms_time_each_form_and_name_the_fastest():
         )
     totals = {form: entry["total_seconds"] for form, entry in result["forms"].items()}
     assert result["winner"] == min(totals, key=totals.get)
-    assert result["default"] == folds.default_loop() and result["steps"] == 30
+    assert result["default"] == folds.default_form() and result["steps"] == 30

@@ -79,7 +79,9 @@ def _ground_truth(batch):
 
 # ----------------------------------------------------------------------------- window labels
 
-SMALL = baselines.WindowConfig(window_s=0.4, hop_s=0.2, min_overlap=0.8, word_overlap=0.5)
+SMALL = baselines.WindowConfig(
+    window_s=0.4, hop_s=0.2, min_overlap=0.8, word_overlap=0.5, min_score=0.1
+)
 UNK, SIL = baselines.unknown_class(K), baselines.silence_class(K)
 
 

@@ -25,7 +25,7 @@ from speechkit.bundle import BundleError
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYWORDS = ("alpha", "beta", "gamma")
-DECODING = train.DecodeConfig(min_score=0.3)
+DECODING = train.PeakDecodingConfig(min_score=0.3)
 
 
 @pytest.fixture(scope="module")

@@ -89,7 +89,7 @@ def test_cli_writes_a_folder_a_client_reads_without_the_bundle(tiny_afkws, tmp_p
         tmp_path / "out",
         task="cskws",
         model_config_type=model.AfKwsConfig,
-        decoding_type=train.DecodeConfig,
+        decoding_type=train.PeakDecodingConfig,
         signatures=export.signatures,
     )
     assert (info.labels, info.model_config, block_outputs) == (
@@ -109,7 +109,7 @@ def test_read_folder_keeps_the_decoding_and_checks_it_against_the_model(tiny_afk
 
     net, params = tiny_afkws
     points = (train.OperatingPoint(2.0, (0.5, 0.6, 0.7), "test", 0.25),)
-    decoding = train.DecodeConfig(
+    decoding = train.PeakDecodingConfig(
         max_detections=9, radius=2, min_score=0.2, operating_points=points
     )
     bundle.save(tmp_path / "bundle", net, params, ("alpha", "beta", "gamma"), decoding)

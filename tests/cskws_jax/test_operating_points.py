@@ -251,7 +251,7 @@ def points():
 
 def test_a_bundle_keeps_its_operating_points(tiny_afkws, tmp_path, points):
     net, params = tiny_afkws
-    decoding = train.DecodeConfig(min_score=0.2, operating_points=points)
+    decoding = train.PeakDecodingConfig(min_score=0.2, operating_points=points)
     bundle.save(tmp_path / "b", net, params, ("a", "b", "c"), decoding, "toy")
     _, _, info = bundle.load(tmp_path / "b")
     assert info.decoding == decoding and len(info.decoding.operating_points) == 3
@@ -265,7 +265,7 @@ def test_a_bundle_keeps_its_operating_points(tiny_afkws, tmp_path, points):
     del manifest["decoding"]["operating_points"]
     manifest_path.write_text(json.dumps(manifest))
     _, _, info = bundle.load(tmp_path / "b")
-    assert info.decoding == train.DecodeConfig(min_score=0.2)
+    assert info.decoding == train.PeakDecodingConfig(min_score=0.2)
     # Other decoding fields stay required.
     del manifest["decoding"]["radius"]
     manifest_path.write_text(json.dumps(manifest))
@@ -280,9 +280,11 @@ def test_a_wrong_threshold_count_is_refused(tiny_afkws, tmp_path, points):
         BundleError, match=r"operating_points\[0\].thresholds: 2 thresholds, labels"
     ):
         bundle.save(
-            tmp_path / "b", net, params, "abc", train.DecodeConfig(operating_points=(short,))
+            tmp_path / "b", net, params, "abc", train.PeakDecodingConfig(operating_points=(short,))
         )
-    bundle.save(tmp_path / "b", net, params, "abc", train.DecodeConfig(operating_points=points))
+    bundle.save(
+        tmp_path / "b", net, params, "abc", train.PeakDecodingConfig(operating_points=points)
+    )
     manifest_path = tmp_path / "b" / "bundle.json"
     manifest = json.loads(manifest_path.read_text())
     for point in manifest["decoding"]["operating_points"]:
@@ -315,9 +317,9 @@ def test_bad_operating_points_are_named(kwargs, error, pattern):
 def test_bad_operating_point_sets_are_named():
     one = train.OperatingPoint(5.0, (0.5, 0.5))
     with pytest.raises(ValueError, match=r"operating_points\[1\].fa_per_hour: budget 5 FA/h"):
-        train.DecodeConfig(operating_points=(one, one))
+        train.PeakDecodingConfig(operating_points=(one, one))
     other = train.OperatingPoint(1.0, (0.5,))
     with pytest.raises(ValueError, match=r"operating_points\[1\].thresholds: 1 thresholds"):
-        train.DecodeConfig(operating_points=(one, other))
-    with pytest.raises(TypeError, match="DecodeConfig.operating_points: expected a tuple"):
-        train.DecodeConfig(operating_points=[one])
+        train.PeakDecodingConfig(operating_points=(one, other))
+    with pytest.raises(TypeError, match="PeakDecodingConfig.operating_points: expected a tuple"):
+        train.PeakDecodingConfig(operating_points=[one])

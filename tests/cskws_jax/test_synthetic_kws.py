@@ -23,7 +23,7 @@ def _records(data_dir, split):
 
 
 def _smoke_job(split, index):
-    config = synthetic_kws.KwsConfig(size="smoke")
+    config = synthetic_kws.SyntheticKwsBuilderConfig(size="smoke")
     return synthetic_kws.UtteranceJob(
         split,
         index,
@@ -127,7 +127,7 @@ def test_a_rebuild_of_built_corpora_keeps_their_build_times(smoke_build):
 
 def test_bad_settings_are_named():
     with pytest.raises(ValueError, match="size: expected one of"):
-        synthetic_kws.KwsConfig(size="huge")
+        synthetic_kws.SyntheticKwsBuilderConfig(size="huge")
     with pytest.raises(ValueError, match="noise_kinds"):
         render.KwsRenderConfig(channel=ChannelConfig(noise_kinds=("babble",)))
     with pytest.raises(ValueError, match="leaves no engine for training"):

@@ -42,15 +42,23 @@ def test_augmentation_keeps_padding_and_shifts_gain():
 @pytest.mark.parametrize(
     "kwargs, error, pattern",
     [
-        (dict(max_detections=0), ValueError, r"DecodeConfig.max_detections: expected an int >= 1"),
-        (dict(max_detections=8.0), TypeError, "DecodeConfig.max_detections: expected an int"),
-        (dict(radius=-1), ValueError, r"DecodeConfig.radius: expected an int >= 0"),
-        (dict(min_score=1.5), ValueError, r"DecodeConfig.min_score: expected a value in \[0, 1\]"),
+        (
+            dict(max_detections=0),
+            ValueError,
+            r"PeakDecodingConfig.max_detections: expected an int >= 1",
+        ),
+        (dict(max_detections=8.0), TypeError, "PeakDecodingConfig.max_detections: expected an int"),
+        (dict(radius=-1), ValueError, r"PeakDecodingConfig.radius: expected an int >= 0"),
+        (
+            dict(min_score=1.5),
+            ValueError,
+            r"PeakDecodingConfig.min_score: expected a value in \[0, 1\]",
+        ),
     ],
 )
 def test_bad_decode_settings_are_named(kwargs, error, pattern):
     with pytest.raises(error, match=pattern):
-        train.DecodeConfig(**kwargs)
+        train.PeakDecodingConfig(**kwargs)
 
 
 @pytest.mark.parametrize("unknown_class", [True, False])

@@ -150,7 +150,7 @@ def test_a_bundles_operating_points_are_measured_on_the_corpus(
         kws_train.OperatingPoint(5.0, (keep_all, keep_none, keep_none), "made:by-hand", 0.5),
         kws_train.OperatingPoint(8000.0, (keep_none, keep_all, keep_all), "made:by-hand", 0.5),
     )
-    decoding = kws_train.DecodeConfig(min_score=0.0, operating_points=points)
+    decoding = kws_train.PeakDecodingConfig(min_score=0.0, operating_points=points)
     path = save_tiny_kws_bundle(tmp_path / "ordered" / "bundle", keywords, decoding)
     run = settings(path, "folder_kws/shipped", tmp_path / "tfds", kws_folder)
     workdir = tmp_path / "out"

@@ -105,11 +105,11 @@ def test_evaluation_summary_transfer_and_cache_check():
         }
 
     smoothing = {"min_frames": 3, "latency_ms": 80.0}
-    summary = calls.summarise_decodings(
+    summary = calls.summarise_label_streams(
         {"raw": [fold(0.8), fold(0.6)], "smoothed": [fold(0.7), fold(0.7)]}, smoothing
     )
     in_engine_only = json.loads(json.dumps(summary))
-    summary["heldout"] = calls.summarise_decodings(
+    summary["heldout"] = calls.summarise_label_streams(
         {"raw": [fold(0.35), fold(0.35)], "smoothed": [fold(0.3), fold(0.2)]}, smoothing
     )
     summary["transfer"] = calls.transfer(summary, summary["heldout"])

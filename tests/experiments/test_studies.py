@@ -47,25 +47,25 @@ def test_training_utterances_are_nested_seeded_subsets():
         cskws.training_utterances(config, 10)
 
 
-def test_text_options_and_training_noise_are_checked_by_field_name():
+def test_text_alterations_and_training_noise_are_checked_by_field_name():
     config = multiqt_config.get_config("smoke")
-    assert not multiqt.text_options(config).altered
+    assert not multiqt.text_alterations(config).altered
     assert multiqt.training_noise(config) is None
     config.text_words = "oracle"
-    with pytest.raises(ValueError, match="config: TextOptions.words"):
-        multiqt.text_options(config)
+    with pytest.raises(ValueError, match="config: TextAlterations.source"):
+        multiqt.text_alterations(config)
     config.train.noise_snr_db = (20.0, 0.0)
     with pytest.raises(ValueError, match="config.train.noise_snr_db"):
         multiqt.training_noise(config)
     config.train.noise_snr_db = (0.0, 20.0)
     assert multiqt.training_noise(config) == (0.0, 20.0)
-    assert multiqt.text_recognizer(config) == ""
-    config.text_recognizer = "perfect"
-    with pytest.raises(ValueError, match="config.text_recognizer: expected '' or one of"):
-        multiqt.text_recognizer(config)
-    config.text_recognizer, config.text_words = "narrowband", "spoken"
+    assert multiqt.text_recogniser(config) == ""
+    config.text_recogniser = "perfect"
+    with pytest.raises(ValueError, match="config.text_recogniser: expected '' or one of"):
+        multiqt.text_recogniser(config)
+    config.text_recogniser, config.text_words = "narrowband", "spoken"
     with pytest.raises(ValueError, match="needs text_words='recognised'"):
-        multiqt.text_recognizer(config)
+        multiqt.text_recogniser(config)
 
 
 def test_noisy_audio_leaves_padding_at_zero():

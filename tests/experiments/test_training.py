@@ -173,7 +173,7 @@ def test_every_fold_form_computes_each_fold_alone(form):
         new = jnp.tanh(state @ batch.T) @ batch
         return new, {"loss": jnp.sum(new**2), "rows": new[:, 0]}
 
-    step = folds.fold_parallel(fold, mesh, loop=form)
+    step = folds.fold_parallel(fold, mesh, form=form)
     new, stats = step(folds.to_global(state, mesh), folds.to_global(batch, mesh))
     expected = [jax.jit(fold)(state[s], batch[s]) for s in range(slots)]
     np.testing.assert_allclose(folds.gather(new), np.stack([e[0] for e in expected]), rtol=1e-6)
@@ -184,8 +184,8 @@ def test_every_fold_form_computes_each_fold_alone(form):
 
 
 def test_an_unknown_fold_form_is_refused():
-    with pytest.raises(ValueError, match="loop: expected one of"):
-        folds.fold_parallel(_toy_fold_step, folds.fold_mesh(), loop="pmap")
+    with pytest.raises(ValueError, match="form: expected one of"):
+        folds.fold_parallel(_toy_fold_step, folds.fold_mesh(), form="pmap")
 
 
 @pytest.mark.parametrize("form", folds.FORMS)
@@ -194,10 +194,10 @@ def test_the_fold_parallel_step_donates_its_state_unless_told_not_to(form):
     slots = folds.fold_slots(FOLDS, mesh)
     state = folds.to_global(np.arange(slots * 4, dtype=np.float32).reshape(slots, 4), mesh)
     batch = folds.to_global(np.ones((slots, 4), np.float32), mesh)
-    kept = folds.fold_parallel(_toy_fold_step, mesh, loop=form, donate_state=False)
+    kept = folds.fold_parallel(_toy_fold_step, mesh, form=form, donate_state=False)
     again, _ = kept(state, batch)
     assert not state.is_deleted()
-    step = folds.fold_parallel(_toy_fold_step, mesh, loop=form)
+    step = folds.fold_parallel(_toy_fold_step, mesh, form=form)
     losses = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "Some donated buffers were not usable" included

@@ -1,5 +1,6 @@
-"""multiqt_jax.bundle: a tiny MultiQT saved and loaded gives the same outputs; bundles of
-the other task and parameters that do not fit the config are refused."""
+"""multiqt_jax.bundle: a tiny MultiQT saved and loaded gives the same outputs, with its
+tracking settings (a bundle saved before the smoothing was stored loads with none);
+bundles of the other task and parameters that do not fit the config are refused."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from multiqt_jax import bundle, labels, model
+from multiqt_jax import bundle, decode, labels, model
 from speechkit.bundle import BundleError
 
 
@@ -24,7 +25,8 @@ def saved(tmp_path_factory, tiny_multiqt_config):
     net = model.MultiQT(tiny_multiqt_config(fusion="gated", fusion_size=4))
     params = jax.jit(net.init)(jax.random.key(0), inputs)
     folder = tmp_path_factory.mktemp("multiqt") / "bundle-fold0"
-    decoding = bundle.DecodeConfig(causal_text=False)
+    smoothing = decode.SmoothingConfig(min_frames=3)
+    decoding = bundle.TrackingConfig(causal_text=False, smoothing=smoothing)
     bundle.save(folder, net, params, labels.classes("questions"), decoding, "calls/questions")
     return folder, net, params, inputs
 
@@ -38,8 +40,42 @@ def test_round_trip_gives_the_same_outputs(saved):
     np.testing.assert_array_equal(np.asarray(found["logits"]), np.asarray(expected["logits"]))
     np.testing.assert_array_equal(found_mask, mask)
     assert info.model_config == net.config and info.labels == labels.QUESTION_CLASSES
-    assert info.decoding == bundle.DecodeConfig(causal_text=False)
+    smoothing = decode.SmoothingConfig(min_frames=3)
+    assert info.decoding == bundle.TrackingConfig(causal_text=False, smoothing=smoothing)
     assert (info.task, info.corpus) == ("multiqt", "calls/questions")
+
+
+def _copy(folder, tmp_path, edit):
+    """The bundle at `folder` copied to tmp_path/copy with `edit(manifest)` applied."""
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    manifest = json.loads((folder / "bundle.json").read_text())
+    edit(manifest)
+    (copy / "bundle.json").write_text(json.dumps(manifest))
+    (copy / "params.npz").write_bytes((folder / "params.npz").read_bytes())
+    return copy
+
+
+def test_a_bundle_saved_before_the_smoothing_was_stored_tracks_raw_labels(saved, tmp_path):
+    folder, *_ = saved
+    copy = _copy(folder, tmp_path, lambda manifest: manifest["decoding"].pop("smoothing"))
+    _, _, info = bundle.load(copy)
+    assert info.decoding == bundle.TrackingConfig(
+        causal_text=False, smoothing=decode.SmoothingConfig(min_frames=1)
+    )
+
+
+def test_a_smoothing_background_outside_the_classes_is_refused(saved, tmp_path):
+    folder, net, params, _ = saved
+
+    def edit(manifest):
+        manifest["decoding"]["smoothing"]["background"] = 7
+
+    with pytest.raises(BundleError, match=r"decoding.smoothing.background: 7, labels has 7"):
+        bundle.load(_copy(folder, tmp_path, edit))
+    outside = bundle.TrackingConfig(smoothing=decode.SmoothingConfig(background=9))
+    with pytest.raises(BundleError, match=r"\(to save\): decoding.smoothing.background: 9"):
+        bundle.save(tmp_path / "b", net, params, labels.QUESTION_CLASSES, outside)
 
 
 def test_save_refuses_class_names_that_do_not_fit(saved, tmp_path):

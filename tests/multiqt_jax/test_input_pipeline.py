@@ -128,43 +128,45 @@ def _first_letter_frame(text: np.ndarray) -> int:
 def test_text_lag_delays_every_word_by_its_frames():
     record = _record()
     plain = pipeline.to_example(record, causal_text=True)["text"]
-    late = pipeline.to_example(record, True, pipeline.TextOptions(lag_s=0.2))["text"]
+    late = pipeline.to_example(record, True, pipeline.TextAlterations(lag_s=0.2))["text"]
     assert _first_letter_frame(plain) == 75  # emitted at 1.5 s, 20 ms frames
     assert _first_letter_frame(late) == 85
     np.testing.assert_array_equal(late[85:], plain[75:-10])
 
 
 def test_spoken_words_are_emitted_at_their_ends():
-    text = pipeline.to_example(record := _record(), True, pipeline.TextOptions("spoken"))["text"]
+    text = pipeline.to_example(record := _record(), True, pipeline.TextAlterations("spoken"))[
+        "text"
+    ]
     assert _first_letter_frame(text) == 25  # "where" ends at 0.5 s
-    words = pipeline.text_words(record, pipeline.TextOptions("spoken"))
+    words = pipeline.text_words(record, pipeline.TextAlterations("spoken"))
     assert [w.word for w in words] == ["where", "is", "the", "address"]
     with pytest.raises(ValueError, match="record 'x' has no spoken_word field"):
-        pipeline.text_words({"call_id": "x"}, pipeline.TextOptions("spoken"))
+        pipeline.text_words({"call_id": "x"}, pipeline.TextAlterations("spoken"))
 
 
 def test_substitutions_replace_words_by_others_of_the_call_per_call_id():
     record = _record()
-    every = pipeline.TextOptions("spoken", substitution_rate=1.0)
-    spoken = pipeline.text_words(record, pipeline.TextOptions("spoken"))
+    every = pipeline.TextAlterations("spoken", substitution_rate=1.0)
+    spoken = pipeline.text_words(record, pipeline.TextAlterations("spoken"))
     changed = pipeline.text_words(record, every)
     assert all(a.word != b.word for a, b in zip(spoken, changed, strict=True))
     assert {w.word for w in changed} <= {w.word for w in spoken}
     assert [(w.start, w.end) for w in changed] == [(w.start, w.end) for w in spoken]
     assert changed == pipeline.text_words(record, every)  # the same call, the same errors
-    half = pipeline.TextOptions("spoken", substitution_rate=0.5)
+    half = pipeline.TextAlterations("spoken", substitution_rate=0.5)
     draws = {tuple(w.word for w in pipeline.text_words(_record(f"c{i}"), half)) for i in range(8)}
     assert len(draws) > 1  # other calls, other errors
     assert pipeline.substituted(spoken[:1], 1.0, "c") == spoken[:1]  # no other word to use
 
 
-def test_bad_text_options_are_named():
-    with pytest.raises(ValueError, match="TextOptions.words: expected one of"):
-        pipeline.TextOptions(words="oracle")
-    with pytest.raises(ValueError, match="TextOptions.substitution_rate"):
-        pipeline.TextOptions(substitution_rate=1.5)
+def test_bad_text_alterations_are_named():
+    with pytest.raises(ValueError, match="TextAlterations.source: expected one of"):
+        pipeline.TextAlterations(source="oracle")
+    with pytest.raises(ValueError, match="TextAlterations.substitution_rate"):
+        pipeline.TextAlterations(substitution_rate=1.5)
     with pytest.raises(ValueError, match="PipelineConfig.text: 1.0 s of emission lag needs"):
-        pipeline.PipelineConfig(causal_text=False, text=pipeline.TextOptions(lag_s=1.0))
+        pipeline.PipelineConfig(causal_text=False, text=pipeline.TextAlterations(lag_s=1.0))
     given = {**_record(), "text_posteriors": np.full((100, asr.NUM_SYMBOLS), 0.1, np.float32)}
     with pytest.raises(ValueError, match="cannot alter given text_posteriors"):
-        pipeline.to_example(given, True, pipeline.TextOptions(lag_s=0.5))
+        pipeline.to_example(given, True, pipeline.TextAlterations(lag_s=0.5))

@@ -122,31 +122,31 @@ def test_spoken_words_split_and_normalise_timings():
 def test_a_recogniser_variant_hears_the_same_audio_again(call):
     """Rendering again from the same generator state gives the same audio: the
     unchanged recogniser finds exactly the corpus's words, a narrow-band line others."""
-    same = render.recognize_variant(
-        TURNS, np.random.default_rng(0), render.RenderConfig(), "espeak", render.RecognizerVariant()
+    same = render.recognise_variant(
+        TURNS, np.random.default_rng(0), render.RenderConfig(), "espeak", render.RecogniserVariant()
     )
     assert same.words == call.asr_words
     assert set(same.stage_seconds) == {"synthesis", "channel", "recognition"}
-    narrow = render.recognize_variant(
+    narrow = render.recognise_variant(
         TURNS,
         np.random.default_rng(0),
         render.RenderConfig(),
         "espeak",
-        render.RECOGNIZER_VARIANTS["narrowband"],
+        render.RECOGNISER_VARIANTS["narrowband"],
     )
     assert narrow.words and all(w.emitted >= w.end for w in narrow.words)
 
 
 def test_recogniser_variants_change_only_their_fields():
-    corpus = render.RenderConfig().recognizer
-    general = render.RECOGNIZER_VARIANTS["general_lm"].recognizer(
+    corpus = render.RenderConfig().recogniser
+    general = render.RECOGNISER_VARIANTS["general_lm"].recogniser(
         dataclasses.replace(corpus, language_model="calls.arpa")
     )
     assert general.language_model is None and general.beam == corpus.beam
-    small = render.RECOGNIZER_VARIANTS["small_beam"].recognizer(corpus)
+    small = render.RECOGNISER_VARIANTS["small_beam"].recogniser(corpus)
     assert (small.beam, small.word_beam, small.phone_beam) == (1e-20, 1e-12, 1e-20)
     assert small.language_weight == corpus.language_weight
-    with pytest.raises(ValueError, match="RecognizerVariant.line"):
-        render.RecognizerVariant(line="radio")
-    with pytest.raises(ValueError, match="RecognizerVariant.language_model"):
-        render.RecognizerVariant(language_model="none")
+    with pytest.raises(ValueError, match="RecogniserVariant.line"):
+        render.RecogniserVariant(line="radio")
+    with pytest.raises(ValueError, match="RecogniserVariant.language_model"):
+        render.RecogniserVariant(language_model="none")

@@ -89,7 +89,7 @@ def test_report_and_determinism(smoke_build):
     (language_model,) = glob.glob(f"{data_dir}/synthetic_calls/render_cache/*/calls.arpa")
     config = render.RenderConfig()
     config = dataclasses.replace(
-        config, recognizer=dataclasses.replace(config.recognizer, language_model=language_model)
+        config, recogniser=dataclasses.replace(config.recogniser, language_model=language_model)
     )
     again = synthetic_calls._render_one((1, "smoke", config, synthetic_calls.SEED, "espeak"))
     record = _records(data_dir, "questions-smoke")[b"call-00001"]

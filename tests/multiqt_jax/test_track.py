@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -39,7 +40,7 @@ def _save(folder: Path, config: model.MultiQTConfig) -> tuple[model.MultiQT, dic
     inputs = {"audio": np.zeros((1, 40, 40), np.float32), "text": np.zeros((1, 20, 29))}
     params = jax.jit(net.init)(jax.random.key(0), {m: inputs[m] for m in modalities})
     params = jax.tree_util.tree_map(lambda a: 3 * a, params)
-    bundle.save(folder, net, params, CLASSES, bundle.DecodeConfig(causal_text=True), "random")
+    bundle.save(folder, net, params, CLASSES, bundle.TrackingConfig(causal_text=True), "random")
     return net, params
 
 
@@ -156,6 +157,27 @@ def test_any_block_size_and_smoothing_give_the_whole_call_segments(
     assert all(row["emitted"] >= row["end"] + lag - 1e-6 for row in rows[:-1])
 
 
+def test_the_bundles_smoothing_is_used_unless_the_command_line_sets_another(
+    saved, tmp_path, capsys
+):
+    folder, net, params = saved["text"]
+    smoothed = tmp_path / "smoothed"
+    shutil.copytree(folder, smoothed)
+    manifest = json.loads((smoothed / "bundle.json").read_text())
+    manifest["decoding"]["smoothing"]["min_frames"] = 3  # as the model was scored
+    (smoothed / "bundle.json").write_text(json.dumps(manifest))
+    features = frontend.waveform_log_mel(read_samples(str(saved["call"]), FEATURES), FEATURES)
+    text = _text(features, TIMED)
+    expected = _expected(net, params, saved["call"], text, None, 3)
+    assert expected != _expected(net, params, saved["call"], text)  # not vacuous
+    code, rows, _ = _run(capsys, smoothed, saved["call"])
+    assert code == 0
+    _assert_same(rows, expected)
+    code, rows, _ = _run(capsys, smoothed, saved["call"], "--smoothing-frames=1")
+    assert code == 0
+    _assert_same(rows, _expected(net, params, saved["call"], text))
+
+
 def test_each_text_source_is_the_training_pipelines_text(saved, tmp_path, capsys):
     folder, net, params = saved["text"]
     call = _call(tmp_path / "bare.wav", 2.0, rate=16000, seed=1)  # nothing beside it
@@ -182,7 +204,7 @@ def test_asr_recognises_the_call(saved, capsys):
     folder, net, params = saved["text"]
     samples = read_samples(str(saved["call"]), FEATURES)
     features = frontend.waveform_log_mel(samples, FEATURES)
-    words = asr.recognize(samples).words
+    words = asr.recognise(samples).words
     assert words  # the noise bursts come out as words: the text is not all blank
     text = _text(features, words)
     code, rows, _ = _run(capsys, folder, saved["call"], "--asr", "pocketsphinx")
