@@ -273,8 +273,7 @@ def _fits(value, hint) -> bool:
 
 def _write_item(path: str, item, codec: _Codec) -> None:
     text, arrays = codec.encode(item)
-    with files.atomic_open(path, "wb") as out:
-        np.savez(out, **{DESCRIPTION: np.frombuffer(text, np.uint8)}, **arrays)
+    files.save_npz(path, **{DESCRIPTION: np.frombuffer(text, np.uint8)}, **arrays)
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
