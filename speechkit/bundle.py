@@ -44,7 +44,6 @@ different saves is refused too.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -150,7 +149,7 @@ def save(
     folder.mkdir(parents=True, exist_ok=True)
     with files.atomic_path(folder / PARAMS) as temporary:
         np.savez(temporary, **flat)
-        digest = _sha256(temporary)
+        digest = files.sha256(temporary)
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -495,7 +494,7 @@ class _Archive:
                 f"{path}: {checks.byte_text(size)}; an .npz of the arrays {MANIFEST} lists "
                 f"takes at most {checks.byte_text(most)}"
             )
-        if _sha256(path) != section.get("sha256"):
+        if files.sha256(path) != section.get("sha256"):
             raise BundleError(
                 f"{path}: sha256 differs from {MANIFEST}'s params.sha256 (a changed file, "
                 "or parts of two different saves)"
@@ -641,11 +640,3 @@ def _leaves(tree, prefix: str = ""):
             yield from _leaves(value, f"{prefix}{_SEPARATOR}{key}" if prefix else str(key))
     else:
         yield prefix, tree
-
-
-def _sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as source:
-        for chunk in iter(lambda: source.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()

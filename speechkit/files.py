@@ -9,6 +9,7 @@ part of one.
     files.save_figure(figure, "out/curve.png", dpi=120)      # a matplotlib figure
     files.save_npz("out/arrays.npz", a=a, b=b)               # np.savez
     payload = files.read_json("out/results.json")            # None if there is none
+    files.sha256("out/results.json")                         # hex digest of its bytes
     files.stem_clash(["c1.flac", "c1.wav"])    # ("c1.flac", "c1.wav"): one recording twice
 
 The temporary file sits beside the target (same file system, so the final rename is
@@ -19,6 +20,7 @@ is removed if writing fails.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -81,6 +83,15 @@ def save_npz(path: str | os.PathLike, **arrays) -> None:
     name would add ".npz" to one without it)."""
     with atomic_open(path, "wb") as out:
         np.savez(out, **arrays)
+
+
+def sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes, hex, read in 1 MiB pieces."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as source:
+        for chunk in iter(lambda: source.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def read_json(path: str | os.PathLike):

@@ -14,13 +14,13 @@ studies' section appears once docs/results/studies.json is there.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import pathlib
 import sys
 
 from experiments.report.markdown import header, interval_text, number, ratio, row
 from experiments.report.markdown import mean_std_text as _ms
+from speechkit import files
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = "docs/results.md"
@@ -48,17 +48,13 @@ class ProvenanceError(ValueError):
     """A cited result file without a provenance entry, or changed since it was recorded."""
 
 
-def _sha256(path: pathlib.Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def load(root: pathlib.Path = ROOT) -> tuple[dict, dict]:
     """(provenance, {source name: its JSON}), each file checked against its sha256."""
     provenance = json.loads((root / PROVENANCE).read_text())
     data = {}
     for name, source in provenance["sources"].items():
         path = root / source["path"]
-        if _sha256(path) != source["sha256"]:
+        if files.sha256(path) != source["sha256"]:
             raise ProvenanceError(
                 f"{source['path']}: its content differs from the run recorded in {PROVENANCE}; "
                 "record the run that wrote it: python -m experiments.report.results_doc "
@@ -503,7 +499,7 @@ def record(root: pathlib.Path, path: str, date: str, commit: str, command: str, 
         "studies" if path == STUDIES else pathlib.Path(path).stem,
     )
     entry = provenance["sources"].get(name, {"path": path, "what": what or "the studies"})
-    entry.update(date=date, commit=commit, command=command, sha256=_sha256(root / path))
+    entry.update(date=date, commit=commit, command=command, sha256=files.sha256(root / path))
     if what:
         entry["what"] = what
     entry.setdefault("commit_is", "the code that ran")

@@ -12,7 +12,7 @@ import flax.linen as nn
 import numpy as np
 import pytest
 
-from speechkit import bundle, dataclass_json
+from speechkit import bundle, dataclass_json, files
 from speechkit.frontend import FeatureConfig
 
 
@@ -228,7 +228,7 @@ def test_a_planted_pickle_is_refused_without_running(tmp_path):
     flat = bundle.flatten(_params(TinyConfig()))
     flat["params/layer0/bias"] = planted
     np.savez(folder / bundle.PARAMS, **flat, allow_pickle=True)
-    digest = bundle._sha256(folder / bundle.PARAMS)  # a sender can forge the manifest too
+    digest = files.sha256(folder / bundle.PARAMS)  # a sender can forge the manifest too
     _edit_manifest(folder, lambda m: m["params"].update(sha256=digest))
     with pytest.raises(bundle.BundleError, match=r"params.npz: not a data-only .npz"):
         _load(folder)
