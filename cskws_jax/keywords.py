@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from speechkit import files
+from speechkit import files, lm
 
 VOWELS = frozenset(
     {"AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW", "OY", "UH", "UW"}
@@ -32,26 +32,15 @@ def syllables(phones) -> int:
 
 
 def read_dictionary(path: str | os.PathLike) -> dict[str, int]:
-    """word -> syllables of its first pronunciation, for a CMU-style dictionary file."""
-    counts: dict[str, int] = {}
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) < 2:
-                raise ValueError(f"{path}:{number}: a word without a pronunciation")
-            word = fields[0]
-            if "(" not in word:  # "word(2)" are alternative pronunciations
-                counts.setdefault(word, syllables(fields[1:]))
-    return counts
+    """word -> syllables of its first pronunciation, for a CMU-style dictionary file
+    (`speechkit.lm.read_pronunciations`; its errors name the file and line)."""
+    return {word: syllables(phones) for word, phones in lm.read_pronunciations(path).items()}
 
 
 def shipped_model_paths() -> tuple[str, str]:
-    from pocketsphinx import get_model_path
-
-    folder = os.path.join(get_model_path(), "en-us")
-    return os.path.join(folder, "en-us.lm.bin"), os.path.join(folder, "cmudict-en-us.dict")
+    """(trigram model, dictionary) of pocketsphinx's shipped en-us model
+    (`speechkit.lm.shipped_model_paths`)."""
+    return lm.shipped_model_paths()
 
 
 def derive_keywords(

@@ -1,16 +1,26 @@
-"""Small n-gram language models in ARPA format, and word / character error rates.
+"""Small n-gram language models in ARPA format, sentences sampled from pocketsphinx's
+shipped trigram model, and word / character error rates.
 
 `train_arpa` estimates a backoff n-gram model with absolute discounting (Katz-style
 backoff weights, so each history's probabilities sum to 1) from tokenised sentences and
 writes it as ARPA text, which pocketsphinx loads as `RecogniserConfig.language_model`.
+
+`sample_words` draws a sentence word by word from pocketsphinx's shipped en-us trigram
+model (`shipped_model_paths`) over its most probable alphabetic words
+(`model_and_vocabulary`), so text reads like varied, loosely grammatical English; a
+caller may reshape each step's next-word probabilities (cskws_jax's keyword sentences
+do). Everything comes from the `np.random.Generator` passed in (~0.1 s a sentence).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
 
 from speechkit import files
 
@@ -117,3 +127,87 @@ def error_rate(references: Iterable[Sequence], hypotheses: Iterable[Sequence]) -
     if length == 0:
         raise ValueError("error_rate: the references are empty")
     return errors / length
+
+
+# ---------------------------------------------------------------------------- sampling
+
+
+def shipped_model_paths() -> tuple[str, str]:
+    """(trigram model, pronouncing dictionary) paths of pocketsphinx's shipped en-us model."""
+    from pocketsphinx import get_model_path
+
+    folder = os.path.join(get_model_path(), "en-us")
+    return os.path.join(folder, "en-us.lm.bin"), os.path.join(folder, "cmudict-en-us.dict")
+
+
+def read_pronunciations(path: str | os.PathLike) -> dict[str, list[str]]:
+    """word -> its first pronunciation (ARPAbet phones), in file order, for a CMU-style
+    dictionary file ("word(2)" lines are alternative pronunciations, skipped)."""
+    pronunciations: dict[str, list[str]] = {}
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) < 2:
+                raise ValueError(f"{path}:{number}: a word without a pronunciation")
+            if "(" not in fields[0]:
+                pronunciations.setdefault(fields[0], fields[1:])
+    return pronunciations
+
+
+@functools.lru_cache(maxsize=2)
+def model_and_vocabulary(vocabulary_size: int) -> tuple[object, list[str]]:
+    """(pocketsphinx `NGramModel` of the shipped en-us trigram model, vocabulary): its
+    `vocabulary_size` most probable alphabetic dictionary words (unigram probability,
+    ties in dictionary order), then EOS. Loaded once per size (a few seconds)."""
+    from pocketsphinx import Config, LogMath, NGramModel
+
+    lm_path, dict_path = shipped_model_paths()
+    model = NGramModel(Config(), LogMath(), lm_path)
+    words = [w for w in read_pronunciations(dict_path) if w.isalpha()]
+    scores = np.array([model.prob([w]) for w in words], np.float64)
+    order = np.argsort(-scores, kind="stable")[:vocabulary_size]
+    return model, [words[i] for i in order] + [EOS]
+
+
+def next_word_probabilities(model, vocabulary: Sequence[str], history: Sequence[str]):
+    """float64 [len(vocabulary)]: P(word | the last two words of `history`) under the
+    pocketsphinx `model`, renormalised over `vocabulary`."""
+    # NGramModel.prob takes the word first, then its history most recent first.
+    context = list(reversed(history[-2:]))
+    scores = np.array([model.prob([word, *context]) for word in vocabulary], np.float64)
+    scores *= math.log(1.0001)  # pocketsphinx's log base -> natural log
+    scores -= scores.max()
+    probabilities = np.exp(scores)
+    return probabilities / probabilities.sum()
+
+
+# adjust(probabilities, words so far) reshapes the next-word probabilities in place and
+# says whether the sentence may end there.
+Adjust = Callable[[np.ndarray, list[str]], bool]
+
+
+def sample_words(
+    rng: np.random.Generator,
+    model,
+    vocabulary: Sequence[str],
+    min_words: int,
+    max_words: int,
+    adjust: Adjust | None = None,
+) -> list[str]:
+    """A sentence of at most `max_words` words drawn from `model` over `vocabulary`
+    (ending in EOS, as `model_and_vocabulary` gives it), one `rng.choice` per word: it
+    may end (draw EOS) only after `min_words` words and when `adjust` allows."""
+    history, words = [BOS], []
+    while len(words) < max_words:
+        probabilities = next_word_probabilities(model, vocabulary, history)
+        may_end = adjust(probabilities, words) if adjust is not None else True
+        if len(words) < min_words or not may_end:
+            probabilities[-1] = 0.0  # EOS
+        word = vocabulary[int(rng.choice(len(vocabulary), p=probabilities / probabilities.sum()))]
+        if word == EOS:
+            break
+        words.append(word)
+        history.append(word)
+    return words
