@@ -4,18 +4,23 @@
     python -m experiments.build_data --size=smoke --corpora=kws
     python -m experiments.build_data --size=medium --corpora=kws   # synthetic_kws only
     python -m experiments.build_data --size=quick --engine_set=festival   # + Festival
+    python -m experiments.build_data --size=quick --corpora=recogniser   # optional corpus
 
 Sizes: smoke (tests, seconds), quick (the main job's default), full, and for `kws` also
 medium (quick's test audio, 4x its training utterances). Corpora: `calls`
 (synthetic_calls: the `questions` and `symptoms` configs share one rendering of the
-calls) and `kws` (synthetic_kws). Engine sets (`speechkit.tts.ENGINE_SETS`): `pip`
-(default) or `festival` (configs named `<...>-festival`). Prints progress and writes
+calls) and `kws` (synthetic_kws), built by default, and `recogniser` (recogniser_speech:
+the character recogniser's transcribed utterances), built only when named. Engine sets
+(`speechkit.tts.ENGINE_SETS`): `pip` (default) or `festival` (configs named
+`<...>-festival`). Prints progress and writes
 `<data_dir>/build_report-<size>[-festival].json`: build seconds per config, corpus hours, class or
 keyword counts per split, the recogniser's word and character error rates and its text
 stream (word emission lag, non-blank text frames; calls), the share of keyword-corpus
 word intervals that came from forced alignment, and per synthesiser (engine): the
 utterances or calls it spoke, its distinct speakers (voice and warp) and aligned share,
-and its synthesis speed on this machine (`synthesis_speed`).
+and its synthesis speed on this machine (`synthesis_speed`); for `recogniser` per split
+hours, utterances, speakers per engine, characters and words
+(`multiqt_jax.datasets.recogniser_speech.corpus_report`).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import tensorflow_datasets as tfds
 
 from cskws_jax.datasets import synthetic_kws
 from multiqt_jax import labels
-from multiqt_jax.datasets import synthetic_calls
+from multiqt_jax.datasets import recogniser_speech, synthetic_calls
 from multiqt_jax.datasets.features import NUM_FOLDS, recognised_words
 from speechkit import asr, compilation, files, lm, tts
 
@@ -212,8 +217,33 @@ def build_kws(size: str, data_dir: str, engine_set: str = "pip") -> dict:
     return {name: {"build_seconds": seconds, "hours": hours, "keyword_list": keywords, **splits}}
 
 
-BUILDERS = {"calls": build_calls, "kws": build_kws}
-CORPUS_SIZES = {"calls": synthetic_calls.SIZES, "kws": synthetic_kws.SIZES}
+def build_recogniser(size: str, data_dir: str, engine_set: str = "pip") -> dict:
+    """The recogniser_speech config of a size and engine set; its report entry."""
+    config = tts.corpus_config_name(size, engine_set)
+    name = f"recogniser_speech/{config}"
+    _log(f"building {name} in {data_dir}")
+    started = time.perf_counter()
+    builder = recogniser_speech.RecogniserSpeech(
+        config=config, data_dir=data_dir, file_format="array_record"
+    )
+    seconds = _prepare(builder, started)
+    sources = tfds.data_source(name, data_dir=data_dir)
+    splits = {split: recogniser_speech.corpus_report(sources[split]) for split in sorted(sources)}
+    hours = sum(entry["hours"] for entry in splits.values())
+    _log(
+        f"{name}: {_took(seconds)}, {hours:.3f} h, "
+        + ", ".join(f"{split} {entry['utterances']} utterances" for split, entry in splits.items())
+    )
+    return {name: {"build_seconds": seconds, "hours": hours, **splits}}
+
+
+BUILDERS = {"calls": build_calls, "kws": build_kws, "recogniser": build_recogniser}
+DEFAULT_CORPORA = ("calls", "kws")  # what a build without --corpora (and `make demo`) makes
+CORPUS_SIZES = {
+    "calls": synthetic_calls.SIZES,
+    "kws": synthetic_kws.SIZES,
+    "recogniser": recogniser_speech.SIZES,
+}
 
 
 def _prepare(builder, started: float) -> float | None:
@@ -252,7 +282,7 @@ def _merged(previous: dict, built: dict) -> dict:
     return merged
 
 
-def build(size: str, data_dir: str, corpora=tuple(BUILDERS), engine_set: str = "pip") -> dict:
+def build(size: str, data_dir: str, corpora=DEFAULT_CORPORA, engine_set: str = "pip") -> dict:
     """Builds `corpora` of one size and engine set (`speechkit.tts.ENGINE_SETS`) into
     data_dir; writes and returns the report (an existing report of the size keeps the
     entries of corpora not rebuilt, and the build times and synthesis speeds of corpora
@@ -309,8 +339,9 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--corpora",
-        default=",".join(BUILDERS),
-        help=f"comma-separated, some of {','.join(BUILDERS)} (default: all)",
+        default=",".join(DEFAULT_CORPORA),
+        help=f"comma-separated, some of {','.join(BUILDERS)} (default: "
+        f"{','.join(DEFAULT_CORPORA)}; recogniser only when named)",
     )
     parser.add_argument(
         "--engine_set",
