@@ -1,0 +1,3 @@
+"""A streaming character CTC recogniser in JAX: `symbols` (its 30 output symbols),
+`model` (`CtcRecogniser`, `CtcConfig`), `decode` (greedy causal decoding with each
+character's and word's emission time, error rates) and `train` (loss and train step)."""

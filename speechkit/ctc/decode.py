@@ -1,0 +1,106 @@
+"""Greedy causal CTC decoding with emission times, and the recogniser's error rates.
+
+    emit, symbol = greedy(logits, mask)                       # jittable, [B, T] each
+    state = initial_state(batch); emit, symbol, state = step(logits, mask, state)
+    transcript = transcribe(emit[0], symbol[0], hop_s=0.02)  # Transcript(text, chars, words)
+
+Output frame t's best symbol is emitted when it is not blank and differs from the best
+symbol of the valid frame before (CTC's collapse of repeats); masked frames emit nothing
+and are skipped. It needs nothing after frame t, so `step` over blocks equals `greedy`
+over the whole stream (tests/speechkit/test_ctc.py). A character is emitted at the end of
+its output frame, (t + 1) * hop_s: the time a live stream has delivered the audio of
+that frame's block. A word is the characters between word boundaries (SPACE); it is
+emitted with its last character, and its span runs from the start of its first
+character's frame to the end of its last one (`speechkit.asr.TimedWord`, so
+`speechkit.asr.char_frames` renders it like pocketsphinx's words).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from speechkit import asr, lm
+from speechkit.ctc import symbols
+
+
+@dataclasses.dataclass(frozen=True)
+class Transcript:
+    text: str  # words joined by single spaces
+    chars: tuple[tuple[str, float], ...]  # (character, emission time s), spaces included
+    words: tuple[asr.TimedWord, ...]  # start / end / emitted in seconds
+
+
+def initial_state(batch_size: int) -> jax.Array:
+    """int32 [B]: the best symbol of the last valid frame (blank before any)."""
+    return jnp.full((batch_size,), symbols.BLANK, jnp.int32)
+
+
+def step(logits, mask, state):
+    """One block of logits float [B, n, V] and mask bool [B, n] (None: all valid) ->
+    (emit bool [B, n], symbol int32 [B, n], state)."""
+    best = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+    mask = jnp.ones(best.shape, bool) if mask is None else jnp.asarray(mask, bool)
+
+    def one(previous, frame):
+        symbol, valid = frame
+        emit = valid & (symbol != symbols.BLANK) & (symbol != previous)
+        return jnp.where(valid, symbol, previous), emit
+
+    state, emit = jax.lax.scan(one, state, (best.T, mask.T))
+    return emit.T, best, state
+
+
+def greedy(logits, mask=None):
+    """Whole streams: logits float [B, T, V], mask bool [B, T] -> (emit bool [B, T],
+    symbol int32 [B, T]); see the module docstring."""
+    emit, symbol, _ = step(logits, mask, initial_state(jnp.shape(logits)[0]))
+    return emit, symbol
+
+
+def transcribe(emit, symbol, *, hop_s: float) -> Transcript:
+    """One stream's greedy output (emit bool [T], symbol int [T]) as text, characters and
+    timed words (host side)."""
+    emit, symbol = np.asarray(emit, bool), np.asarray(symbol)
+    if emit.shape != symbol.shape or emit.ndim != 1:
+        raise ValueError(f"transcribe: emit {emit.shape} and symbol {symbol.shape}, expected [T]")
+    chars, words, current = [], [], []
+    for t in np.flatnonzero(emit):
+        character = symbols.character(symbol[t])
+        chars.append((character, _time(t + 1, hop_s)))
+        if character == " ":
+            _close(current, words, hop_s)
+        else:
+            current.append((character, int(t)))
+    _close(current, words, hop_s)
+    return Transcript(" ".join(w.word for w in words), tuple(chars), tuple(words))
+
+
+def _close(current: list, words: list, hop_s: float) -> None:
+    """Appends the word of `current` (characters and frames) to `words`, emptying it."""
+    if not current:
+        return
+    first, last = current[0][1], current[-1][1]
+    end = _time(last + 1, hop_s)
+    words.append(asr.TimedWord("".join(c for c, _ in current), _time(first, hop_s), end, end))
+    current.clear()
+
+
+def _time(frames: int, hop_s: float) -> float:
+    """Seconds at the start of output frame `frames`, to the microsecond."""
+    return round(float(frames) * hop_s, 6)
+
+
+def error_rates(references, hypotheses) -> dict[str, float]:
+    """{"cer", "wer"} of hypothesis texts against reference texts (both normalised with
+    `speechkit.ctc.symbols.normalise`); CER counts the spaces between words as
+    characters."""
+    references = [symbols.normalise(t) for t in references]
+    hypotheses = [symbols.normalise(t) for t in hypotheses]
+    return {
+        "cer": lm.error_rate(references, hypotheses),
+        "wer": lm.error_rate([r.split() for r in references], [h.split() for h in hypotheses]),
+    }

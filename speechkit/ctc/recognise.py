@@ -1,0 +1,131 @@
+"""A trained recogniser over many recordings, and its words cached as data.
+
+    recogniser = Recogniser.load("models/recogniser-quick")       # a speechkit.ctc.bundle
+    transcripts = recogniser.transcribe([features, ...])           # [frames, 40] each
+    words = cached_words(recogniser, {"call-00001": features, ...}, "cache/train.npz")
+
+`Recogniser.transcribe` runs the whole-call model (equal to streaming it, the contract)
+over batches of recordings in length order, padded to `pad_multiple` frames so a corpus
+compiles a handful of programs, and decodes greedily and causally
+(`speechkit.ctc.decode`): every word carries the time the recogniser emitted it.
+`cached_words` keeps a corpus's words in one `.npz` of plain arrays (read with
+`allow_pickle=False`), keyed by the bundle's parameter digest, so another recogniser
+never reads them and a replaced file is recomputed, never run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+from collections.abc import Mapping, Sequence
+
+import jax
+import numpy as np
+
+from speechkit import asr, batching, files
+from speechkit.ctc import bundle, decode, model
+
+CACHE_FORMAT = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Recogniser:
+    """A CTC recogniser with its parameters; `digest` names them (the bundle's params
+    sha256, or any string the caller vouches for)."""
+
+    net: model.CtcRecogniser
+    params: dict
+    digest: str
+
+    @classmethod
+    def load(cls, path) -> Recogniser:
+        net, params, _ = bundle.load(path)
+        return cls(net, params, files.sha256(os.path.join(path, "params.npz")))
+
+    @functools.cached_property
+    def _predict(self):
+        net = self.net
+
+        def predict(params, audio, mask):
+            outputs, out_mask = net.apply(params, {"audio": audio}, {"audio": mask})
+            return decode.greedy(outputs["logits"], out_mask)
+
+        return jax.jit(predict)
+
+    def transcribe(
+        self, features: Sequence[np.ndarray], batch_size: int = 8, pad_multiple: int = 200
+    ) -> list[decode.Transcript]:
+        """Transcripts of recordings given as log-mel features [frames, 40] each, in order."""
+        frames = np.array([np.shape(f)[0] for f in features], np.int64)
+        hop_s = self.net.config.output_hop_s
+        found: list[decode.Transcript | None] = [None] * len(features)
+        order = np.argsort(frames, kind="stable")
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            width = batching.round_up(int(frames[rows].max()), pad_multiple)
+            examples = [{"audio": np.asarray(features[i], np.float32)} for i in rows]
+            fields = {"audio": batching.Field(np.float32, width, mask="audio_mask")}
+            batch = batching.collate(examples, fields, batch_size)
+            emit, symbol = jax.device_get(
+                self._predict(self.params, batch["audio"], batch["audio_mask"])
+            )
+            for row, index in enumerate(rows):
+                found[int(index)] = decode.transcribe(emit[row], symbol[row], hop_s=hop_s)
+        return found
+
+
+def _save(path: str, digest: str, words: Mapping[str, Sequence[asr.TimedWord]]) -> None:
+    keys = list(words)
+    flat = [w for key in keys for w in words[key]]
+    counts = np.array([len(words[key]) for key in keys], np.int64)
+    description = {"format": CACHE_FORMAT, "digest": digest, "keys": keys}
+    description["words"] = [w.word for w in flat]
+    times = np.array([[w.start, w.end, w.emitted] for w in flat], np.float64).reshape(-1, 3)
+    description = np.frombuffer(json.dumps(description).encode(), np.uint8)
+    files.save_npz(path, description=description, counts=counts, times=times)
+
+
+def _read(path: str, digest: str) -> dict[str, tuple[asr.TimedWord, ...]] | None:
+    """The cached words, or None when the file is missing, of another recogniser or not
+    a cache this module wrote (never unpickled)."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            description = json.loads(bytes(data["description"]).decode())
+            counts, times = data["counts"], data["times"]
+        if description.get("format") != CACHE_FORMAT or description.get("digest") != digest:
+            return None
+        keys, names = description["keys"], description["words"]
+        if len(keys) != counts.size or counts.sum() != len(names) or times.shape != (len(names), 3):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError):
+        return None
+    out, cursor = {}, 0
+    for key, count in zip(keys, counts.tolist(), strict=True):
+        rows = range(cursor, cursor + count)
+        out[key] = tuple(asr.TimedWord(names[i], *map(float, times[i])) for i in rows)
+        cursor += count
+    return out
+
+
+def cached_words(
+    recogniser: Recogniser,
+    features: Mapping[str, np.ndarray],
+    path: str,
+    batch_size: int = 8,
+) -> dict[str, tuple[asr.TimedWord, ...]]:
+    """{key: the words the recogniser heard in features[key]}, computed once and kept in
+    `path` (see the module docstring); `features` may be a lazy mapping (read only when
+    the cache is missing or stale)."""
+    cached = _read(path, recogniser.digest)
+    if cached is not None and set(cached) == set(features):
+        return cached
+    keys = list(features)
+    transcripts = recogniser.transcribe([features[key] for key in keys], batch_size)
+    words = {key: t.words for key, t in zip(keys, transcripts, strict=True)}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    _save(path, recogniser.digest, words)
+    return words
