@@ -1,0 +1,219 @@
+r"""The streaming character CTC recogniser: train it, score it, bundle it.
+
+    python -m experiments.recogniser --config=experiments/configs/recogniser.py:quick \
+        --workdir=/tmp/recogniser
+
+Trains `speechkit.ctc.model.CtcRecogniser` on the train split of `config.dataset` (a
+`recogniser_speech` corpus, built first when missing) with the one training loop
+(`experiments.training.run_loop`: checkpoints, resume after a kill with the same
+batches), then decodes greedily and causally (`speechkit.ctc.decode`) and scores with
+`experiments.evaluators.transcription`: the corpus's validation split, and every split
+of `config.evals` (by default the MultiQT calls, in-engine and held-out engine), where
+pocketsphinx's words on the same audio (the records' `asr_*` fields, emitted as a live
+system has them) are scored the same way beside it. Writes `WORKDIR/results.json`
+(CER, WER, emission lag median / p90 per split and recogniser, the streaming real-time
+factor, the training hours), `WORKDIR/curves.jsonl`, checkpoints, and the trained model
+as a bundle (`WORKDIR/bundle`, `speechkit.ctc.bundle`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+
+import jax
+import ml_collections
+import numpy as np
+import tensorflow_datasets as tfds
+
+from experiments import common, evals, training
+from experiments.evaluators import transcription
+from speechkit import asr, augment, files, streaming
+from speechkit.ctc import bundle, input_pipeline, model, train
+from speechkit.ctc.recognise import Recogniser
+from speechkit.optim import OptimizerConfig
+
+log = common.logger("recogniser")
+
+
+def load_corpus(config) -> dict:
+    """{"train", "validation"}: the data sources of `config.dataset` (built first when it
+    is a recogniser_speech corpus and `config.build_missing`)."""
+    data_dir = common.data_dir(config)
+    name = config.dataset
+    if config.build_missing and name.startswith("recogniser_speech/"):
+        from multiqt_jax.datasets import recogniser_speech
+
+        builder = recogniser_speech.RecogniserSpeech(
+            config=name.split("/", 1)[1], data_dir=data_dir, file_format="array_record"
+        )
+        builder.download_and_prepare()
+    sources = tfds.data_source(name, data_dir=data_dir)
+    for split in ("train", "validation"):
+        if split not in sources:
+            raise ValueError(f"{name}: no {split!r} split (has {sorted(sources)})")
+    return {split: sources[split] for split in ("train", "validation")}
+
+
+def evaluation_sources(config) -> dict:
+    """{evaluation name: data source} of `config.evals`; an optional one whose corpus or
+    split is missing is logged and left out."""
+    data_dir, found = common.data_dir(config), {}
+    for evaluation in evals.evaluations(config):
+        corpus = evaluation.corpus(config.dataset)
+        try:
+            sources = tfds.data_source(corpus, data_dir=data_dir)
+        except Exception as err:  # noqa: BLE001 - TFDS raises several kinds for "not built"
+            if not evaluation.optional:
+                raise
+            log(f"config.evals.{evaluation.name}: {corpus} not readable ({type(err).__name__})")
+            continue
+        if evaluation.split in sources:
+            found[evaluation.name] = sources[evaluation.split]
+        elif evaluation.optional:
+            log(f"config.evals.{evaluation.name}: {corpus} has no {evaluation.split!r} split")
+        else:
+            raise ValueError(
+                f"config.evals.{evaluation.name}: {corpus} has no {evaluation.split!r} split"
+            )
+    return found
+
+
+def _texts(values) -> list[str]:
+    return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values]
+
+
+def references(record) -> list[asr.TimedWord]:
+    """What was said: a call's `spoken_*` words with their times, else the `text` words
+    (no times)."""
+    if "spoken_word" in record:
+        ends = np.asarray(record["spoken_end"], float)
+        starts = np.asarray(record["spoken_start"], float)
+        words = _texts(record["spoken_word"])
+        return [
+            asr.TimedWord(w, float(s), float(e))
+            for w, s, e in zip(words, starts, ends, strict=True)
+        ]
+    text = input_pipeline.record_text(record)
+    return [asr.TimedWord(word, None, None) for word in text.split()]
+
+
+def pocketsphinx_words(record) -> list[asr.TimedWord]:
+    """The words pocketsphinx heard in a call (its `asr_*` fields, with emission times)."""
+    fields = ("asr_start", "asr_end", "asr_emitted")
+    start, end, emitted = (np.asarray(record[name], float) for name in fields)
+    words = _texts(record["asr_word"])
+    return [
+        asr.TimedWord(w, float(s), float(e), float(t))
+        for w, s, e, t in zip(words, start, end, emitted, strict=True)
+    ]
+
+
+def score_split(recogniser: Recogniser, source, config) -> dict:
+    """The recogniser's scores on one split, and pocketsphinx's beside them where the
+    records carry its words (calls)."""
+    records = [source[i] for i in range(len(source))]
+    transcripts = recogniser.transcribe(
+        [r["audio"] for r in records], config.eval.batch_size, config.pipeline.pad_multiple
+    )
+    said = [references(r) for r in records]
+    scores = {"ctc": transcription.evaluate([t.words for t in transcripts], said)}
+    if records and "asr_word" in records[0]:
+        heard = [pocketsphinx_words(r) for r in records]
+        scores["pocketsphinx"] = transcription.evaluate(heard, said)
+    scores["examples"] = [
+        {"said": " ".join(w.word for w in said[i]), "ctc": transcripts[i].text}
+        for i in range(min(3, len(records)))
+    ]
+    scores["hours"] = sum(np.shape(r["audio"])[0] for r in records) * model.AUDIO_HOP_S / 3600
+    return scores
+
+
+def streaming_rtf(net, params, seconds: float, block_outputs: int = 5) -> float:
+    """Seconds of step time per second of audio, one stream fed `block_outputs` output
+    frames (100 ms by default) at a time, after compilation (random features: the cost
+    does not depend on the values)."""
+    runner = streaming.BlockRunner.for_model(net, params, block_outputs)
+    frames = runner.block_frames["audio"]
+    blocks = max(1, int(seconds / (frames * model.AUDIO_HOP_S)))
+    rng = np.random.default_rng(0)
+    audio = rng.normal(size=(blocks, 1, frames, net.config.features)).astype(np.float32)
+    state = runner.initial_state(1)
+    jax.block_until_ready(runner.step({"audio": audio[0]}, None, state))  # compile
+    started = time.perf_counter()
+    for block in audio:
+        outputs, _, state = runner.step({"audio": block}, None, state)
+    jax.block_until_ready(outputs)
+    return (time.perf_counter() - started) / (blocks * frames * model.AUDIO_HOP_S)
+
+
+def train_recogniser(net, config, source, workdir: str):
+    """Trains `net` to `config.train.steps` (resuming from `workdir`'s checkpoints);
+    returns the train state."""
+    pipeline = common.build(
+        input_pipeline.PipelineConfig,
+        config.pipeline,
+        "config.pipeline",
+        batch_size=config.train.batch_size,
+        num_epochs=config.train.steps * config.train.batch_size // len(source) + 2,
+    )
+    dataset = input_pipeline.batches(source, pipeline, seed=config.seed)
+    masks = common.build(augment.MaskConfig, config.masks, "config.masks")
+    optimizer = common.build(
+        OptimizerConfig, config.optimizer, "config.optimizer", total_steps=config.train.steps
+    )
+    state = train.create_train_state(net, optimizer, jax.random.key(config.seed), dataset[0])
+    train_step = jax.jit(functools.partial(train.train_step, net, masks=masks), donate_argnums=0)
+    base_key = jax.random.key(config.seed + 1)
+
+    def step(state, batches, index):
+        return train_step(state, batches[0], jax.random.fold_in(base_key, index))
+
+    return training.run_loop(
+        name="recogniser",
+        workdir=workdir,
+        loop=config.train,
+        config=config,
+        state=state,
+        iterators=[iter(dataset)],
+        step=step,
+        log=log,
+        describe=lambda state: model.describe(net.config, state.params),
+    )
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
+    os.makedirs(workdir, exist_ok=True)
+    evals.evaluations(config)  # checked before any training
+    net = model.CtcRecogniser(common.build(model.CtcConfig, config.model, "config.model"))
+    sources = load_corpus(config)
+    sources.update(evaluation_sources(config))
+    log(", ".join(f"{name}: {len(source)} records" for name, source in sources.items()))
+    started = time.perf_counter()
+    state = train_recogniser(net, config, sources["train"], workdir)
+    trained = time.perf_counter() - started
+    recogniser = Recogniser(net, state.params, digest="this run")
+    results = {
+        "dataset": config.dataset,
+        "model": model.describe(net.config, state.params),
+        "train_hours": float(input_pipeline.lengths(sources["train"]).sum()) / 360_000,
+        "train_seconds": trained,
+    }
+    for name, source in sources.items():
+        if name == "train":
+            continue
+        results[name] = score_split(recogniser, source, config)
+        ctc = results[name]["ctc"]
+        line = f"{name}: CTC CER {ctc['cer']:.3f} WER {ctc['wer']:.3f}"
+        if "pocketsphinx" in results[name]:
+            line += f"; pocketsphinx WER {results[name]['pocketsphinx']['wer']:.3f}"
+        log(line)
+    results["rtf"] = streaming_rtf(net, state.params, config.eval.rtf_seconds)
+    bundle.save(os.path.join(workdir, "bundle"), net, jax.device_get(state.params), config.dataset)
+    files.write_json(os.path.join(workdir, "results.json"), results)
+    return results
+
+
+if __name__ == "__main__":
+    common.main(train_and_evaluate)
