@@ -27,8 +27,9 @@ in-engine mean of TIMESTEP and INSTANCE F1, None where the in-engine mean is 0; 
 scripts of their own spoken only by a synthesiser never heard in training), and
 results.json `<name>_engine` (that synthesiser, or None) and `<name>_calls`. The table
 prints an "on <name>" row under each model. Saved scores lacking an evaluation are
-recomputed. With `config.text_recogniser` the evaluations of the run's own corpus are
-skipped (their calls would need their synthesiser again).
+recomputed. With `config.text_recogniser` a pocketsphinx variant's, the evaluations of
+the run's own corpus are skipped (their calls would need their synthesiser again); "ctc"
+recognises every split from its stored features (`with_ctc_words`).
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model
 from multiqt_jax.datasets import render, synthetic_calls
 from multiqt_jax.datasets.features import RecognisedBy, recognised_words
 from speechkit import augment, batching, checks, files, tts
+from speechkit.ctc.recognise import Recogniser, cached_words
 from speechkit.optim import OptimizerConfig, TrainState
 
+CTC = "ctc"  # config.text_recogniser: speechkit.ctc's recogniser (config.ctc_bundle)
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
 BASELINES = ("rf", "fnn")
 
@@ -72,7 +75,10 @@ def load_corpus(config):
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices("corpus ready")
     source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
-    if text_recogniser(config):
+    recogniser = text_recogniser(config)
+    if recogniser == CTC:
+        source = with_ctc_words(config, source, f"synthetic_calls/{name}", "train")
+    elif recogniser:
         builder = synthetic_calls.SyntheticCalls(config=name, data_dir=data_dir)
         words = None  # process 0 recognises; the others read its cache
         if jax.process_index() == 0:
@@ -83,6 +89,38 @@ def load_corpus(config):
             words = builder.variant_words(config.text_recogniser, "train")
         source = RecognisedBy(source, words)
     return source, input_pipeline.CorpusIndex.read(source)
+
+
+def with_ctc_words(config, source, corpus: str, split: str) -> RecognisedBy:
+    """`source` with the words of the CTC recogniser `config.ctc_bundle` in its asr_*
+    fields: recognised from each call's stored features (no synthesis again), once, and
+    cached in DATA_DIR/<corpus>/ctc_words/<split>-<parameter digest>.npz
+    (`speechkit.ctc.recognise.cached_words`; process 0 writes it, the others wait)."""
+    recogniser = ctc_recogniser(config.ctc_bundle)
+    folder = os.path.join(common.data_dir(config), corpus, "ctc_words")
+    path = os.path.join(folder, f"{split}-{recogniser.digest[:12]}.npz")
+    features = {_call_id(source[i]): source[i]["audio"] for i in range(len(source))}
+    words = None
+    if jax.process_index() == 0:
+        words = cached_words(recogniser, features, path)
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(f"ctc words {corpus} {split}")
+    if words is None:
+        words = cached_words(recogniser, features, path)
+    return RecognisedBy(source, words)
+
+
+@functools.cache
+def ctc_recogniser(path: str) -> Recogniser:
+    """The CTC recogniser bundle at `path`, loaded once per process."""
+    if not path:
+        raise ValueError(f"config.text_recogniser={CTC!r} needs config.ctc_bundle (a folder)")
+    return Recogniser.load(os.path.expanduser(path))
+
+
+def _call_id(record) -> str:
+    call_id = record["call_id"]
+    return call_id.decode() if isinstance(call_id, bytes) else str(call_id)
 
 
 def evaluation_sources(config) -> dict:
@@ -96,12 +134,15 @@ def evaluation_sources(config) -> dict:
         corpus = evaluation.corpus(own)
         sources = tfds.data_source(corpus, data_dir=common.data_dir(config))
         missing = evaluation.split not in sources
-        if text_recogniser(config) and corpus == own:
+        recogniser = text_recogniser(config)
+        if recogniser and recogniser != CTC and corpus == own:
             missing, why = True, f"config.text_recogniser={config.text_recogniser!r}"
         else:
             why = f"{corpus} has no {evaluation.split!r} split (has {sorted(sources)})"
         if not missing:
             source = sources[evaluation.split]
+            if recogniser == CTC:
+                source = with_ctc_words(config, source, corpus, evaluation.split)
             found[evaluation.name] = (source, input_pipeline.CorpusIndex.read(source))
         elif evaluation.optional:
             log(f"config.evals.{evaluation.name}: skipped, {why}")
@@ -241,12 +282,13 @@ def text_alterations(config) -> input_pipeline.TextAlterations:
 
 def text_recogniser(config) -> str:
     """config.text_recogniser (the key keeps its spelling: results.json records it): ""
-    (the corpus's recogniser) or a name of `render.RECOGNISER_VARIANTS`, whose words then
-    replace the recognised ones."""
+    (the corpus's recogniser), a name of `render.RECOGNISER_VARIANTS` or "ctc" (the CTC
+    recogniser bundle `config.ctc_bundle`, on every split), whose words then replace the
+    recognised ones."""
     name = config.text_recogniser
-    if name and name not in render.RECOGNISER_VARIANTS:
+    if name and name != CTC and name not in render.RECOGNISER_VARIANTS:
         raise ValueError(
-            f"config.text_recogniser: expected '' or one of "
+            f"config.text_recogniser: expected '', {CTC!r} or one of "
             f"{tuple(render.RECOGNISER_VARIANTS)}, got {name!r}"
         )
     if name and config.text_words != "recognised":

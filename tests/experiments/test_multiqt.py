@@ -159,6 +159,35 @@ def test_offline_text_stream_is_a_separate_reference_row(reference, tmp_path):
     assert offline["models"]["multimodal@offline"] != results["models"]["multimodal"]
 
 
+def test_the_ctc_recogniser_gives_the_text_of_every_split(reference, tmp_path):
+    """text_recogniser="ctc": a (random, tiny) CTC bundle's words replace pocketsphinx's on
+    the train split and on the held-out engine's calls, cached beside the corpus."""
+    import jax
+
+    from speechkit.ctc import bundle as ctc_bundle
+    from speechkit.ctc import model as ctc_model
+
+    data_dir, results, _ = reference
+    config = ctc_model.CtcConfig(channels=8, stem_kernel=3, kernels=(3,), dilations=(1,))
+    net = ctc_model.CtcRecogniser(config)
+    params = net.init(jax.random.key(0), {"audio": np.zeros((1, 8, 40), np.float32)})
+    folder = ctc_bundle.save(tmp_path / "recogniser", net, params)
+    ctc, done = _run(
+        data_dir,
+        tmp_path / "run",
+        1,
+        "--config.models=multimodal",
+        "--config.text_recogniser=ctc",
+        f"--config.ctc_bundle={folder}",
+    )
+    assert ctc["text_recogniser"] == "ctc" and "heldout" in ctc["models"]["multimodal"]
+    assert ctc["models"]["multimodal"] != results["models"]["multimodal"]
+    cached = sorted(
+        p.name for p in (data_dir / "synthetic_calls" / "questions-smoke" / "ctc_words").iterdir()
+    )
+    assert [name.split("-")[0] for name in cached] == ["heldout", "train"]
+
+
 def test_epochs_give_every_fold_its_steps_in_full_batches():
     from experiments import multiqt
 
