@@ -250,6 +250,28 @@ def _end_states(codes: jax.Array, words: jax.Array, dtype) -> jax.Array:
     return jnp.where(lanes >= _END, 1 + hit, dtype(0))
 
 
+def _odd_histogram(codes: jax.Array, num_bins: int) -> jax.Array:
+    """`_histogram` of int32 `codes` that are all odd, 2j + 1 for bin j: int32 [num_bins].
+
+    The codes are also the scatter's updates, so no array of ones is written and read
+    (on XLA:CPU that array costs about a fifth of the scatter): bin 2j + 1 adds up
+    count_j * (2j + 1), wrapping modulo 2**32 (XLA integer addition wraps on every
+    backend), and count_j comes back exactly on multiplying by the inverse of 2j + 1
+    modulo 2**32, which every odd number has. Exact for count_j < 2**32.
+    """
+    codes = codes.reshape(-1)
+    table = jax.lax.scatter_add(
+        jnp.zeros(2 * num_bins, jnp.int32),
+        codes[:, None],
+        codes,
+        jax.lax.ScatterDimensionNumbers((), (0,), (0,)),
+        mode=jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS,
+    )
+    inverses = [pow(2 * j + 1, -1, 1 << 32) for j in range(num_bins)]
+    sums = jax.lax.bitcast_convert_type(table[1::2], jnp.uint32)
+    return jax.lax.bitcast_convert_type(sums * np.array(inverses, np.uint32), jnp.int32)
+
+
 def _joint_histogram(pred, gold, mask, *, num_classes, background, min_run) -> jax.Array:
     """int32 [C + 1, 3, C + 1, 3]: valid timesteps counted by (gold', gold end state,
     pred', pred end state), C = num_classes, label' as in `_cells`, end states as in
@@ -277,7 +299,7 @@ def _joint_histogram(pred, gold, mask, *, num_classes, background, min_run) -> j
     words = _carry_hits(codes & _DIGIT)
     n = padded // _LANES  # words per side
     side_bins = 3 * (num_classes + 1)
-    dtype = jnp.int16 if side_bins * side_bins < jnp.iinfo(jnp.int16).max else jnp.int32
+    dtype = jnp.int32  # the codes are the histogram's updates too (`_odd_histogram`)
     pred_state, gold_state = (
         _end_states(codes[:, i * padded : (i + 1) * padded], words[:, i * n : (i + 1) * n], dtype)
         for i in (0, 1)
@@ -290,7 +312,7 @@ def _joint_histogram(pred, gold, mask, *, num_classes, background, min_run) -> j
     code = jnp.where(invalid, dtype(side_bins * side_bins), code)  # one more bin
     # No pairs here: their table would not stay in cache (and XLA:CPU stops vectorising
     # the loop above if it has to form them).
-    counts = _histogram(code, side_bins * side_bins + 1)[:-1]
+    counts = _odd_histogram(2 * code + 1, side_bins * side_bins + 1)[:-1]
     return counts.reshape(num_classes + 1, 3, num_classes + 1, 3)
 
 

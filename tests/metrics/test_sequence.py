@@ -265,3 +265,21 @@ def test_num_classes_beyond_the_limit_is_an_error(count):
     with pytest.raises(ValueError, match=f"num_classes: expected at most {limit}, got 70000"):
         count(_one([0]), _one([0]), _all_valid([0]), num_classes=70_000)
     count(_one([0]), _one([limit - 1]), _all_valid([0]), num_classes=limit)  # the limit is fine
+
+
+def test_odd_histogram_is_exact_past_int32_wraparound():
+    # The codes are their own scatter updates: bin j sums count_j * (2j + 1), which wraps
+    # past 2**31 here (and past 2**32 for the last bin) and must still give exact counts.
+    from metrics.sequence import _odd_histogram
+
+    num_bins = 730
+    rng = np.random.default_rng(0)
+    bins = np.concatenate(
+        [np.full(3_000_000, num_bins - 1), np.full(1_600_000, 500), rng.integers(0, num_bins, 999)]
+    )
+    expected = np.bincount(bins, minlength=num_bins)
+    assert expected[num_bins - 1] * (2 * num_bins - 1) > 2**32
+    codes = jnp.asarray(2 * bins + 1, jnp.int32)
+    got = jax.jit(_odd_histogram, static_argnums=1)(codes, num_bins)
+    assert got.dtype == jnp.int32
+    np.testing.assert_array_equal(np.asarray(got), expected)
