@@ -98,16 +98,11 @@ def evaluation_sources(config, keywords) -> dict:
                 f"config.evals.{evaluation.name}: {corpus}'s keywords are not the run's "
                 f"(score a bundle on it with python -m experiments.evaluate instead)"
             )
-        sources = tfds.data_source(corpus, data_dir=data_dir)
-        if evaluation.split in sources:
-            found[evaluation.name] = sources[evaluation.split]
-        elif evaluation.optional:
-            log(f"config.evals.{evaluation.name}: {corpus} has no {evaluation.split!r} split")
-        else:
-            raise ValueError(
-                f"config.evals.{evaluation.name}: {corpus} has no {evaluation.split!r} split "
-                f"(has {sorted(sources)})"
-            )
+        source = evals.split_of(
+            evaluation, corpus, tfds.data_source(corpus, data_dir=data_dir), log
+        )
+        if source is not None:
+            found[evaluation.name] = source
     return found
 
 

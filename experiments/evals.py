@@ -56,3 +56,16 @@ def transfer_key(name: str) -> str:
     "transfer" for "heldout" (as runs before `config.evals` wrote it), else
     "transfer_<name>"."""
     return "transfer" if name == HELDOUT else f"transfer_{name}"
+
+
+def split_of(evaluation: Evaluation, corpus: str, sources, log):
+    """The data source of `evaluation`'s split among `sources` (a corpus's splits, as
+    `tfds.data_source` gives them), or None for an optional evaluation whose split the
+    corpus lacks (logged); a missing required split is a ValueError naming it."""
+    if evaluation.split in sources:
+        return sources[evaluation.split]
+    why = f"{corpus} has no {evaluation.split!r} split (has {sorted(sources)})"
+    if not evaluation.optional:
+        raise ValueError(f"config.evals.{evaluation.name}: {why}")
+    log(f"config.evals.{evaluation.name}: {why}")
+    return None

@@ -69,14 +69,9 @@ def evaluation_sources(config) -> dict:
                 raise
             log(f"config.evals.{evaluation.name}: {corpus} not readable ({type(err).__name__})")
             continue
-        if evaluation.split in sources:
-            found[evaluation.name] = sources[evaluation.split]
-        elif evaluation.optional:
-            log(f"config.evals.{evaluation.name}: {corpus} has no {evaluation.split!r} split")
-        else:
-            raise ValueError(
-                f"config.evals.{evaluation.name}: {corpus} has no {evaluation.split!r} split"
-            )
+        source = evals.split_of(evaluation, corpus, sources, log)
+        if source is not None:
+            found[evaluation.name] = source
     return found
 
 

@@ -55,6 +55,20 @@ class BatchingConfig:
         if self.bucket_window is not None:
             checks.require_int("BatchingConfig.bucket_window", self.bucket_window, at_least=1)
 
+    @classmethod
+    def bucketed(cls, pipeline) -> BatchingConfig:
+        """The plan of a task pipeline config with the fields batch_size, num_epochs,
+        shuffle, bucket_window and drop_remainder: bucketed, and its batches shuffled
+        whenever its examples are."""
+        return cls(
+            batch_size=pipeline.batch_size,
+            num_epochs=pipeline.num_epochs,
+            shuffle=pipeline.shuffle,
+            bucket_window=pipeline.bucket_window,
+            shuffle_batches=pipeline.shuffle,
+            drop_remainder=pipeline.drop_remainder,
+        )
+
 
 def _sort_windows(order: np.ndarray, lengths, config: BatchingConfig) -> np.ndarray:
     if config.bucket_window == 1:

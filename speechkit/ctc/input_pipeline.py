@@ -54,14 +54,8 @@ class PipelineConfig:
 
     @property
     def batching_config(self) -> batching.BatchingConfig:
-        return batching.BatchingConfig(
-            batch_size=self.batch_size,
-            num_epochs=self.num_epochs,
-            shuffle=self.shuffle,
-            bucket_window=self.bucket_window,
-            shuffle_batches=self.shuffle,
-            drop_remainder=self.drop_remainder,
-        )
+        """The shared epoch plan: bucketed, and batches shuffled whenever examples are."""
+        return batching.BatchingConfig.bucketed(self)
 
 
 def record_text(record) -> str:
