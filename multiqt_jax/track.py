@@ -30,7 +30,9 @@ Text. An audio-only model needs none. A model that reads text gets it per call, 
 by the training pipeline's own function (`multiqt_jax.input_pipeline.text_input`) from
 one of, in this order: `--posteriors FILE.npy` or `--words FILE.json` (one call only),
 `--asr pocketsphinx` (the call recognised with `speechkit.asr.recognise`, words placed
-at their emission times), or beside the call `<call>.npy` (character posteriors at 20 ms)
+at their emission times), `--asr ctc --ctc-bundle FOLDER` (the call's features
+recognised by a `speechkit.ctc` recogniser bundle, greedy and causal, words placed at
+their emission times), or beside the call `<call>.npy` (character posteriors at 20 ms)
 or `<call>.json` (timed words in its 'asr' list, or that list alone): the annotated_calls
 formats (`multiqt_jax.datasets.annotated_calls`). A call without any is an error saying
 these options. `--no-text` instead marks the text missing (`present`), as modality
@@ -65,10 +67,12 @@ from multiqt_jax.datasets.features import word_fields
 from speechkit import asr, audio_io, compilation, frontend, stream_inputs, streaming
 from speechkit import export as export_lib
 from speechkit.bundle import Bundle, BundleError
+from speechkit.ctc import bundle as ctc_bundle
+from speechkit.ctc.recognise import Recogniser
 from speechkit.stream_inputs import STDIN, InputError, Output, block_outputs
 
 FIELDS = ("file", "label", "class_id", "start", "end", "emitted")
-ASR_CHOICES = ("none", "pocketsphinx")
+ASR_CHOICES = ("none", "pocketsphinx", "ctc")
 BACKGROUND = 0  # class id of the background ("none") class
 DEFAULT_BLOCK_MS = 200.0
 INPUT_ERRORS = (audio_io.AudioFileError, annotated_calls.AnnotationError, InputError)
@@ -175,8 +179,9 @@ class TextSource:
 
     words_file: str | None = None  # a words JSON for the one call (--words)
     posteriors_file: str | None = None  # a posteriors .npy for the one call (--posteriors)
-    recogniser: str = "none"  # "pocketsphinx": recognise each call
+    recogniser: str = "none"  # "pocketsphinx" or "ctc": recognise each call
     missing: bool = False  # mark the text missing (present = False)
+    ctc_bundle: str | None = None  # the speechkit.ctc recogniser of recogniser "ctc"
 
 
 def call_text(name: str, samples: np.ndarray, tracker: Tracker, source: TextSource):
@@ -211,6 +216,9 @@ def _text_record(name: str, samples, frames: int, source: TextSource) -> dict | 
         words = annotated_calls.read_words(source.words_file)
     elif source.recogniser == "pocketsphinx":
         words = list(asr.recognise(samples).words)
+    elif source.recogniser == "ctc":
+        features = frontend.waveform_log_mel(samples, ctc_bundle.FEATURES)
+        words = list(_ctc_recogniser(source.ctc_bundle).transcribe([features])[0].words)
     elif os.path.exists(stem + ".npy"):
         return _posteriors_record(stem + ".npy", frames)
     elif os.path.exists(stem + ".json"):
@@ -218,6 +226,11 @@ def _text_record(name: str, samples, frames: int, source: TextSource) -> dict | 
     else:
         return None
     return {**word_fields(words), "text_posteriors": np.zeros((0, asr.NUM_SYMBOLS), np.float32)}
+
+
+@functools.cache
+def _ctc_recogniser(path: str) -> Recogniser:
+    return Recogniser.load(path)
 
 
 def _posteriors_record(path: str, frames: int) -> dict:
@@ -406,7 +419,7 @@ def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, floa
 
 
 def text_source(args) -> TextSource:
-    return TextSource(args.words, args.posteriors, args.asr, args.no_text)
+    return TextSource(args.words, args.posteriors, args.asr, args.no_text, args.ctc_bundle)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -435,6 +448,9 @@ def parser() -> argparse.ArgumentParser:
         help="recognise each call for the text (default none: text from the files beside it)",
     )
     text.add_argument("--words", help="timed words JSON (annotated_calls 'asr') of the one call")
+    parse.add_argument(
+        "--ctc-bundle", help="the speechkit.ctc recogniser bundle folder of --asr ctc"
+    )
     text.add_argument("--posteriors", help="character posteriors .npy [frames, 29] at 20 ms")
     text.add_argument(
         "--no-text",
@@ -459,6 +475,10 @@ def _check_text_arguments(args, tracker: Tracker) -> None:
             "--words / --posteriors: give the text of one call; for several, put "
             "<call>.json or <call>.npy beside each"
         )
+    if (args.asr == "ctc") != bool(args.ctc_bundle):
+        raise InputError("--asr ctc and --ctc-bundle FOLDER: give both or neither")
+    if args.ctc_bundle:
+        _ctc_recogniser(args.ctc_bundle)  # a bad recogniser bundle stops the run here
     if args.no_text and tracker.config.modalities == ("text",):
         raise InputError("--no-text: the model reads text only")
     if args.smoothing_frames is not None and args.smoothing_frames < 1:

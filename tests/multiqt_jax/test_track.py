@@ -212,6 +212,31 @@ def test_asr_recognises_the_call(saved, capsys):
     _assert_same(rows, _expected(net, params, saved["call"], text))
 
 
+def test_asr_ctc_recognises_the_call_with_a_recogniser_bundle(saved, tmp_path, capsys):
+    import jax
+
+    from speechkit.ctc import bundle as ctc_bundle
+    from speechkit.ctc import model as ctc_model
+    from speechkit.ctc.recognise import Recogniser
+
+    folder, net, params = saved["text"]
+    config = ctc_model.CtcConfig(channels=8, stem_kernel=3, kernels=(3,), dilations=(1,))
+    recogniser = ctc_model.CtcRecogniser(config)
+    weights = recogniser.init(jax.random.key(3), {"audio": np.zeros((1, 8, 40), np.float32)})
+    bundle_folder = ctc_bundle.save(tmp_path / "recogniser", recogniser, weights)
+    samples = read_samples(str(saved["call"]), FEATURES)
+    features = frontend.waveform_log_mel(samples, FEATURES)
+    words = Recogniser(recogniser, weights, "").transcribe([features])[0].words
+    assert words  # random weights spell something
+    code, rows, _ = _run(
+        capsys, folder, saved["call"], "--asr", "ctc", "--ctc-bundle", bundle_folder
+    )
+    assert code == 0
+    _assert_same(rows, _expected(net, params, saved["call"], _text(features, words)))
+    code, _, err = _run(capsys, folder, saved["call"], "--asr", "ctc")
+    assert code == 2 and "--asr ctc and --ctc-bundle FOLDER: give both or neither" in err
+
+
 def test_a_text_model_without_text_names_the_call_and_the_options(saved, tmp_path, capsys):
     folder, *_ = saved["text"]
     bare = _call(tmp_path / "bare.wav", 1.0)
