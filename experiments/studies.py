@@ -16,9 +16,10 @@ MultiQT (TIMESTEP / INSTANCE F1 mean ± std over the folds; every fold's model o
 own test fold):
 - `asr_quality`: text of known word error rate: the oracle transcript (the words said,
   each emitted at its end) with `config.sweeps.substitution_rate` of its words replaced,
-  the corpus's recogniser (causal and offline), and worse recognisers on the same audio
+  the corpus's recogniser (causal and offline), and other recognisers on the same audio
   (`config.sweeps.recognisers`: a narrow-band line, smaller beams, a unigram language
-  model; `config.multiqt.text_recogniser`; scored in-engine only).
+  model, and "ctc", the causal character recogniser of `speechkit.ctc`;
+  `config.multiqt.text_recogniser`; scored in-engine only).
 - `text_lag`: every recognised word emitted `config.sweeps.text_lag_s` seconds later
   than the recogniser did (trained and tested so; `config.multiqt.text_lag_s`), and the
   offline text stream (words at their recognised times) as a non-causal reference.
@@ -338,7 +339,8 @@ class Studies:
         (the words said, each emitted at its end) with `config.sweeps.substitution_rate`
         of its words substituted, the corpus's recogniser causal and offline, and worse
         recognisers on the same audio (`config.sweeps.recognisers`, names of
-        `multiqt_jax.datasets.render.RECOGNISER_VARIANTS`; causal)."""
+        `multiqt_jax.datasets.render.RECOGNISER_VARIANTS` or "ctc", the CTC recogniser
+        `config.multiqt.ctc_bundle`; causal)."""
         source = self.calls().source
         spoken = [
             _word_list(source[i], input_pipeline.TextAlterations("spoken"))

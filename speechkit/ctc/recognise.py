@@ -1,6 +1,6 @@
 """A trained recogniser over many recordings, and its words cached as data.
 
-    recogniser = Recogniser.load("models/recogniser-quick")       # a speechkit.ctc.bundle
+    recogniser = Recogniser.load(SHIPPED)                          # a speechkit.ctc.bundle
     transcripts = recogniser.transcribe([features, ...])           # [frames, 40] each
     words = cached_words(recogniser, {"call-00001": features, ...}, "cache/train.npz")
 
@@ -28,6 +28,9 @@ from speechkit import asr, batching, files
 from speechkit.ctc import bundle, decode, model
 
 CACHE_FORMAT = 1
+# The recogniser that ships with the toolkit: a bundle folder with its MODEL_CARD.md (its
+# training command and time, data and scores).
+SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "quick")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,12 +39,12 @@ class _Killed(Exception):
 
 
 def test_a_killed_run_resumes_to_the_same_parameters(smoke_build, tmp_path, monkeypatch):
-    """Killed after step 5 (checkpoint at 4), the rerun restores step 4 and the
+    """Killed after step 4 (checkpoint at 3), the rerun restores step 3 and the
     iterator's position and ends where an uninterrupted run does, bit for bit."""
     data_dir, _ = smoke_build
     config = recogniser_configs.get_config("smoke")
     config.data_dir = str(data_dir)
-    config.train.steps, config.train.checkpoint_every, config.train.log_every = 8, 4, 4
+    config.train.steps, config.train.checkpoint_every, config.train.log_every = 6, 3, 3
     source = recogniser.load_corpus(config)["train"]
     net = recogniser.model.CtcRecogniser(
         recogniser.common.build(recogniser.model.CtcConfig, config.model, "model")
@@ -56,7 +56,7 @@ def test_a_killed_run_resumes_to_the_same_parameters(smoke_build, tmp_path, monk
 
     def dying(*args, **kwargs):
         dataset = batches(*args, **kwargs)
-        if not calls:  # the first run only: its iterator dies on the sixth batch
+        if not calls:  # the first run only: its iterator dies on the fifth batch
             calls.append(1)
             original_iter = type(dataset).__iter__
 
@@ -69,7 +69,7 @@ def test_a_killed_run_resumes_to_the_same_parameters(smoke_build, tmp_path, monk
                     class Wrapped(type(inner)):
                         def __next__(self):
                             count[0] += 1
-                            if count[0] > 5:
+                            if count[0] > 4:
                                 raise _Killed
                             return real_next(self)
 
