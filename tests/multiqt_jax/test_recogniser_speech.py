@@ -11,7 +11,7 @@ from experiments import build_data
 from multiqt_jax.datasets import dialogue, recogniser_speech, recogniser_text, synthetic_calls
 from speechkit import asr, tts
 
-QUICK_GENERAL = 200  # quick train utterances whose general text is drawn too (~20 s)
+QUICK_GENERAL = 60  # quick train utterances whose general text is drawn too (~10 s)
 
 
 @functools.cache
