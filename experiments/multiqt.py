@@ -49,7 +49,7 @@ from experiments import common, evals, folds, training
 from experiments.scoring import calls
 from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model, train
 from multiqt_jax.datasets import render, synthetic_calls
-from multiqt_jax.datasets.features import RecognisedBy, recognised_words
+from multiqt_jax.datasets.features import RecognisedBy, recognised_words, record_call_id
 from speechkit import augment, batching, checks, files, tts
 from speechkit.ctc.recognise import Recogniser, cached_words
 from speechkit.optim import OptimizerConfig, TrainState
@@ -99,7 +99,8 @@ def with_ctc_words(config, source, corpus: str, split: str) -> RecognisedBy:
     recogniser = ctc_recogniser(config.ctc_bundle)
     folder = os.path.join(common.data_dir(config), corpus, "ctc_words")
     path = os.path.join(folder, f"{split}-{recogniser.digest[:12]}.npz")
-    features = {_call_id(source[i]): source[i]["audio"] for i in range(len(source))}
+    records = (source[i] for i in range(len(source)))  # each record read once
+    features = {record_call_id(r): r["audio"] for r in records}
     words = None
     if jax.process_index() == 0:
         words = cached_words(recogniser, features, path)
@@ -116,11 +117,6 @@ def ctc_recogniser(path: str) -> Recogniser:
     if not path:
         raise ValueError(f"config.text_recogniser={CTC!r} needs config.ctc_bundle (a folder)")
     return Recogniser.load(os.path.expanduser(path))
-
-
-def _call_id(record) -> str:
-    call_id = record["call_id"]
-    return call_id.decode() if isinstance(call_id, bytes) else str(call_id)
 
 
 def evaluation_sources(config) -> dict:

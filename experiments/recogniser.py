@@ -143,9 +143,9 @@ def streaming_rtf(net, params, seconds: float, block_outputs: int = 5) -> float:
     return (time.perf_counter() - started) / (blocks * frames * model.AUDIO_HOP_S)
 
 
-def train_recogniser(net, config, source, workdir: str):
+def train_recogniser(net, config, source, workdir: str, frames=None):
     """Trains `net` to `config.train.steps` (resuming from `workdir`'s checkpoints);
-    returns the train state."""
+    returns the train state. frames: `input_pipeline.lengths(source)` when already read."""
     pipeline = common.build(
         input_pipeline.PipelineConfig,
         config.pipeline,
@@ -153,7 +153,7 @@ def train_recogniser(net, config, source, workdir: str):
         batch_size=config.train.batch_size,
         num_epochs=config.train.steps * config.train.batch_size // len(source) + 2,
     )
-    dataset = input_pipeline.batches(source, pipeline, seed=config.seed)
+    dataset = input_pipeline.batches(source, pipeline, seed=config.seed, frames=frames)
     masks = common.build(augment.MaskConfig, config.masks, "config.masks")
     optimizer = common.build(
         OptimizerConfig, config.optimizer, "config.optimizer", total_steps=config.train.steps
@@ -186,13 +186,14 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     sources.update(evaluation_sources(config))
     log(", ".join(f"{name}: {len(source)} records" for name, source in sources.items()))
     started = time.perf_counter()
-    state = train_recogniser(net, config, sources["train"], workdir)
+    frames = input_pipeline.lengths(sources["train"])
+    state = train_recogniser(net, config, sources["train"], workdir, frames)
     trained = time.perf_counter() - started
     recogniser = Recogniser(net, state.params, digest="this run")
     results = {
         "dataset": config.dataset,
         "model": model.describe(net.config, state.params),
-        "train_hours": float(input_pipeline.lengths(sources["train"]).sum()) / 360_000,
+        "train_hours": float(frames.sum()) * model.AUDIO_HOP_S / 3600,
         "train_seconds": trained,
     }
     for name, source in sources.items():

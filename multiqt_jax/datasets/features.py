@@ -107,6 +107,12 @@ def recognised_words(record) -> list[asr.TimedWord]:
     ]
 
 
+def record_call_id(record) -> str:
+    """A record's `call_id` as str (TFDS gives text fields as bytes)."""
+    call_id = record["call_id"]
+    return call_id.decode() if isinstance(call_id, bytes) else str(call_id)
+
+
 class RecognisedBy:
     """A data source (`tfds.data_source` split) whose records' asr_* fields hold other
     recognised words: `words[call_id]`, a sequence of `asr.TimedWord`s per call (e.g.
@@ -120,8 +126,7 @@ class RecognisedBy:
 
     def __getitem__(self, index: int) -> dict:
         record = self.source[index]
-        call_id = record["call_id"]
-        call_id = call_id.decode() if isinstance(call_id, bytes) else str(call_id)
+        call_id = record_call_id(record)
         if call_id not in self.words:
             raise KeyError(f"RecognisedBy: no recognised words for call {call_id!r}")
         return {**record, **word_fields(self.words[call_id])}

@@ -25,7 +25,7 @@ import jax
 import numpy as np
 
 from speechkit import asr, batching, files
-from speechkit.ctc import bundle, decode, model
+from speechkit.ctc import bundle, decode, model, train
 
 CACHE_FORMAT = 1
 # The recogniser that ships with the toolkit: a bundle folder with its MODEL_CARD.md (its
@@ -49,13 +49,7 @@ class Recogniser:
 
     @functools.cached_property
     def _predict(self):
-        net = self.net
-
-        def predict(params, audio, mask):
-            outputs, out_mask = net.apply(params, {"audio": audio}, {"audio": mask})
-            return decode.greedy(outputs["logits"], out_mask)
-
-        return jax.jit(predict)
+        return jax.jit(functools.partial(train.predict, self.net))
 
     def transcribe(
         self, features: Sequence[np.ndarray], batch_size: int = 8, pad_multiple: int = 200
@@ -71,9 +65,7 @@ class Recogniser:
             examples = [{"audio": np.asarray(features[i], np.float32)} for i in rows]
             fields = {"audio": batching.Field(np.float32, width, mask="audio_mask")}
             batch = batching.collate(examples, fields, batch_size)
-            emit, symbol = jax.device_get(
-                self._predict(self.params, batch["audio"], batch["audio_mask"])
-            )
+            emit, symbol, _ = jax.device_get(self._predict(self.params, batch))
             for row, index in enumerate(rows):
                 found[int(index)] = decode.transcribe(emit[row], symbol[row], hop_s=hop_s)
         return found
