@@ -18,11 +18,14 @@ One record per utterance:
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
-import tensorflow_datasets as tfds
 
 from speechkit import frontend
+
+if TYPE_CHECKING:
+    import tensorflow_datasets as tfds
 
 MAX_KEYWORDS = 32  # keyword slots per record; an utterance with more is an error
 FEATURES = frontend.FeatureConfig(window_ms=25.0, hop_ms=10.0, num_mels=64, fft_size=512)
@@ -42,6 +45,8 @@ class Word:
 
 def kws_features() -> tfds.features.FeaturesDict:
     """The TFDS features of a KWS record (see the module docstring)."""
+    import tensorflow_datasets as tfds  # here: the models import FEATURES without TFDS
+
     slots = (MAX_KEYWORDS,)
     return tfds.features.FeaturesDict(
         {

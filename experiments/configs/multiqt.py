@@ -25,7 +25,7 @@ from experiments.common import check_preset
 from experiments.configs import section
 from multiqt_jax import baselines, decode, model
 from speechkit import augment, optim
-from speechkit.ctc import recognise
+from speechkit.ctc import bundle as ctc_bundle
 
 
 def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
@@ -53,7 +53,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # of multiqt_jax.datasets.render.RECOGNISER_VARIANTS, or "ctc": the causal character
     # recogniser of speechkit.ctc, the bundle folder `ctc_bundle`; "" is the corpus's own.
     config.text_recogniser = ""
-    config.ctc_bundle = recognise.SHIPPED  # the recogniser of text_recogniser="ctc"
+    config.ctc_bundle = ctc_bundle.SHIPPED  # the recogniser of text_recogniser="ctc"
     config.text_lag_s = 0.0
     config.text_substitution_rate = 0.0
     config.train_fraction = 1.0  # share of each fold's training calls (a study)

@@ -45,7 +45,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.sweeps.substitution_rate = (0.0, 0.25, 0.5)  # of the oracle transcript's words
     # other recognisers on the same audio: pocketsphinx variants
     # (multiqt_jax.datasets.render.RECOGNISER_VARIANTS) and "ctc", the CTC recogniser
-    # `multiqt.ctc_bundle` (the shipped one, speechkit.ctc.recognise.SHIPPED, by default)
+    # `multiqt.ctc_bundle` (the shipped one, speechkit.ctc.bundle.SHIPPED, by default)
     config.sweeps.recognisers = ("narrowband", "small_beam", "unigram_lm", "ctc")
     config.sweeps.text_lag_s = (0.0, 0.5, 1.0, 2.0)  # 0: the base variant
     config.sweeps.snr_db = (20.0, 10.0, 5.0, 0.0)  # test-time noise (plus clean)

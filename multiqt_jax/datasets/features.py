@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import tensorflow_datasets as tfds
 
 from speechkit import asr, frontend
+
+if TYPE_CHECKING:
+    import tensorflow_datasets as tfds
 
 NUM_FOLDS = 5  # cross-validation folds; every record carries its fold id 0..NUM_FOLDS-1
 FEATURES = frontend.FeatureConfig(window_ms=20.0, hop_ms=10.0, num_mels=40)
@@ -22,6 +26,8 @@ def call_features(
     noise, speakers; optionally the user's own character posteriors [frames // 2, asr.NUM_SYMBOLS]
     at 20 ms, and the words actually said with their true times (spoken_word,
     spoken_start, spoken_end: an oracle transcript, where the builder knows it)."""
+    import tensorflow_datasets as tfds  # here: the models import FEATURES without TFDS
+
     fields = {
         "audio": tfds.features.Tensor(shape=(None, FEATURES.num_mels), dtype=np.float32),
         "labels": tfds.features.Tensor(shape=(None,), dtype=np.int32),

@@ -26,6 +26,9 @@ from speechkit.frontend import FeatureConfig
 
 TASK = "ctc_recogniser"
 FEATURES = FeatureConfig(window_ms=20.0, hop_ms=10.0, num_mels=40)  # MultiQT's front end
+# The recogniser that ships with the toolkit: a bundle folder with its MODEL_CARD.md (its
+# training command and time, data and scores).
+SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "quick")
 
 
 @dataclasses.dataclass(frozen=True)

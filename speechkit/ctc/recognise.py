@@ -28,9 +28,7 @@ from speechkit import asr, batching, files
 from speechkit.ctc import bundle, decode, model, train
 
 CACHE_FORMAT = 1
-# The recogniser that ships with the toolkit: a bundle folder with its MODEL_CARD.md (its
-# training command and time, data and scores).
-SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "quick")
+SHIPPED = bundle.SHIPPED  # the recogniser that ships with the toolkit
 
 
 @dataclasses.dataclass(frozen=True)

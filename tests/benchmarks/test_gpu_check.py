@@ -17,6 +17,16 @@ from speechkit import accelerator
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def test_what_the_check_imports_loads_without_the_data_packages():
+    """The accelerator machine has jax but no TFDS, Grain or pocketsphinx: a model that
+    imports its corpus's schema (TFDS) at module level fails the whole check there."""
+    blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in gpu_check.ABSENT_THERE)
+    imports = "; ".join(f"import {name}" for name in gpu_check.CHECKED_MODULES)
+    code = f"import sys; {blocked}; {imports}"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
 @pytest.mark.parametrize(
     "existing, expected",
     [
@@ -169,11 +179,16 @@ def test_the_contract_holds_only_within_tolerance_at_highest():
     contract = {
         "multiqt": {"audio": {"highest": 2e-7, "default": 4e-4}},
         "afkws": {"highest": kws, "default": {**kws, "heatmap_max_abs_stream_minus_offline": 3e-4}},
+        "ctc": {"default": {"highest": 3e-7, "default": 5e-4}},
     }
     summary = gpu_check.contract_summary(contract)
     assert summary["holds"] and summary["multiqt_max_at_default"] == 4e-4
     assert summary["afkws_heads_max_at_default"] == 3e-4
     assert summary["afkws_unmatched_detections"] == {"highest": 1, "default": 1}
+    assert summary["ctc_max_at_default"] == 5e-4
+    contract["ctc"]["default"]["highest"] = 2e-5
+    assert not gpu_check.contract_summary(contract)["holds"]
+    contract["ctc"]["default"]["highest"] = 3e-7
     contract["multiqt"]["audio"]["highest"] = 2e-5
     assert not gpu_check.contract_summary(contract)["holds"]
 

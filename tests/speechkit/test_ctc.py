@@ -11,10 +11,21 @@ import pytest
 
 from speechkit import accelerator, asr, streaming
 from speechkit.augment import MaskConfig
-from speechkit.ctc import decode, input_pipeline, model, symbols, train
+from speechkit.ctc import decode, model, symbols, train
 from speechkit.optim import OptimizerConfig
 
 HIGHEST = (jax.lax.Precision.HIGHEST, jax.lax.Precision.HIGHEST)
+
+
+def _input_pipeline():
+    """speechkit.ctc.input_pipeline, which needs Grain: the accelerator check
+    (benchmarks.gpu_check) runs this file on a machine that may not have it."""
+    pytest.importorskip("grain")
+    from speechkit.ctc import input_pipeline
+
+    return input_pipeline
+
+
 SMALL = model.CtcConfig(channels=16, stem_kernel=3, kernels=(3, 3, 2), dilations=(1, 2, 4))
 
 
@@ -193,6 +204,7 @@ def _batch(audio):
 
 
 def test_batches_pad_frames_and_labels_by_bucket_with_masks():
+    input_pipeline = _input_pipeline()
     records = _records()
     config = input_pipeline.PipelineConfig(batch_size=4, num_epochs=2)
     steps = list(input_pipeline.batches(records, config, seed=0))
@@ -216,6 +228,7 @@ def test_batches_pad_frames_and_labels_by_bucket_with_masks():
 
 
 def test_the_pipeline_refuses_unnormalised_text_and_too_many_characters():
+    input_pipeline = _input_pipeline()
     records = _records(2)
     records[1]["text"] = b"Call me back."
     with pytest.raises(ValueError, match=r"record 1: text 'Call me back.' is not normalised"):
@@ -230,6 +243,7 @@ def test_the_pipeline_refuses_unnormalised_text_and_too_many_characters():
 def test_training_learns_to_spell_a_toy_language():
     """Each character is a fixed random 40-band pattern held for 3 frames with blank-ish
     noise between words: a few hundred steps spell held-out sentences nearly exactly."""
+    input_pipeline = _input_pipeline()
     rng = np.random.default_rng(0)
     patterns = rng.normal(size=(symbols.NUM_SYMBOLS, 40)).astype(np.float32) * 2
 
@@ -305,6 +319,7 @@ def test_a_bundle_round_trips_and_refuses_a_config_that_does_not_fit(tmp_path):
 def test_cached_words_are_data_keyed_by_the_recogniser(tmp_path, monkeypatch):
     import pickle
 
+    pytest.importorskip("grain")  # speechkit.batching's
     from speechkit.ctc import recognise
 
     net, params, _ = _setup()
