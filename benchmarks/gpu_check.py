@@ -37,6 +37,7 @@ import contextlib
 import hashlib
 import importlib.metadata
 import json
+import math
 import os
 import re
 import subprocess
@@ -67,6 +68,7 @@ WHEEL_PACKAGES = (
     "wadler-lindig",
     "einops",
     "sentencepiece",
+    "ml-collections",  # experiments' configs, which benchmarks.train reads
 )
 # two pytest processes side by side (about equal time on CPU)
 TEST_GROUPS = (
@@ -81,9 +83,19 @@ TEST_GROUPS = (
     ("tests/metrics",),
 )
 QUICK_TESTS = ("tests/cskws_jax/test_streaming.py", "tests/benchmarks/test_gpu_check.py")
-# What the accelerator machine may lack (it has no package registry): the data side.
-# Everything the check imports loads without them (tests/benchmarks/test_gpu_check.py).
-ABSENT_THERE = ("tensorflow_datasets", "grain", "array_record", "pocketsphinx", "soundfile")
+# What the accelerator machine is assumed to have (with what they require), beside the
+# wheels; everything the check imports loads with these alone (test_gpu_check.py).
+MACHINE_PACKAGES = (
+    "jax",
+    "flax",
+    "optax",
+    "orbax-checkpoint",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "pytest",
+    "hypothesis",
+)
 CHECKED_MODULES = (
     "multiqt_jax.model",
     "multiqt_jax.train",
@@ -101,6 +113,13 @@ CONTRACT_TOLERANCE = 1e-5
 HEADS = ("heatmap", "length", "offset")
 # seconds each later phase keeps for itself while an earlier one runs
 RESERVE = {"contract": 40, "determinism": 100, "train": 60, "streaming": 60}
+# the check's phases in order (--phases), and the reserves of each
+PHASES = {
+    "tests": (),
+    "contract": ("contract",),
+    "determinism": ("determinism",),
+    "benchmarks": ("train", "streaming"),
+}
 CAPS = {"tests": 240, "contract": 90, "training_run": 75, "train": 150}
 
 
@@ -499,17 +518,22 @@ WORKERS = {
 
 
 class Clock:
-    """The check's time budget: seconds left, and a phase's share of them."""
+    """The check's time budget: seconds left, and a phase's share of them. With only
+    some `phases` run, the others reserve nothing and the caps are lifted (a phase run
+    on its own may take the budget)."""
 
-    def __init__(self, budget_s: float):
+    def __init__(self, budget_s: float, phases=tuple(PHASES)):
         self.deadline = time.perf_counter() + budget_s
+        self.reserved = {name for phase in phases for name in PHASES[phase]}
+        self.capped = set(phases) == set(PHASES)
 
     def left(self) -> float:
         return self.deadline - time.perf_counter()
 
     def allow(self, cap: float, *later: str) -> float:
         """At most `cap` seconds, leaving the later phases their reserve."""
-        return max(min(cap, self.left() - sum(RESERVE[name] for name in later)), 10.0)
+        reserve = sum(RESERVE[name] for name in later if name in self.reserved)
+        return max(min(cap if self.capped else math.inf, self.left() - reserve), 10.0)
 
 
 def junit_summary(path: str) -> dict:
@@ -621,6 +645,16 @@ def phase_worker(name: str, env: dict, timeout_s: float, scratch: str, *extra: s
     return files.read_json(out), outcome
 
 
+def phase_contract(report: dict, env: dict, clock: Clock, quick: bool, scratch: str) -> None:
+    timeout = clock.allow(CAPS["contract"], "determinism", "train", "streaming")
+    extra = ("--quick",) if quick else ()
+    contract, outcome = phase_worker("contract", env, timeout, scratch, *extra)
+    report["contract"] = {**contract_summary(contract), "differences": contract}
+    if contract is None:
+        report["contract"]["tail"] = outcome["tail"][-2500:]
+    log(f"contract: {json.dumps(contract_summary(contract))}")
+
+
 def phase_determinism(report: dict, target, clock: Clock, quick: bool, scratch: str) -> None:
     extra = ("--quick",) if quick else ()
     env = child_env(target)
@@ -699,11 +733,17 @@ def phase_benchmarks(report: dict, target, clock: Clock, quick: bool, scratch: s
 
 def check(args) -> int:
     started = time.perf_counter()
-    clock = Clock(args.budget_s)
+    phases = parse_phases(args.phases)
+    clock = Clock(args.budget_s, phases)
     scratch = tempfile.mkdtemp(prefix="gpu-check-")
     target = os.path.join(scratch, "site-packages")
     os.makedirs(target)
-    report = {"command": " ".join(sys.argv), "quick": args.quick, "budget_s": args.budget_s}
+    report = {
+        "command": " ".join(sys.argv),
+        "quick": args.quick,
+        "budget_s": args.budget_s,
+        "phases": list(phases),
+    }
     report["packages"] = provide_packages(args.wheels, target)
     log(f"packages: {report['packages']}")
     env = child_env(target)
@@ -716,22 +756,16 @@ def check(args) -> int:
         log("jax has no GPU or TPU here (backend cpu); --allow-cpu runs the check anyway")
         return 2
     if machine is not None:
-        phase_tests(report, env, clock, args.quick, scratch)
-        contract, outcome = phase_worker(
-            "contract",
-            env,
-            clock.allow(CAPS["contract"], "determinism", "train", "streaming"),
-            scratch,
-            *(("--quick",) if args.quick else ()),
-        )
-        report["contract"] = {**contract_summary(contract), "differences": contract}
-        if contract is None:
-            report["contract"]["tail"] = outcome["tail"][-2500:]
-        log(f"contract: {json.dumps(contract_summary(contract))}")
-        phase_determinism(report, target, clock, args.quick, scratch)
-        phase_benchmarks(report, target, clock, args.quick, scratch)
+        if "tests" in phases:
+            phase_tests(report, env, clock, args.quick, scratch)
+        if "contract" in phases:
+            phase_contract(report, env, clock, args.quick, scratch)
+        if "determinism" in phases:
+            phase_determinism(report, target, clock, args.quick, scratch)
+        if "benchmarks" in phases:
+            phase_benchmarks(report, target, clock, args.quick, scratch)
     report["elapsed_s"] = round(time.perf_counter() - started, 1)
-    report["ok"] = verdict(report)
+    report["ok"] = verdict(report, phases)
     slug = accelerator.device_slug(report.get("machine") or {})
     path = args.json or os.path.join(ROOT, "benchmarks", "results", f"gpu-{slug}.json")
     files.write_json(path, report)
@@ -739,18 +773,27 @@ def check(args) -> int:
     return 0 if report["ok"] else 1
 
 
-def verdict(report: dict) -> bool:
-    """Every test passed, training was deterministic, the contract held and both
-    benchmarks finished."""
+def verdict(report: dict, phases=tuple(PHASES)) -> bool:
+    """Of the phases run: every test passed, training was deterministic, the contract
+    held and both benchmarks finished."""
     tests = report.get("tests", {})
-    return bool(
-        tests.get("rc") == 0
-        and tests.get("passed", 0) > 0
-        and report.get("determinism", {}).get("identical")
-        and report.get("contract", {}).get("holds")
-        and report.get("train", {}).get("rc") == 0
-        and report.get("streaming", {}).get("rc") == 0
-    )
+    held = {
+        "tests": tests.get("rc") == 0 and tests.get("passed", 0) > 0,
+        "contract": report.get("contract", {}).get("holds"),
+        "determinism": report.get("determinism", {}).get("identical"),
+        "benchmarks": report.get("train", {}).get("rc") == 0
+        and report.get("streaming", {}).get("rc") == 0,
+    }
+    return bool(report.get("machine")) and all(bool(held[phase]) for phase in phases)
+
+
+def parse_phases(text: str) -> tuple[str, ...]:
+    """'contract,tests' -> ('tests', 'contract'): the named phases, in the check's order."""
+    names = {name.strip() for name in text.split(",") if name.strip()}
+    unknown = sorted(names - set(PHASES))
+    if unknown or not names:
+        raise ValueError(f"--phases: expected some of {','.join(PHASES)}, got {text!r}")
+    return tuple(phase for phase in PHASES if phase in names)
 
 
 def main(argv=None) -> int:
@@ -760,6 +803,11 @@ def main(argv=None) -> int:
     parser.add_argument("--wheels", default=WHEEL_DIR, help="folder of wheels (make gpu-wheels)")
     parser.add_argument("--allow-cpu", dest="allow_cpu", action="store_true")
     parser.add_argument("--quick", action="store_true", help="a subset, small sizes")
+    parser.add_argument(
+        "--phases",
+        default=",".join(PHASES),
+        help=f"some of {','.join(PHASES)} (default all): a check split over device calls",
+    )
     parser.add_argument(
         "--wheel-specs",
         dest="wheel_specs",

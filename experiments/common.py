@@ -16,7 +16,6 @@ import jax
 from absl import app, flags
 from absl import logging as absl_logging
 from ml_collections import config_flags
-from tensorboardX import SummaryWriter
 
 from speechkit import accelerator, compilation, dataclass_json, errors
 
@@ -156,6 +155,8 @@ class Curves:
         if not enabled:
             return
         os.makedirs(folder, exist_ok=True)
+        from tensorboardX import SummaryWriter  # here: benchmarks import this module without it
+
         self._lines = open(os.path.join(folder, "curves.jsonl"), "a")  # noqa: SIM115
         self._board = SummaryWriter(os.path.join(folder, "tensorboard"))
 

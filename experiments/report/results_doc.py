@@ -462,6 +462,68 @@ def _benchmarks(provenance: dict, data: dict) -> list[str]:
     return lines + ["", _source_line(sources["bench-cost"]), ""]
 
 
+def _outcome(value) -> str:
+    return {True: "yes", False: "no", None: "not measured"}[value]
+
+
+def _tests_text(tests: dict) -> str:
+    text = f"{tests['passed']} passed, {tests['failed']} failed, {tests['skipped']} skipped"
+    if tests.get("failed_tests"):
+        text += f" (failed: {', '.join(t.rsplit('::', 1)[-1] for t in tests['failed_tests'])})"
+    return text
+
+
+def _accelerator(provenance: dict, data: dict) -> list[str]:
+    """The device check's runs (`benchmarks.gpu_check`), where any is recorded: sources
+    named gpu-*, each a whole check or a later call's summary."""
+    names = [name for name in provenance["sources"] if name.startswith("gpu-")]
+    if not names:
+        return []
+    lines = ["## Accelerators (`benchmarks.gpu_check`)", ""]
+    for name in names:
+        run, source = data[name], provenance["sources"][name]
+        machine = run["machine"]
+        if isinstance(machine, dict):
+            machine = (
+                f"{machine['device_kind']}, jax {machine['jax']} ({machine['platform_version']}), "
+                f"Python {machine['python']}"
+            )
+        lines += [f"### {source['what']}", "", f"{machine}.", ""]
+        lines += [f"- Tests: {_tests_text(run['tests'])}."]
+        if "contract" in run:
+            holds = run["contract"].get("holds")
+            lines += [f"- Streaming contract within 1e-5: {_outcome(holds)}."]
+        if "determinism" in run:
+            identical = run["determinism"].get("identical")
+            lines += [f"- Training bit-identical in fresh processes: {_outcome(identical)}."]
+        rows = (run.get("streaming") or {}).get("summary") or []
+        if rows:
+            lines += [
+                "",
+                *header(
+                    "model | block | RTF | latency median / p99 | real-time streams per device "
+                    "| stream vs offline"
+                ),
+            ]
+        for block in rows:
+            streams = block["realtime_streams_per_device"]
+            streams = "not searched (budget)" if streams is None else f"{streams:,}"
+            if block["lower_bound"]:
+                streams = f">= {streams}"
+            lines.append(
+                row(
+                    {"multiqt": "MultiQT", "afkws": "AF-KWS"}[block["model"]],
+                    f"{block['block_ms']} ms",
+                    f"{block['rtf']:.4f}",
+                    f"{block['latency_median_ms']:.2f} / {block['latency_p99_ms']:.2f} ms",
+                    streams,
+                    f"max diff {block['max_abs_stream_minus_offline']:.1g}",
+                )
+            )
+        lines += ["", _source_line(source), ""]
+    return lines + ["What failed there and why: [gpu.md](gpu.md#measured-on-an-nvidia-h200).", ""]
+
+
 def render(root: pathlib.Path = ROOT) -> str:
     """docs/results.md's text from the result files under `root`."""
     provenance, data = load(root)
@@ -485,6 +547,7 @@ def render(root: pathlib.Path = ROOT) -> str:
         *_cskws(provenance, data),
         *_studies(provenance, data),
         *_benchmarks(provenance, data),
+        *_accelerator(provenance, data),
     ]
     while lines[-1] == "":
         lines.pop()

@@ -17,12 +17,58 @@ from speechkit import accelerator
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def test_what_the_check_imports_loads_without_the_data_packages():
-    """The accelerator machine has jax but no TFDS, Grain or pocketsphinx: a model that
-    imports its corpus's schema (TFDS) at module level fails the whole check there."""
-    blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in gpu_check.ABSENT_THERE)
-    imports = "; ".join(f"import {name}" for name in gpu_check.CHECKED_MODULES)
-    code = f"import sys; {blocked}; {imports}"
+# Run in a fresh interpreter: refuses every installed top-level package but the
+# distributions in ALLOWED and everything they require (and the project's own).
+_ONLY_THE_MACHINES_PACKAGES = """
+import importlib.machinery, importlib.metadata as metadata, re, sys, sysconfig
+
+def normalise(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+def requirements(name):
+    for line in metadata.requires(name) or ():
+        if "extra ==" not in line:
+            yield re.split(r"[\\s;<>=!~\\[(]", line, maxsplit=1)[0]
+
+allowed, todo = set(), list(ALLOWED)
+while todo:
+    name = normalise(todo.pop())
+    if name not in allowed:
+        allowed.add(name)
+        try:
+            todo.extend(requirements(name))
+        except metadata.PackageNotFoundError:
+            pass
+tops = {top for top, dists in metadata.packages_distributions().items()
+        if any(normalise(d) in allowed for d in dists)} | set(PROJECT)
+installed = tuple(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or name in tops:
+            return None  # a submodule, or an allowed top-level package
+        spec = importlib.machinery.PathFinder.find_spec(name)
+        where = spec and (spec.origin or next(iter(spec.submodule_search_locations or ()), ""))
+        if where and where.startswith(installed):
+            raise ModuleNotFoundError(f"No module named {name!r} there", name=name)
+
+sys.meta_path.insert(0, Refuse())
+for name in MODULES:
+    __import__(name)
+"""
+
+
+def test_what_the_check_imports_loads_with_the_machines_packages_alone():
+    """The accelerator machine has jax, flax, optax, orbax, numpy, scipy, scikit-learn,
+    pytest and hypothesis, plus the check's wheels: no TFDS, Grain, pocketsphinx or
+    tensorboardX. A model or benchmark that imports one of those at module level stops
+    the whole check there (as TFDS, ml_collections and tensorboardX once did)."""
+    allowed = gpu_check.MACHINE_PACKAGES + gpu_check.WHEEL_PACKAGES
+    project = ("benchmarks", "experiments", "metrics", "multiqt_jax", "cskws_jax", "speechkit")
+    code = (
+        f"ALLOWED = {allowed!r}\nPROJECT = {project!r}\n"
+        f"MODULES = {gpu_check.CHECKED_MODULES!r}\n{_ONLY_THE_MACHINES_PACKAGES}"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
 
@@ -198,6 +244,20 @@ def test_the_budget_leaves_later_phases_their_reserve():
     assert 200 <= clock.allow(210, "contract", "streaming") <= 210
     assert 235 < clock.allow(1000, "contract", "determinism", "train", "streaming") <= 240
     assert gpu_check.Clock(0).allow(100) == 10.0
+
+
+def test_a_check_split_into_phases_judges_and_budgets_only_those():
+    assert gpu_check.parse_phases("benchmarks, contract") == ("contract", "benchmarks")
+    for bad in ("", "tests,training"):
+        with pytest.raises(ValueError, match="--phases"):
+            gpu_check.parse_phases(bad)
+    alone = gpu_check.Clock(500, ("tests",))  # no cap, nothing reserved for phases not run
+    assert 495 < alone.allow(240, "contract", "determinism", "train", "streaming") <= 500
+    assert 375 < gpu_check.Clock(500, ("tests", "benchmarks")).allow(240, *gpu_check.RESERVE) <= 380
+    report = {"machine": {"backend": "gpu"}, "contract": {"holds": True}}
+    assert gpu_check.verdict(report, ("contract",))
+    assert not gpu_check.verdict(report, ("contract", "tests"))
+    assert not gpu_check.verdict({"contract": {"holds": True}}, ("contract",))
 
 
 def _fake_batches(monkeypatch, seconds_per_stream: float, out_of_memory_at: int | None = None):

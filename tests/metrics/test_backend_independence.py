@@ -40,7 +40,10 @@ def _lowering_modules():
 def _lowered_with(primitive, make_rule):
     """Lowers `primitive` with `make_rule(original_rule)` on the default backend."""
     mlir, _ = _lowering_modules()
-    platform = jax.default_backend()
+    from jax._src import xla_bridge
+
+    # lowering rules are registered per concrete platform: "cuda" or "rocm", never "gpu"
+    platform = xla_bridge.canonicalize_platform(jax.default_backend())
     table = mlir._platform_specific_lowerings[platform]
     saved = table.get(primitive)
     original = (saved or mlir._lowerings[primitive]).rule
