@@ -462,6 +462,73 @@ def _benchmarks(provenance: dict, data: dict) -> list[str]:
     return lines + ["", _source_line(sources["bench-cost"]), ""]
 
 
+RECOGNISER_SPLITS = {
+    "validation": "recogniser_speech validation",
+    "calls": "questions calls (in-engine)",
+    "heldout_calls": "questions calls, held-out engine",
+}
+
+
+def _recogniser(provenance: dict, data: dict) -> list[str]:
+    """The CTC recogniser's quick run, and MultiQT fed its text beside pocketsphinx's,
+    where recorded (sources recogniser-quick and multiqt-TASK-RECOGNISER)."""
+    if "recogniser-quick" not in data:
+        return []
+    run = data["recogniser-quick"]
+    lines = [
+        "## The CTC recogniser (`speechkit.ctc`)",
+        "",
+        f"{run['model']}; trained on `{run['dataset']}` ({run['train_hours']:.2f} h) in "
+        f"{_minutes(run['train_seconds'])}; streaming RTF {run['rtf']:.4f} on one core. "
+        "Causal greedy decoding; lag: each word's emission after its spoken end.",
+        "",
+        *header("split | recogniser | CER | WER | lag median / p90 | words"),
+    ]
+    for split, label in RECOGNISER_SPLITS.items():
+        for name in ("ctc", "pocketsphinx"):
+            score = run[split].get(name)
+            if score is None:
+                continue
+            lag = (
+                f"{score['lag_median_s']:.2f} / {score['lag_p90_s']:.2f} s"
+                if score["lag_words"]
+                else "–"
+            )
+            lines.append(
+                row(
+                    label,
+                    "CTC" if name == "ctc" else "pocketsphinx",
+                    f"{score['cer']:.1%}" if "cer" in score else "–",
+                    f"{score['wer']:.1%}",
+                    lag,
+                    f"{score['words']:,}",
+                )
+            )
+    lines += ["", _source_line(provenance["sources"]["recogniser-quick"]), ""]
+    runs = [name for name in provenance["sources"] if name.startswith("multiqt-")]
+    if not runs:
+        return lines
+    lines += [
+        "### MultiQT fed the CTC recogniser's text",
+        "",
+        "Quick corpora, 5 folds, the text model's input the causal greedy words of each "
+        "recogniser; mean ± std over the folds.",
+        "",
+        *header("task | text from | model | TIMESTEP F1 | held-out TIMESTEP F1"),
+    ]
+    for name in runs:
+        results = data[name]
+        source = "CTC" if results["text_recogniser"] == "ctc" else "pocketsphinx"
+        for model, summary in results["models"].items():
+            scores = {k: summary[k]["timestep"]["f1"] for k in ("mean", "std")}
+            held = {k: summary["heldout"][k]["timestep"]["f1"] for k in ("mean", "std")}
+            label = MULTIQT_MODELS[model]
+            lines.append(row(results["task"], source, label, _ms(scores), _ms(held)))
+    lines.append("")
+    lines += [f"- {_source_line(provenance['sources'][name])}" for name in runs]
+    return lines + [""]
+
+
 def _outcome(value) -> str:
     return {True: "yes", False: "no", None: "not measured"}[value]
 
@@ -546,6 +613,7 @@ def render(root: pathlib.Path = ROOT) -> str:
         *_multiqt(provenance, data, "demo-multiqt-symptoms"),
         *_cskws(provenance, data),
         *_studies(provenance, data),
+        *_recogniser(provenance, data),
         *_benchmarks(provenance, data),
         *_accelerator(provenance, data),
     ]
