@@ -46,10 +46,16 @@ import tensorflow_datasets as tfds
 from jax.experimental import multihost_utils
 
 from experiments import common, evals, folds, training
+from experiments.evaluators import transcription
 from experiments.scoring import calls
 from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model, train
 from multiqt_jax.datasets import render, synthetic_calls
-from multiqt_jax.datasets.features import RecognisedBy, recognised_words, record_call_id
+from multiqt_jax.datasets.features import (
+    RecognisedBy,
+    recognised_words,
+    record_call_id,
+    spoken_words,
+)
 from speechkit import augment, batching, checks, files, tts
 from speechkit.ctc.recognise import Recogniser, cached_words
 from speechkit.optim import OptimizerConfig, TrainState
@@ -109,6 +115,21 @@ def with_ctc_words(config, source, corpus: str, split: str) -> RecognisedBy:
     if words is None:
         words = cached_words(recogniser, features, path)
     return RecognisedBy(source, words)
+
+
+def text_scores(source) -> dict | None:
+    """CER, WER and emission lag (`experiments.evaluators.transcription`) of the words the
+    text models read (the records' asr_* fields, those of `config.text_recogniser` where
+    set) against the words said, over every call of `source`; None for calls without the
+    words said (annotated corpora)."""
+    heard, said = [], []
+    for index in range(len(source)):
+        record = source[index]
+        if "spoken_word" not in record:
+            return None
+        heard.append(recognised_words(record))
+        said.append(spoken_words(record))
+    return transcription.evaluate(heard, said)
 
 
 @functools.cache
@@ -496,7 +517,9 @@ class FoldTrainer:
             params,
             self.classes,
             bundle.TrackingConfig(
-                causal_text=causal_text(self.config), smoothing=smoothing_config(self.config)
+                causal_text=causal_text(self.config),
+                smoothing=smoothing_config(self.config),
+                text_recogniser=self.config.text_recogniser,
             ),
             corpus=f"synthetic_calls/{corpus_name(self.config)}",
         )
@@ -686,6 +709,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         "text_lag_s": config.text_lag_s,
         "text_words": config.text_words,
         "text_recogniser": config.text_recogniser,
+        "text_scores": text_scores(source) if writer else None,  # of the train split's words
         "text_substitution_rate": config.text_substitution_rate,
         "train_fraction": config.train_fraction,
         "smoothing": smoothing,

@@ -45,12 +45,17 @@ class TrackingConfig:
     each 40 ms output frame's label is the argmax of its logits, then smoothed by
     `multiqt_jax.decode`'s causal minimum-duration rule as `smoothing` says (the setting
     the model was scored with; `min_frames` 1: raw labels, also for bundles saved before
-    it was stored)."""
+    it was stored). `text_recogniser` names the recogniser whose words the model was
+    trained on: "" the corpus's (pocketsphinx; also for bundles saved before it was
+    stored), "ctc" a `speechkit.ctc` recogniser, or a pocketsphinx variant's name
+    (`multiqt_jax.datasets.render.RECOGNISER_VARIANTS`); `multiqt_jax.track` says when a
+    call's words come from another kind."""
 
     causal_text: bool = True
     smoothing: SmoothingConfig = dataclasses.field(
         default=SmoothingConfig(min_frames=1), metadata={dataclass_json.OPTIONAL: True}
     )
+    text_recogniser: str = dataclasses.field(default="", metadata={dataclass_json.OPTIONAL: True})
 
 
 def save(

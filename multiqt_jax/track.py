@@ -30,16 +30,18 @@ Text. An audio-only model needs none. A model that reads text gets it per call, 
 by the training pipeline's own function (`multiqt_jax.input_pipeline.text_input`) from
 one of, in this order: `--posteriors FILE.npy` or `--words FILE.json` (one call only),
 `--asr pocketsphinx` (the call recognised with `speechkit.asr.recognise`, words placed
-at their emission times), `--asr ctc --ctc-bundle FOLDER` (the call's features
-recognised by a `speechkit.ctc` recogniser bundle, greedy and causal, words placed at
-their emission times), or beside the call `<call>.npy` (character posteriors at 20 ms)
-or `<call>.json` (timed words in its 'asr' list, or that list alone): the annotated_calls
-formats (`multiqt_jax.datasets.annotated_calls`). A call without any is an error saying
-these options. `--no-text` instead marks the text missing (`present`), as modality
-dropout trains the model to take it. Text is built from the whole file before
-streaming; with the bundle's `causal_text` (the default) text frame t only holds words
-the recogniser had emitted by then, so what is printed is what a live run would print;
-standard input therefore works only without text.
+at their emission times), `--asr ctc` (the call's features recognised by a
+`speechkit.ctc` recogniser bundle, `--ctc-bundle FOLDER`, by default the shipped one,
+greedy and causal, words placed at their emission times), or beside the call
+`<call>.npy` (character posteriors at 20 ms) or `<call>.json` (timed words in its 'asr'
+list, or that list alone): the annotated_calls formats
+(`multiqt_jax.datasets.annotated_calls`). A call without any is an error saying these
+options; a note says when the recogniser is not the kind the model was trained on (the
+bundle's `decoding.text_recogniser`). `--no-text` instead marks the text missing
+(`present`), as modality dropout trains the model to take it. Text is built from the
+whole file before streaming; with the bundle's `causal_text` (the default) text frame t
+only holds words the recogniser had emitted by then, so what is printed is what a live
+run would print; standard input therefore works only without text.
 
 Bad input stops the run with an error that names the file (missing, empty, unreadable,
 silent, too short, non-finite samples, no text for a text model, a bad words or
@@ -449,7 +451,8 @@ def parser() -> argparse.ArgumentParser:
     )
     text.add_argument("--words", help="timed words JSON (annotated_calls 'asr') of the one call")
     parse.add_argument(
-        "--ctc-bundle", help="the speechkit.ctc recogniser bundle folder of --asr ctc"
+        "--ctc-bundle",
+        help="the speechkit.ctc recogniser bundle folder of --asr ctc (default: the shipped one)",
     )
     text.add_argument("--posteriors", help="character posteriors .npy [frames, 29] at 20 ms")
     text.add_argument(
@@ -475,8 +478,10 @@ def _check_text_arguments(args, tracker: Tracker) -> None:
             "--words / --posteriors: give the text of one call; for several, put "
             "<call>.json or <call>.npy beside each"
         )
-    if (args.asr == "ctc") != bool(args.ctc_bundle):
-        raise InputError("--asr ctc and --ctc-bundle FOLDER: give both or neither")
+    if args.ctc_bundle and args.asr != "ctc":
+        raise InputError("--ctc-bundle FOLDER: only with --asr ctc")
+    if args.asr == "ctc" and not args.ctc_bundle:
+        args.ctc_bundle = ctc_bundle.SHIPPED  # the recogniser that ships with the toolkit
     if args.ctc_bundle:
         _ctc_recogniser(args.ctc_bundle)  # a bad recogniser bundle stops the run here
     if args.no_text and tracker.config.modalities == ("text",):
@@ -496,13 +501,21 @@ def _notes(args, tracker: Tracker) -> list[str]:
                 "outputs without text are outside what it learnt"
             ]
         return []
+    notes = []
     if not tracker.info.decoding.causal_text:
-        return [
+        notes.append(
             "note: the model reads offline text (decoding.causal_text false: words at "
             "their recognised times, before the recogniser emitted them); segments and "
             "`emitted` are those of a replay, not of a live run"
-        ]
-    return []
+        )
+    trained = "ctc" if tracker.info.decoding.text_recogniser == "ctc" else "pocketsphinx"
+    if args.asr in ("pocketsphinx", "ctc") and args.asr != trained:
+        notes.append(
+            f"note: the model was trained on {trained}'s words and this run gives it "
+            f"--asr {args.asr}'s: their errors differ, and so may its scores "
+            f"(--asr {trained} matches)"
+        )
+    return notes
 
 
 def main(argv=None) -> int:

@@ -78,7 +78,7 @@ def write_report(config, workdir: str, build: dict, seconds: dict, compiled=None
         + " and ".join(f"`synthetic_calls/{_corpus(config, task)}`" for task in tasks)
         + " (one rendering, a label set per task): "
         f"{calls.get('examples', '?')} calls, {calls.get('hours', float('nan')):.2f} h, "
-        f"recogniser WER {calls.get('word_error_rate', float('nan')):.1%}; "
+        f"pocketsphinx WER {calls.get('word_error_rate', float('nan')):.1%}; "
         + _text_stream_line(calls.get("text_stream"), config.multiqt.text_stream),
         f"- Keywords `{config.cskws.dataset}`: {kws_build.get('hours', float('nan')):.2f} h, "
         f"{kws_build.get('train', {}).get('keyword_occurrences', '?')} training and "
@@ -154,6 +154,8 @@ def multiqt_section(config, workdir: str, task: str) -> list[str]:
         "",
         *multiqt_table(mq["models"]),
         "",
+        text_source_line(mq),
+        "",
     ]
     if task == "questions":
         lines += [
@@ -180,6 +182,23 @@ def multiqt_section(config, workdir: str, task: str) -> list[str]:
             figures.timeline_figure(timeline, _figure_path(workdir, "multiqt_timeline.png"))
             lines += ["![timeline](figures/multiqt_timeline.png)", ""]
     return lines
+
+
+def text_source_line(mq: dict) -> str:
+    """What the text models read: which recogniser's words, and how good they were."""
+    name = mq.get("text_recogniser") or ""
+    source = {
+        "": "the corpus's recogniser (pocketsphinx)",
+        "ctc": "the CTC character recogniser (`speechkit.ctc`; the shipped bundle unless "
+        "`--config.multiqt.ctc_bundle` names another)",
+    }.get(name, f"pocketsphinx's `{name}` variant")
+    line = f"Text input: the {mq.get('text_stream', 'causal')} words of {source}"
+    scores = mq.get("text_scores")
+    if scores:
+        line += f"; on the calls, WER {scores['wer']:.1%}, CER {scores['cer']:.1%}"
+        if scores.get("lag_median_s") is not None:
+            line += f", each word emitted {scores['lag_median_s']:.2f} s (median) after its end"
+    return line + "."
 
 
 def _first_timeline(folder: str, mq: dict):

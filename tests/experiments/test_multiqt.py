@@ -182,6 +182,11 @@ def test_the_ctc_recogniser_gives_the_text_of_every_split(reference, tmp_path):
     )
     assert ctc["text_recogniser"] == "ctc" and "heldout" in ctc["models"]["multimodal"]
     assert ctc["models"]["multimodal"] != results["models"]["multimodal"]
+    # the text stream's own scores, against the words said: pocketsphinx's beside the
+    # untrained recogniser's (every word wrong or missing)
+    ours, theirs = results["text_scores"], ctc["text_scores"]
+    assert 0 < ours["wer"] < 0.9 and ours["words"] == theirs["words"] > 0
+    assert theirs["wer"] >= 0.9 and theirs["cer"] > ours["cer"]
     cached = sorted(
         p.name for p in (data_dir / "synthetic_calls" / "questions-smoke" / "ctc_words").iterdir()
     )

@@ -26,7 +26,7 @@ def saved(tmp_path_factory, tiny_multiqt_config):
     params = jax.jit(net.init)(jax.random.key(0), inputs)
     folder = tmp_path_factory.mktemp("multiqt") / "bundle-fold0"
     smoothing = decode.SmoothingConfig(min_frames=3)
-    decoding = bundle.TrackingConfig(causal_text=False, smoothing=smoothing)
+    decoding = bundle.TrackingConfig(causal_text=False, smoothing=smoothing, text_recogniser="ctc")
     bundle.save(folder, net, params, labels.classes("questions"), decoding, "calls/questions")
     return folder, net, params, inputs
 
@@ -41,7 +41,9 @@ def test_round_trip_gives_the_same_outputs(saved):
     np.testing.assert_array_equal(found_mask, mask)
     assert info.model_config == net.config and info.labels == labels.QUESTION_CLASSES
     smoothing = decode.SmoothingConfig(min_frames=3)
-    assert info.decoding == bundle.TrackingConfig(causal_text=False, smoothing=smoothing)
+    assert info.decoding == bundle.TrackingConfig(
+        causal_text=False, smoothing=smoothing, text_recogniser="ctc"
+    )
     assert (info.task, info.corpus) == ("multiqt", "calls/questions")
 
 
@@ -58,10 +60,14 @@ def _copy(folder, tmp_path, edit):
 
 def test_a_bundle_saved_before_the_smoothing_was_stored_tracks_raw_labels(saved, tmp_path):
     folder, *_ = saved
-    copy = _copy(folder, tmp_path, lambda manifest: manifest["decoding"].pop("smoothing"))
-    _, _, info = bundle.load(copy)
+
+    def older(manifest):  # before the smoothing and the text recogniser were stored
+        manifest["decoding"].pop("smoothing")
+        manifest["decoding"].pop("text_recogniser")
+
+    _, _, info = bundle.load(_copy(folder, tmp_path, older))
     assert info.decoding == bundle.TrackingConfig(
-        causal_text=False, smoothing=decode.SmoothingConfig(min_frames=1)
+        causal_text=False, smoothing=decode.SmoothingConfig(min_frames=1), text_recogniser=""
     )
 
 

@@ -233,8 +233,14 @@ def test_asr_ctc_recognises_the_call_with_a_recogniser_bundle(saved, tmp_path, c
     )
     assert code == 0
     _assert_same(rows, _expected(net, params, saved["call"], _text(features, words)))
-    code, _, err = _run(capsys, folder, saved["call"], "--asr", "ctc")
-    assert code == 2 and "--asr ctc and --ctc-bundle FOLDER: give both or neither" in err
+    # without --ctc-bundle: the shipped recogniser, with a note that this model was
+    # trained on pocketsphinx's words (its bundle's decoding.text_recogniser is "")
+    shipped = Recogniser.load(ctc_bundle.SHIPPED).transcribe([features])[0].words
+    code, rows, err = _run(capsys, folder, saved["call"], "--asr", "ctc")
+    assert code == 0 and "trained on pocketsphinx's words" in err and "--asr ctc's" in err
+    _assert_same(rows, _expected(net, params, saved["call"], _text(features, shipped)))
+    code, _, err = _run(capsys, folder, saved["call"], "--ctc-bundle", bundle_folder)
+    assert code == 2 and "--ctc-bundle FOLDER: only with --asr ctc" in err
 
 
 def test_a_text_model_without_text_names_the_call_and_the_options(saved, tmp_path, capsys):
