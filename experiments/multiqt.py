@@ -52,15 +52,17 @@ from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model
 from multiqt_jax.datasets import render, synthetic_calls
 from multiqt_jax.datasets.features import (
     RecognisedBy,
+    WithPosteriors,
     recognised_words,
     record_call_id,
     spoken_words,
 )
 from speechkit import augment, batching, checks, files, tts
-from speechkit.ctc.recognise import Recogniser, cached_words
+from speechkit.ctc.recognise import Recogniser, cached_posteriors, cached_words
 from speechkit.optim import OptimizerConfig, TrainState
 
 CTC = "ctc"  # config.text_recogniser: speechkit.ctc's recogniser (config.ctc_bundle)
+CTC_POSTERIORS = "ctc_posteriors"  # the same recogniser's 20 ms character posteriors
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
 BASELINES = ("rf", "fnn")
 
@@ -82,8 +84,8 @@ def load_corpus(config):
         multihost_utils.sync_global_devices("corpus ready")
     source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
     recogniser = text_recogniser(config)
-    if recogniser == CTC:
-        source = with_ctc_words(config, source, f"synthetic_calls/{name}", "train")
+    if recogniser in (CTC, CTC_POSTERIORS):
+        source = with_ctc(config, source, f"synthetic_calls/{name}", "train")
     elif recogniser:
         builder = synthetic_calls.SyntheticCalls(config=name, data_dir=data_dir)
         words = None  # process 0 recognises; the others read its cache
@@ -95,6 +97,28 @@ def load_corpus(config):
             words = builder.variant_words(config.text_recogniser, "train")
         source = RecognisedBy(source, words)
     return source, input_pipeline.CorpusIndex.read(source)
+
+
+def with_ctc(config, source, corpus: str, split: str):
+    """`source` with the CTC recogniser's words (`with_ctc_words`), and for
+    text_recogniser "ctc_posteriors" also its character posteriors as the records'
+    `text_posteriors` (what the text input then reads), cached beside the words."""
+    source = with_ctc_words(config, source, corpus, split)
+    if text_recogniser(config) != CTC_POSTERIORS:
+        return source
+    recogniser = ctc_recogniser(config.ctc_bundle)
+    folder = os.path.join(common.data_dir(config), corpus, "ctc_posteriors")
+    path = os.path.join(folder, f"{split}-{recogniser.digest[:12]}.npz")
+    records = (source[i] for i in range(len(source)))
+    features = {record_call_id(r): r["audio"] for r in records}
+    posteriors = None
+    if jax.process_index() == 0:
+        posteriors = cached_posteriors(recogniser, features, path)
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(f"ctc posteriors {corpus} {split}")
+    if posteriors is None:
+        posteriors = cached_posteriors(recogniser, features, path)
+    return WithPosteriors(source, posteriors)
 
 
 def with_ctc_words(config, source, corpus: str, split: str) -> RecognisedBy:
@@ -152,14 +176,14 @@ def evaluation_sources(config) -> dict:
         sources = tfds.data_source(corpus, data_dir=common.data_dir(config))
         missing = evaluation.split not in sources
         recogniser = text_recogniser(config)
-        if recogniser and recogniser != CTC and corpus == own:
+        if recogniser and recogniser not in (CTC, CTC_POSTERIORS) and corpus == own:
             missing, why = True, f"config.text_recogniser={config.text_recogniser!r}"
         else:
             why = f"{corpus} has no {evaluation.split!r} split (has {sorted(sources)})"
         if not missing:
             source = sources[evaluation.split]
-            if recogniser == CTC:
-                source = with_ctc_words(config, source, corpus, evaluation.split)
+            if recogniser in (CTC, CTC_POSTERIORS):
+                source = with_ctc(config, source, corpus, evaluation.split)
             found[evaluation.name] = (source, input_pipeline.CorpusIndex.read(source))
         elif evaluation.optional:
             log(f"config.evals.{evaluation.name}: skipped, {why}")
@@ -301,12 +325,20 @@ def text_recogniser(config) -> str:
     """config.text_recogniser (the key keeps its spelling: results.json records it): ""
     (the corpus's recogniser), a name of `render.RECOGNISER_VARIANTS` or "ctc" (the CTC
     recogniser bundle `config.ctc_bundle`, on every split), whose words then replace the
-    recognised ones."""
+    recognised ones; "ctc_posteriors": the same recogniser, the text input its 20 ms
+    character posteriors (the paper's input; causal, nothing to alter)."""
     name = config.text_recogniser
-    if name and name != CTC and name not in render.RECOGNISER_VARIANTS:
+    if name and name not in (CTC, CTC_POSTERIORS) and name not in render.RECOGNISER_VARIANTS:
         raise ValueError(
-            f"config.text_recogniser: expected '', {CTC!r} or one of "
+            f"config.text_recogniser: expected '', {CTC!r}, {CTC_POSTERIORS!r} or one of "
             f"{tuple(render.RECOGNISER_VARIANTS)}, got {name!r}"
+        )
+    if name == CTC_POSTERIORS and (
+        config.text_stream != "causal" or config.text_substitution_rate or config.text_lag_s
+    ):
+        raise ValueError(
+            f"config.text_recogniser: {name!r} needs text_stream='causal' and no "
+            "text_substitution_rate or text_lag_s (posteriors are causal and not words)"
         )
     if name and config.text_words != "recognised":
         raise ValueError(

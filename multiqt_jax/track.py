@@ -32,7 +32,8 @@ one of, in this order: `--posteriors FILE.npy` or `--words FILE.json` (one call 
 `--asr pocketsphinx` (the call recognised with `speechkit.asr.recognise`, words placed
 at their emission times), `--asr ctc` (the call's features recognised by a
 `speechkit.ctc` recogniser bundle, `--ctc-bundle FOLDER`, by default the shipped one,
-greedy and causal, words placed at their emission times), or beside the call
+greedy and causal, words placed at their emission times; its 20 ms character posteriors
+for a bundle trained on them), or beside the call
 `<call>.npy` (character posteriors at 20 ms) or `<call>.json` (timed words in its 'asr'
 list, or that list alone): the annotated_calls formats
 (`multiqt_jax.datasets.annotated_calls`). A call without any is an error saying these
@@ -184,6 +185,7 @@ class TextSource:
     recogniser: str = "none"  # "pocketsphinx" or "ctc": recognise each call
     missing: bool = False  # mark the text missing (present = False)
     ctc_bundle: str | None = None  # the speechkit.ctc recogniser of recogniser "ctc"
+    ctc_posteriors: bool = False  # "ctc" gives its character posteriors, not its words
 
 
 def call_text(name: str, samples: np.ndarray, tracker: Tracker, source: TextSource):
@@ -220,7 +222,10 @@ def _text_record(name: str, samples, frames: int, source: TextSource) -> dict | 
         words = list(asr.recognise(samples).words)
     elif source.recogniser == "ctc":
         features = frontend.waveform_log_mel(samples, ctc_bundle.FEATURES)
-        words = list(_ctc_recogniser(source.ctc_bundle).transcribe([features])[0].words)
+        recogniser = _ctc_recogniser(source.ctc_bundle)
+        if source.ctc_posteriors:
+            return {**word_fields([]), "text_posteriors": recogniser.posteriors([features])[0]}
+        words = list(recogniser.transcribe([features])[0].words)
     elif os.path.exists(stem + ".npy"):
         return _posteriors_record(stem + ".npy", frames)
     elif os.path.exists(stem + ".json"):
@@ -396,7 +401,7 @@ def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, floa
     rate = features.sample_rate
     size = tracker.audio_block * features.hop_samples
     emit = lambda segment: out.write(name, segment)  # noqa: E731
-    source = text_source(args)
+    source = text_source(args, tracker)
     if name != STDIN and tracker.reads_text and not source.missing:
         # The call's text comes from the whole call (its words or their recognition).
         samples = stream_inputs.read_samples(name, features)
@@ -420,8 +425,13 @@ def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, floa
     return count, checked.samples / rate
 
 
-def text_source(args) -> TextSource:
-    return TextSource(args.words, args.posteriors, args.asr, args.no_text, args.ctc_bundle)
+def text_source(args, tracker: Tracker) -> TextSource:
+    """The text options, and whether `--asr ctc` gives this model the recogniser's
+    posteriors (a bundle trained on them: decoding.text_recogniser 'ctc_posteriors')."""
+    posteriors = tracker.info.decoding.text_recogniser == "ctc_posteriors"
+    return TextSource(
+        args.words, args.posteriors, args.asr, args.no_text, args.ctc_bundle, posteriors
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -508,7 +518,8 @@ def _notes(args, tracker: Tracker) -> list[str]:
             "their recognised times, before the recogniser emitted them); segments and "
             "`emitted` are those of a replay, not of a live run"
         )
-    trained = "ctc" if tracker.info.decoding.text_recogniser == "ctc" else "pocketsphinx"
+    trained = tracker.info.decoding.text_recogniser
+    trained = "ctc" if trained in ("ctc", "ctc_posteriors") else "pocketsphinx"
     if args.asr in ("pocketsphinx", "ctc") and args.asr != trained:
         notes.append(
             f"note: the model was trained on {trained}'s words and this run gives it "

@@ -51,9 +51,10 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.text_words = "recognised"
     # Another recogniser's words instead of the corpus's (recognised words only): a name
     # of multiqt_jax.datasets.render.RECOGNISER_VARIANTS, or "ctc": the causal character
-    # recogniser of speechkit.ctc, the bundle folder `ctc_bundle`; "" is the corpus's own.
+    # recogniser of speechkit.ctc, the bundle folder `ctc_bundle`, or "ctc_posteriors":
+    # its 20 ms character posteriors (the paper's input); "" is the corpus's own.
     config.text_recogniser = ""
-    config.ctc_bundle = ctc_bundle.SHIPPED  # the recogniser of text_recogniser="ctc"
+    config.ctc_bundle = ctc_bundle.SHIPPED  # the recogniser of text_recogniser="ctc*"
     config.text_lag_s = 0.0
     config.text_substitution_rate = 0.0
     config.train_fraction = 1.0  # share of each fold's training calls (a study)

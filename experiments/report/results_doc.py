@@ -198,6 +198,12 @@ def _corpora(provenance: dict, data: dict) -> list[str]:
     return lines
 
 
+def _text_scores_text(scores: dict | None) -> str:
+    if not scores:
+        return ""
+    return f" (on the calls WER {scores['wer']:.1%}, CER {scores['cer']:.1%})"
+
+
 def _multiqt(provenance: dict, data: dict, name: str) -> list[str]:
     results = data[name]
     smoothing = results["smoothing"]
@@ -208,7 +214,10 @@ def _multiqt(provenance: dict, data: dict, name: str) -> list[str]:
         f"espeak-ng) and on all {results['heldout_calls']} calls of the held-out synthesiser "
         f"({results['heldout_engine']}); smoothed: the causal minimum-duration rule at "
         f"{smoothing['min_frames']} frames ({smoothing['latency_ms']:.0f} ms latency); transfer: "
-        "held-out mean / in-engine mean. Text: the recogniser's causal stream.",
+        "held-out mean / in-engine mean. Text: the causal stream of "
+        + TEXT_SOURCES.get(results.get("text_recogniser", ""), results.get("text_recogniser"))
+        + _text_scores_text(results.get("text_scores"))
+        + ".",
         "",
         *header(
             "model | TIMESTEP F1 | INSTANCE F1 | INSTANCE F1 smoothed | held-out TIMESTEP F1 | "
@@ -462,6 +471,7 @@ def _benchmarks(provenance: dict, data: dict) -> list[str]:
     return lines + ["", _source_line(sources["bench-cost"]), ""]
 
 
+TEXT_SOURCES = {"": "pocketsphinx", "ctc": "CTC words", "ctc_posteriors": "CTC posteriors"}
 RECOGNISER_SPLITS = {
     "validation": "recogniser_speech validation",
     "calls": "questions calls (in-engine)",
@@ -511,14 +521,15 @@ def _recogniser(provenance: dict, data: dict) -> list[str]:
     lines += [
         "### MultiQT fed the CTC recogniser's text",
         "",
-        "Quick corpora, 5 folds, the text model's input the causal greedy words of each "
-        "recogniser; mean ± std over the folds.",
+        "Quick corpora, 5 folds; the text input: the causal words of each recogniser "
+        "(greedy for the CTC recogniser), or the CTC recogniser's 20 ms character "
+        "posteriors; mean ± std over the folds.",
         "",
         *header("task | text from | model | TIMESTEP F1 | held-out TIMESTEP F1"),
     ]
     for name in runs:
         results = data[name]
-        source = "CTC" if results["text_recogniser"] == "ctc" else "pocketsphinx"
+        source = TEXT_SOURCES.get(results["text_recogniser"], results["text_recogniser"])
         for model, summary in results["models"].items():
             scores = {k: summary[k]["timestep"]["f1"] for k in ("mean", "std")}
             held = {k: summary["heldout"][k]["timestep"]["f1"] for k in ("mean", "std")}

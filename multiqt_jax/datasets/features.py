@@ -136,3 +136,23 @@ class RecognisedBy:
         if call_id not in self.words:
             raise KeyError(f"RecognisedBy: no recognised words for call {call_id!r}")
         return {**record, **word_fields(self.words[call_id])}
+
+
+class WithPosteriors:
+    """A data source whose records carry their own character posteriors:
+    `posteriors[call_id]`, float32 [frames // 2, asr.NUM_SYMBOLS] per call (e.g. a
+    `speechkit.ctc` recogniser's), the `text_posteriors` field the text input then reads
+    in place of the words. Every call needs its posteriors."""
+
+    def __init__(self, source, posteriors: dict):
+        self.source, self.posteriors = source, posteriors
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __getitem__(self, index: int) -> dict:
+        record = self.source[index]
+        call_id = record_call_id(record)
+        if call_id not in self.posteriors:
+            raise KeyError(f"WithPosteriors: no posteriors for call {call_id!r}")
+        return {**record, "text_posteriors": self.posteriors[call_id]}

@@ -3,6 +3,7 @@
     emit, symbol = greedy(logits, mask)                       # jittable, [B, T] each
     state = initial_state(batch); emit, symbol, state = step(logits, mask, state)
     transcript = transcribe(emit[0], symbol[0], hop_s=0.02)  # Transcript(text, chars, words)
+    posteriors = text_posteriors(logits)                      # [B, T, 29], MultiQT's text
 
 Output frame t's best symbol is emitted when it is not blank and differs from the best
 symbol of the valid frame before (CTC's collapse of repeats); masked frames emit nothing
@@ -13,6 +14,9 @@ that frame's block. A word is the characters between word boundaries (SPACE); it
 emitted with its last character, and its span runs from the start of its first
 character's frame to the end of its last one (`speechkit.asr.TimedWord`, so
 `speechkit.asr.char_frames` renders it like pocketsphinx's words).
+
+`text_posteriors` gives the soft output instead, in the text stream's 29 columns: the
+paper's MultiQT input (20 ms character posteriors of a real-time recogniser).
 """
 
 from __future__ import annotations
@@ -52,6 +56,16 @@ def step(logits, mask, state):
 
     state, emit = jax.lax.scan(one, state, (best.T, mask.T))
     return emit.T, best, state
+
+
+def text_posteriors(logits):
+    """Character posteriors in `speechkit.asr`'s columns: logits float [..., T, 30] ->
+    float32 [..., T, speechkit.asr.NUM_SYMBOLS], the softmax with the word boundary's
+    probability added to blank's (`speechkit.asr.char_frames` renders the frames between
+    words as blank). Rows sum to 1."""
+    probabilities = jax.nn.softmax(jnp.asarray(logits, jnp.float32), axis=-1)
+    columns = probabilities[..., : asr.NUM_SYMBOLS]
+    return columns.at[..., symbols.BLANK].add(probabilities[..., symbols.SPACE])
 
 
 def greedy(logits, mask=None):

@@ -3,6 +3,7 @@
     recogniser = Recogniser.load(SHIPPED)                          # a speechkit.ctc.bundle
     transcripts = recogniser.transcribe([features, ...])           # [frames, 40] each
     words = cached_words(recogniser, {"call-00001": features, ...}, "cache/train.npz")
+    posteriors = recogniser.posteriors([features, ...])            # [frames // 2, 29] each
 
 `Recogniser.transcribe` runs the whole-call model (equal to streaming it, the contract)
 over batches of recordings in length order, padded to `pad_multiple` frames so a corpus
@@ -10,7 +11,8 @@ compiles a handful of programs, and decodes greedily and causally
 (`speechkit.ctc.decode`): every word carries the time the recogniser emitted it.
 `cached_words` keeps a corpus's words in one `.npz` of plain arrays (read with
 `allow_pickle=False`), keyed by the bundle's parameter digest, so another recogniser
-never reads them and a replaced file is recomputed, never run.
+never reads them and a replaced file is recomputed, never run; `cached_posteriors` does
+the same for the 20 ms character posteriors (`Recogniser.posteriors`, float16 on disk).
 """
 
 from __future__ import annotations
@@ -49,24 +51,54 @@ class Recogniser:
     def _predict(self):
         return jax.jit(functools.partial(train.predict, self.net))
 
+    @functools.cached_property
+    def _posteriors(self):
+        def posteriors(params, batch):
+            mask = {"audio": batch["audio_mask"]}
+            outputs, _ = self.net.apply(params, {"audio": batch["audio"]}, mask)
+            return decode.text_posteriors(outputs["logits"])
+
+        return jax.jit(posteriors)
+
     def transcribe(
         self, features: Sequence[np.ndarray], batch_size: int = 8, pad_multiple: int = 200
     ) -> list[decode.Transcript]:
         """Transcripts of recordings given as log-mel features [frames, 40] each, in order."""
-        frames = np.array([np.shape(f)[0] for f in features], np.int64)
         hop_s = self.net.config.output_hop_s
         found: list[decode.Transcript | None] = [None] * len(features)
-        order = np.argsort(frames, kind="stable")
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            width = batching.round_up(int(frames[rows].max()), pad_multiple)
-            examples = [{"audio": np.asarray(features[i], np.float32)} for i in rows]
-            fields = {"audio": batching.Field(np.float32, width, mask="audio_mask")}
-            batch = batching.collate(examples, fields, batch_size)
+        for rows, batch in _batches(features, batch_size, pad_multiple):
             emit, symbol, _ = jax.device_get(self._predict(self.params, batch))
             for row, index in enumerate(rows):
                 found[int(index)] = decode.transcribe(emit[row], symbol[row], hop_s=hop_s)
         return found
+
+    def posteriors(
+        self, features: Sequence[np.ndarray], batch_size: int = 8, pad_multiple: int = 200
+    ) -> list[np.ndarray]:
+        """Each recording's causal character posteriors (`decode.text_posteriors`),
+        float32 [frames // 2, speechkit.asr.NUM_SYMBOLS] at 20 ms: MultiQT's text input
+        for a call of `frames` 10 ms frames."""
+        found: list[np.ndarray | None] = [None] * len(features)
+        for rows, batch in _batches(features, batch_size, pad_multiple):
+            posteriors = np.asarray(jax.device_get(self._posteriors(self.params, batch)))
+            for row, index in enumerate(rows):
+                frames = np.shape(features[int(index)])[0]
+                found[int(index)] = posteriors[row, : frames // 2]
+        return found
+
+
+def _batches(features: Sequence[np.ndarray], batch_size: int, pad_multiple: int):
+    """(rows, batch) over recordings in length order: `rows` their indices in
+    `features`, `batch` their audio padded to a multiple of `pad_multiple` frames (a
+    corpus compiles a handful of programs) with its masks."""
+    frames = np.array([np.shape(f)[0] for f in features], np.int64)
+    order = np.argsort(frames, kind="stable")
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        width = batching.round_up(int(frames[rows].max()), pad_multiple)
+        examples = [{"audio": np.asarray(features[i], np.float32)} for i in rows]
+        fields = {"audio": batching.Field(np.float32, width, mask="audio_mask")}
+        yield rows, batching.collate(examples, fields, batch_size)
 
 
 def _save(path: str, digest: str, words: Mapping[str, Sequence[asr.TimedWord]]) -> None:
@@ -122,3 +154,60 @@ def cached_words(
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     _save(path, recogniser.digest, words)
     return words
+
+
+def cached_posteriors(
+    recogniser: Recogniser,
+    features: Mapping[str, np.ndarray],
+    path: str,
+    batch_size: int = 8,
+) -> dict[str, np.ndarray]:
+    """{key: the recogniser's character posteriors of features[key]} (`Recogniser.posteriors`,
+    float32 values rounded to float16, as they are kept), computed once and kept in
+    `path` like `cached_words`: plain arrays read with `allow_pickle=False`, keyed by the
+    parameter digest."""
+    cached = _read_posteriors(path, recogniser.digest)
+    if cached is not None and set(cached) == set(features):
+        return cached
+    keys = list(features)
+    found = recogniser.posteriors([features[key] for key in keys], batch_size)
+    found = [np.asarray(p, np.float16) for p in found]
+    description = {"format": CACHE_FORMAT, "digest": recogniser.digest, "keys": keys}
+    description = np.frombuffer(json.dumps(description).encode(), np.uint8)
+    offsets = np.cumsum([0] + [len(p) for p in found]).astype(np.int64)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    files.save_npz(
+        path,
+        description=description,
+        offsets=offsets,
+        posteriors=np.concatenate(found) if found else np.zeros((0, asr.NUM_SYMBOLS), np.float16),
+    )
+    return {key: p.astype(np.float32) for key, p in zip(keys, found, strict=True)}
+
+
+def _read_posteriors(path: str, digest: str) -> dict[str, np.ndarray] | None:
+    """The cached posteriors, or None when the file is missing, of another recogniser or
+    not a cache this module wrote (never unpickled)."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            description = json.loads(bytes(data["description"]).decode())
+            offsets, posteriors = data["offsets"], data["posteriors"]
+        keys = description["keys"]
+        if description.get("format") != CACHE_FORMAT or description.get("digest") != digest:
+            return None
+        if (
+            offsets.shape != (len(keys) + 1,)
+            or offsets[0] != 0
+            or np.any(np.diff(offsets) < 0)
+            or posteriors.dtype != np.float16
+            or posteriors.shape != (int(offsets[-1]), asr.NUM_SYMBOLS)
+        ):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError):
+        return None
+    return {
+        key: posteriors[start:end].astype(np.float32)
+        for key, start, end in zip(keys, offsets[:-1], offsets[1:], strict=True)
+    }

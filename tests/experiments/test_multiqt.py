@@ -160,8 +160,10 @@ def test_offline_text_stream_is_a_separate_reference_row(reference, tmp_path):
 
 
 def test_the_ctc_recogniser_gives_the_text_of_every_split(reference, tmp_path):
-    """text_recogniser="ctc": a (random, tiny) CTC bundle's words replace pocketsphinx's on
-    the train split and on the held-out engine's calls, cached beside the corpus."""
+    """text_recogniser="ctc_posteriors": a (random, tiny) CTC bundle's character
+    posteriors are the text input, and its words replace pocketsphinx's, on the train
+    split and on the held-out engine's calls, both cached beside the corpus ("ctc", its
+    words alone, is the main job's: tests/experiments/test_reproduce.py)."""
     import jax
 
     from speechkit.ctc import bundle as ctc_bundle
@@ -177,20 +179,36 @@ def test_the_ctc_recogniser_gives_the_text_of_every_split(reference, tmp_path):
         tmp_path / "run",
         1,
         "--config.models=multimodal",
-        "--config.text_recogniser=ctc",
+        "--config.text_recogniser=ctc_posteriors",
         f"--config.ctc_bundle={folder}",
     )
-    assert ctc["text_recogniser"] == "ctc" and "heldout" in ctc["models"]["multimodal"]
+    assert ctc["text_recogniser"] == "ctc_posteriors" and "heldout" in ctc["models"]["multimodal"]
     assert ctc["models"]["multimodal"] != results["models"]["multimodal"]
     # the text stream's own scores, against the words said: pocketsphinx's beside the
     # untrained recogniser's (every word wrong or missing)
     ours, theirs = results["text_scores"], ctc["text_scores"]
     assert 0 < ours["wer"] < 0.9 and ours["words"] == theirs["words"] > 0
     assert theirs["wer"] >= 0.9 and theirs["cer"] > ours["cer"]
-    cached = sorted(
-        p.name for p in (data_dir / "synthetic_calls" / "questions-smoke" / "ctc_words").iterdir()
-    )
-    assert [name.split("-")[0] for name in cached] == ["heldout", "train"]
+    corpus = data_dir / "synthetic_calls" / "questions-smoke"
+    for kind in ("ctc_words", "ctc_posteriors"):
+        cached = sorted(p.name for p in (corpus / kind).iterdir())
+        assert [name.split("-")[0] for name in cached] == ["heldout", "train"], kind
+
+
+@pytest.mark.parametrize(
+    "change", ["text_stream=offline", "text_lag_s=0.5", "text_substitution_rate=0.2"]
+)
+def test_posteriors_refuse_what_alters_words(change):
+    from experiments import multiqt
+    from experiments.configs import multiqt as multiqt_configs
+
+    config = multiqt_configs.get_config("smoke")
+    config.text_recogniser = "ctc_posteriors"
+    assert multiqt.text_recogniser(config) == "ctc_posteriors"
+    field, value = change.split("=")
+    setattr(config, field, type(config[field])(value))
+    with pytest.raises(ValueError, match="'ctc_posteriors' needs text_stream='causal'"):
+        multiqt.text_recogniser(config)
 
 
 def test_epochs_give_every_fold_its_steps_in_full_batches():

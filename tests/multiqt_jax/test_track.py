@@ -241,6 +241,16 @@ def test_asr_ctc_recognises_the_call_with_a_recogniser_bundle(saved, tmp_path, c
     _assert_same(rows, _expected(net, params, saved["call"], _text(features, shipped)))
     code, _, err = _run(capsys, folder, saved["call"], "--ctc-bundle", bundle_folder)
     assert code == 2 and "--ctc-bundle FOLDER: only with --asr ctc" in err
+    # a bundle trained on the recogniser's posteriors reads them, and no note is given
+    trained = bundle.TrackingConfig(causal_text=True, text_recogniser="ctc_posteriors")
+    on_posteriors = bundle.save(tmp_path / "posteriors-bundle", net, params, CLASSES, trained)
+    posteriors = Recogniser(recogniser, weights, "").posteriors([features])[0]
+    assert posteriors.shape == (len(features) // 2, asr.NUM_SYMBOLS)
+    code, rows, err = _run(
+        capsys, on_posteriors, saved["call"], "--asr", "ctc", "--ctc-bundle", bundle_folder
+    )
+    assert code == 0 and "note:" not in err
+    _assert_same(rows, _expected(net, params, saved["call"], posteriors))
 
 
 def test_a_text_model_without_text_names_the_call_and_the_options(saved, tmp_path, capsys):

@@ -340,3 +340,48 @@ def test_cached_words_are_data_keyed_by_the_recogniser(tmp_path, monkeypatch):
     assert calls == [1]
     (tmp_path / "train.npz").write_bytes(pickle.dumps({"not": "data"}))
     assert recognise._read(path, "a") is None
+
+
+def test_text_posteriors_fold_the_word_boundary_into_blank_and_sum_to_one():
+    logits = np.random.default_rng(2).normal(size=(2, 7, symbols.NUM_SYMBOLS)) * 3
+    found = np.asarray(decode.text_posteriors(logits))
+    assert found.shape == (2, 7, asr.NUM_SYMBOLS) and found.dtype == np.float32
+    np.testing.assert_allclose(found.sum(-1), 1.0, rtol=1e-6)
+    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(found[..., 1:], probabilities[..., 1 : asr.NUM_SYMBOLS], rtol=1e-5)
+    np.testing.assert_allclose(
+        found[..., symbols.BLANK],
+        probabilities[..., symbols.BLANK] + probabilities[..., symbols.SPACE],
+        rtol=1e-5,
+    )
+
+
+def test_posteriors_are_each_calls_own_and_cached_as_data(tmp_path, monkeypatch):
+    """Batched and padded, each recording gets the posteriors of its own whole-call
+    logits, frames // 2 rows; the cache returns them (float16-rounded) without the model."""
+    pytest.importorskip("grain")  # speechkit.batching's
+    from speechkit.ctc import recognise
+
+    net, params, _ = _setup()
+    rng = np.random.default_rng(6)
+    shapes = [(61 + 40 * i, 40) for i in range(3)]
+    features = {
+        f"call-{i}": rng.normal(size=shape).astype(np.float32) for i, shape in enumerate(shapes)
+    }
+    recogniser = recognise.Recogniser(net, params, digest="a")
+    found = recogniser.posteriors(list(features.values()), batch_size=2, pad_multiple=100)
+    for (key, audio), posteriors in zip(features.items(), found, strict=True):
+        logits = net.apply(params, {"audio": audio[None]})[0]["logits"][0]
+        assert posteriors.shape == (len(audio) // 2, asr.NUM_SYMBOLS), key
+        expected = decode.text_posteriors(logits)[: len(audio) // 2]
+        np.testing.assert_allclose(posteriors, expected, atol=1e-6)
+    path = str(tmp_path / "train.npz")
+    cached = recognise.cached_posteriors(recogniser, features, path, batch_size=2)
+    for key, posteriors in zip(features, found, strict=True):
+        np.testing.assert_array_equal(cached[key], posteriors.astype(np.float16).astype(np.float32))
+    monkeypatch.setattr(recognise.Recogniser, "posteriors", lambda *a, **k: 1 / 0)
+    again = recognise.cached_posteriors(recogniser, features, path)
+    assert all(np.array_equal(again[k], cached[k]) for k in features)
+    assert recognise._read_posteriors(path, "b") is None  # another recogniser's: not read
+    (tmp_path / "train.npz").write_bytes(b"not an npz")
+    assert recognise._read_posteriors(path, "a") is None
