@@ -24,10 +24,10 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.engine_set = "pip"  # speechkit.tts.ENGINE_SETS: "pip" or "festival"
     config.data_dir = ""  # default: ~/tensorflow_datasets
     config.multiqt = multiqt.get_config(preset)
-    # The text the MultiQT models read: the causal words of the shipped CTC character
-    # recogniser (speechkit.ctc, the paper's kind of recogniser), not the corpus's
-    # pocketsphinx words (experiments.multiqt's default, which the studies compare).
-    config.multiqt.text_recogniser = "ctc"
+    # The text the MultiQT models read: the causal 20 ms character posteriors of the
+    # shipped CTC character recogniser (speechkit.ctc: the paper's input), not the
+    # corpus's pocketsphinx words (experiments.multiqt's default, which the studies compare).
+    config.multiqt.text_recogniser = "ctc_posteriors"
     # MultiQT runs once per task, each with config.multiqt (its `task` set): "questions"
     # in WORKDIR/multiqt, "symptoms" in WORKDIR/multiqt-symptoms.
     config.multiqt_tasks = "questions,symptoms"

@@ -187,15 +187,22 @@ def multiqt_section(config, workdir: str, task: str) -> list[str]:
 def text_source_line(mq: dict) -> str:
     """What the text models read: which recogniser's words, and how good they were."""
     name = mq.get("text_recogniser") or ""
+    ctc = (
+        "the CTC character recogniser (`speechkit.ctc`; the shipped bundle unless "
+        "`--config.multiqt.ctc_bundle` names another)"
+    )
     source = {
-        "": "the corpus's recogniser (pocketsphinx)",
-        "ctc": "the CTC character recogniser (`speechkit.ctc`; the shipped bundle unless "
-        "`--config.multiqt.ctc_bundle` names another)",
-    }.get(name, f"pocketsphinx's `{name}` variant")
-    line = f"Text input: the {mq.get('text_stream', 'causal')} words of {source}"
+        "": "the causal words of the corpus's recogniser (pocketsphinx)",
+        "ctc": f"the causal words of {ctc}",
+        "ctc_posteriors": f"the causal 20 ms character posteriors of {ctc}",
+    }.get(name, f"the causal words of pocketsphinx's `{name}` variant")
+    if mq.get("text_stream") == "offline":
+        source = source.replace("the causal words", "the offline words")
+    line = f"Text input: {source}"
     scores = mq.get("text_scores")
     if scores:
-        line += f"; on the calls, WER {scores['wer']:.1%}, CER {scores['cer']:.1%}"
+        words = "its greedy words" if name == "ctc_posteriors" else "the words"
+        line += f"; {words} on the calls: WER {scores['wer']:.1%}, CER {scores['cer']:.1%}"
         if scores.get("lag_median_s") is not None:
             line += f", each word emitted {scores['lag_median_s']:.2f} s (median) after its end"
     return line + "."

@@ -45,8 +45,9 @@ def test_smoke_main_job_writes_results_and_the_report(
         assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 1000, figure
     multiqt = json.loads((tmp_path / "multiqt" / "results.json").read_text())
     assert set(multiqt["models"]) == {"audio", "rf"} and multiqt["num_folds"] == 2
-    assert multiqt["text_recogniser"] == "ctc" and multiqt["text_scores"]["words"] > 0
-    assert "Text input: the causal words of the CTC character recogniser" in report
+    assert multiqt["text_recogniser"] == "ctc_posteriors" and multiqt["text_scores"]["words"] > 0
+    posteriors = "Text input: the causal 20 ms character posteriors of the CTC character"
+    assert posteriors in report and "its greedy words on the calls: WER" in report
     for summary in multiqt["models"].values():
         check_multiqt_heldout(summary, 2)
     assert report.count("### In-engine vs held-out engine") == 3
