@@ -515,7 +515,11 @@ def _recogniser(provenance: dict, data: dict) -> list[str]:
                 )
             )
     lines += ["", _source_line(provenance["sources"]["recogniser-quick"]), ""]
-    runs = [name for name in provenance["sources"] if name.startswith("multiqt-")]
+    order = list(TEXT_SOURCES)
+    runs = sorted(
+        (name for name in provenance["sources"] if name.startswith("multiqt-")),
+        key=lambda name: (data[name]["task"], order.index(data[name]["text_recogniser"])),
+    )
     if not runs:
         return lines
     lines += [
