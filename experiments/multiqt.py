@@ -29,7 +29,7 @@ results.json `<name>_engine` (that synthesiser, or None) and `<name>_calls`. The
 prints an "on <name>" row under each model. Saved scores lacking an evaluation are
 recomputed. With `config.text_recogniser` a pocketsphinx variant's, the evaluations of
 the run's own corpus are skipped (their calls would need their synthesiser again); "ctc"
-recognises every split from its stored features (`with_ctc_words`).
+(and "ctc_posteriors") recognises every split from its stored features (`with_ctc`).
 """
 
 from __future__ import annotations
@@ -100,45 +100,37 @@ def load_corpus(config):
 
 
 def with_ctc(config, source, corpus: str, split: str):
-    """`source` with the CTC recogniser's words (`with_ctc_words`), and for
+    """`source` with the CTC recogniser's words in its asr_* fields, and for
     text_recogniser "ctc_posteriors" also its character posteriors as the records'
-    `text_posteriors` (what the text input then reads), cached beside the words."""
-    source = with_ctc_words(config, source, corpus, split)
+    `text_posteriors` (what the text input then reads); both cached beside the corpus."""
+    source = RecognisedBy(source, _ctc_outputs(config, source, corpus, split, "ctc_words"))
     if text_recogniser(config) != CTC_POSTERIORS:
         return source
-    recogniser = ctc_recogniser(config.ctc_bundle)
-    folder = os.path.join(common.data_dir(config), corpus, "ctc_posteriors")
-    path = os.path.join(folder, f"{split}-{recogniser.digest[:12]}.npz")
-    records = (source[i] for i in range(len(source)))
-    features = {record_call_id(r): r["audio"] for r in records}
-    posteriors = None
-    if jax.process_index() == 0:
-        posteriors = cached_posteriors(recogniser, features, path)
-    if jax.process_count() > 1:
-        multihost_utils.sync_global_devices(f"ctc posteriors {corpus} {split}")
-    if posteriors is None:
-        posteriors = cached_posteriors(recogniser, features, path)
-    return WithPosteriors(source, posteriors)
+    return WithPosteriors(source, _ctc_outputs(config, source, corpus, split, "ctc_posteriors"))
 
 
-def with_ctc_words(config, source, corpus: str, split: str) -> RecognisedBy:
-    """`source` with the words of the CTC recogniser `config.ctc_bundle` in its asr_*
-    fields: recognised from each call's stored features (no synthesis again), once, and
-    cached in DATA_DIR/<corpus>/ctc_words/<split>-<parameter digest>.npz
-    (`speechkit.ctc.recognise.cached_words`; process 0 writes it, the others wait)."""
+def _ctc_outputs(config, source, corpus: str, split: str, kind: str) -> dict:
+    """{call id: the words ("ctc_words") or character posteriors ("ctc_posteriors") of
+    the CTC recogniser `config.ctc_bundle`} for every call of `source`: recognised from
+    its stored features (no synthesis again), once, and cached in
+    DATA_DIR/<corpus>/<kind>/<split>-<parameter digest>.npz
+    (`speechkit.ctc.recognise.cached_words` / `cached_posteriors`; process 0 writes it,
+    the others wait)."""
+    cached = cached_words if kind == "ctc_words" else cached_posteriors
     recogniser = ctc_recogniser(config.ctc_bundle)
-    folder = os.path.join(common.data_dir(config), corpus, "ctc_words")
-    path = os.path.join(folder, f"{split}-{recogniser.digest[:12]}.npz")
+    path = os.path.join(
+        common.data_dir(config), corpus, kind, f"{split}-{recogniser.digest[:12]}.npz"
+    )
     records = (source[i] for i in range(len(source)))  # each record read once
     features = {record_call_id(r): r["audio"] for r in records}
-    words = None
+    found = None
     if jax.process_index() == 0:
-        words = cached_words(recogniser, features, path)
+        found = cached(recogniser, features, path)
     if jax.process_count() > 1:
-        multihost_utils.sync_global_devices(f"ctc words {corpus} {split}")
-    if words is None:
-        words = cached_words(recogniser, features, path)
-    return RecognisedBy(source, words)
+        multihost_utils.sync_global_devices(f"{kind} {corpus} {split}")
+    if found is None:
+        found = cached(recogniser, features, path)
+    return found
 
 
 def text_scores(source) -> dict | None:

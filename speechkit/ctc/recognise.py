@@ -112,21 +112,37 @@ def _save(path: str, digest: str, words: Mapping[str, Sequence[asr.TimedWord]]) 
     files.save_npz(path, description=description, counts=counts, times=times)
 
 
-def _read(path: str, digest: str) -> dict[str, tuple[asr.TimedWord, ...]] | None:
-    """The cached words, or None when the file is missing, of another recogniser or not
-    a cache this module wrote (never unpickled)."""
+def _open_cache(path: str, digest: str, *fields: str) -> tuple[dict, list] | None:
+    """(description, the arrays `fields`) of a cache file this module wrote for the
+    recogniser `digest`; None when it is missing, another recogniser's or not such a
+    file (read with allow_pickle=False: never unpickled)."""
     if not os.path.exists(path):
         return None
     try:
         with np.load(path, allow_pickle=False) as data:
             description = json.loads(bytes(data["description"]).decode())
-            counts, times = data["counts"], data["times"]
-        if description.get("format") != CACHE_FORMAT or description.get("digest") != digest:
-            return None
-        keys, names = description["keys"], description["words"]
-        if len(keys) != counts.size or counts.sum() != len(names) or times.shape != (len(names), 3):
-            return None
+            arrays = [data[field] for field in fields]
     except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError):
+        return None
+    if not isinstance(description, dict) or not isinstance(description.get("keys"), list):
+        return None
+    if description.get("format") != CACHE_FORMAT or description.get("digest") != digest:
+        return None
+    return description, arrays
+
+
+def _read(path: str, digest: str) -> dict[str, tuple[asr.TimedWord, ...]] | None:
+    """The cached words, or None (see `_open_cache`; also for inconsistent arrays)."""
+    opened = _open_cache(path, digest, "counts", "times")
+    if opened is None:
+        return None
+    description, (counts, times) = opened
+    keys, names = description["keys"], description.get("words")
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return None
+    if counts.dtype != np.int64 or times.dtype != np.float64 or np.any(counts < 0):
+        return None
+    if len(keys) != counts.size or counts.sum() != len(names) or times.shape != (len(names), 3):
         return None
     out, cursor = {}, 0
     for key, count in zip(keys, counts.tolist(), strict=True):
@@ -186,26 +202,20 @@ def cached_posteriors(
 
 
 def _read_posteriors(path: str, digest: str) -> dict[str, np.ndarray] | None:
-    """The cached posteriors, or None when the file is missing, of another recogniser or
-    not a cache this module wrote (never unpickled)."""
-    if not os.path.exists(path):
+    """The cached posteriors, or None (see `_open_cache`; also for inconsistent arrays)."""
+    opened = _open_cache(path, digest, "offsets", "posteriors")
+    if opened is None:
         return None
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            description = json.loads(bytes(data["description"]).decode())
-            offsets, posteriors = data["offsets"], data["posteriors"]
-        keys = description["keys"]
-        if description.get("format") != CACHE_FORMAT or description.get("digest") != digest:
-            return None
-        if (
-            offsets.shape != (len(keys) + 1,)
-            or offsets[0] != 0
-            or np.any(np.diff(offsets) < 0)
-            or posteriors.dtype != np.float16
-            or posteriors.shape != (int(offsets[-1]), asr.NUM_SYMBOLS)
-        ):
-            return None
-    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError):
+    description, (offsets, posteriors) = opened
+    keys = description["keys"]
+    if (
+        offsets.dtype != np.int64
+        or offsets.shape != (len(keys) + 1,)
+        or offsets[0] != 0
+        or np.any(np.diff(offsets) < 0)
+        or posteriors.dtype != np.float16
+        or posteriors.shape != (int(offsets[-1]), asr.NUM_SYMBOLS)
+    ):
         return None
     return {
         key: posteriors[start:end].astype(np.float32)

@@ -4,6 +4,7 @@ times), the input pipeline, and that training learns to spell."""
 
 import dataclasses
 import functools
+import json
 
 import jax
 import numpy as np
@@ -385,3 +386,18 @@ def test_posteriors_are_each_calls_own_and_cached_as_data(tmp_path, monkeypatch)
     assert recognise._read_posteriors(path, "b") is None  # another recogniser's: not read
     (tmp_path / "train.npz").write_bytes(b"not an npz")
     assert recognise._read_posteriors(path, "a") is None
+    # crafted arrays of the right names but the wrong kinds are not read (no crash)
+    description = np.frombuffer(
+        json.dumps({"format": 1, "digest": "a", "keys": ["k"]}).encode(), np.uint8
+    )
+    for offsets, posteriors in (
+        (np.array([0.0, 1.0]), np.zeros((1, asr.NUM_SYMBOLS), np.float16)),
+        (np.array([0, 2]), np.zeros((1, asr.NUM_SYMBOLS), np.float16)),
+        (np.array([0, 1]), np.zeros((1, 3), np.float16)),
+    ):
+        np.savez(path, description=description, offsets=offsets, posteriors=posteriors)
+        assert recognise._read_posteriors(path, "a") is None
+    words = {"format": 1, "digest": "a", "keys": ["k"], "words": ["hello"]}
+    description = np.frombuffer(json.dumps(words).encode(), np.uint8)
+    np.savez(path, description=description, counts=np.array([1.0]), times=np.zeros((1, 3)))
+    assert recognise._read(path, "a") is None
