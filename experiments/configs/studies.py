@@ -44,9 +44,16 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.sweeps = ml_collections.ConfigDict()
     config.sweeps.substitution_rate = (0.0, 0.25, 0.5)  # of the oracle transcript's words
     # other recognisers on the same audio: pocketsphinx variants
-    # (multiqt_jax.datasets.render.RECOGNISER_VARIANTS) and "ctc", the CTC recogniser
-    # `multiqt.ctc_bundle` (the shipped one, speechkit.ctc.bundle.SHIPPED, by default)
-    config.sweeps.recognisers = ("narrowband", "small_beam", "unigram_lm", "ctc")
+    # (multiqt_jax.datasets.render.RECOGNISER_VARIANTS), "ctc", the CTC recogniser
+    # `multiqt.ctc_bundle` (the shipped one, speechkit.ctc.bundle.SHIPPED, by default), and
+    # "ctc_posteriors", its character posteriors (WER: of its greedy words)
+    config.sweeps.recognisers = (
+        "narrowband",
+        "small_beam",
+        "unigram_lm",
+        "ctc",
+        "ctc_posteriors",
+    )
     config.sweeps.text_lag_s = (0.0, 0.5, 1.0, 2.0)  # 0: the base variant
     config.sweeps.snr_db = (20.0, 10.0, 5.0, 0.0)  # test-time noise (plus clean)
     config.sweeps.matched_snr_db = (0.0, 20.0)  # noise-trained variants' range
@@ -62,7 +69,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.sweeps.delay = (0, 2, 4, 8)  # output frames of look-ahead (40 ms each)
     if preset == "quick":  # about the hour on 2 CPU cores
         config.sweeps.substitution_rate = (0.0, 0.5)
-        config.sweeps.recognisers = ("narrowband", "unigram_lm", "ctc")
+        config.sweeps.recognisers = ("narrowband", "unigram_lm", "ctc", "ctc_posteriors")
         config.sweeps.text_lag_s = (0.0, 2.0)
         config.sweeps.train_fraction = (0.25, 1.0)
     if preset == "smoke":

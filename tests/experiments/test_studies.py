@@ -61,7 +61,8 @@ def test_text_alterations_and_training_noise_are_checked_by_field_name():
     assert multiqt.training_noise(config) == (0.0, 20.0)
     assert multiqt.text_recogniser(config) == ""
     config.text_recogniser = "perfect"
-    with pytest.raises(ValueError, match="config.text_recogniser: expected '', 'ctc' or one of"):
+    expected = "config.text_recogniser: expected '', 'ctc', 'ctc_posteriors' or one of"
+    with pytest.raises(ValueError, match=expected):
         multiqt.text_recogniser(config)
     config.text_recogniser, config.text_words = "narrowband", "spoken"
     with pytest.raises(ValueError, match="needs text_words='recognised'"):
