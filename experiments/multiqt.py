@@ -63,6 +63,7 @@ from speechkit.optim import OptimizerConfig, TrainState
 
 CTC = "ctc"  # config.text_recogniser: speechkit.ctc's recogniser (config.ctc_bundle)
 CTC_POSTERIORS = "ctc_posteriors"  # the same recogniser's 20 ms character posteriors
+CTC_TEXT = (CTC, CTC_POSTERIORS)  # the text_recogniser values that run config.ctc_bundle
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
 BASELINES = ("rf", "fnn")
 
@@ -84,7 +85,7 @@ def load_corpus(config):
         multihost_utils.sync_global_devices("corpus ready")
     source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
     recogniser = text_recogniser(config)
-    if recogniser in (CTC, CTC_POSTERIORS):
+    if recogniser in CTC_TEXT:
         source = with_ctc(config, source, f"synthetic_calls/{name}", "train")
     elif recogniser:
         builder = synthetic_calls.SyntheticCalls(config=name, data_dir=data_dir)
@@ -103,16 +104,19 @@ def with_ctc(config, source, corpus: str, split: str):
     """`source` with the CTC recogniser's words in its asr_* fields, and for
     text_recogniser "ctc_posteriors" also its character posteriors as the records'
     `text_posteriors` (what the text input then reads); both cached beside the corpus."""
-    source = RecognisedBy(source, _ctc_outputs(config, source, corpus, split, "ctc_words"))
+    records = (source[i] for i in range(len(source)))  # each record read once
+    features = {record_call_id(r): r["audio"] for r in records}
+    words = _ctc_outputs(config, features, corpus, split, "ctc_words")
     if text_recogniser(config) != CTC_POSTERIORS:
-        return source
-    return WithPosteriors(source, _ctc_outputs(config, source, corpus, split, "ctc_posteriors"))
+        return RecognisedBy(source, words)
+    posteriors = _ctc_outputs(config, features, corpus, split, "ctc_posteriors")
+    return WithPosteriors(RecognisedBy(source, words), posteriors)
 
 
-def _ctc_outputs(config, source, corpus: str, split: str, kind: str) -> dict:
+def _ctc_outputs(config, features: dict, corpus: str, split: str, kind: str) -> dict:
     """{call id: the words ("ctc_words") or character posteriors ("ctc_posteriors") of
-    the CTC recogniser `config.ctc_bundle`} for every call of `source`: recognised from
-    its stored features (no synthesis again), once, and cached in
+    the CTC recogniser `config.ctc_bundle`} for the calls' stored `features` {call id:
+    [frames, 40]} (no synthesis again), recognised once and cached in
     DATA_DIR/<corpus>/<kind>/<split>-<parameter digest>.npz
     (`speechkit.ctc.recognise.cached_words` / `cached_posteriors`; process 0 writes it,
     the others wait)."""
@@ -121,8 +125,6 @@ def _ctc_outputs(config, source, corpus: str, split: str, kind: str) -> dict:
     path = os.path.join(
         common.data_dir(config), corpus, kind, f"{split}-{recogniser.digest[:12]}.npz"
     )
-    records = (source[i] for i in range(len(source)))  # each record read once
-    features = {record_call_id(r): r["audio"] for r in records}
     found = None
     if jax.process_index() == 0:
         found = cached(recogniser, features, path)
@@ -168,13 +170,13 @@ def evaluation_sources(config) -> dict:
         sources = tfds.data_source(corpus, data_dir=common.data_dir(config))
         missing = evaluation.split not in sources
         recogniser = text_recogniser(config)
-        if recogniser and recogniser not in (CTC, CTC_POSTERIORS) and corpus == own:
+        if recogniser and recogniser not in CTC_TEXT and corpus == own:
             missing, why = True, f"config.text_recogniser={config.text_recogniser!r}"
         else:
             why = f"{corpus} has no {evaluation.split!r} split (has {sorted(sources)})"
         if not missing:
             source = sources[evaluation.split]
-            if recogniser in (CTC, CTC_POSTERIORS):
+            if recogniser in CTC_TEXT:
                 source = with_ctc(config, source, corpus, evaluation.split)
             found[evaluation.name] = (source, input_pipeline.CorpusIndex.read(source))
         elif evaluation.optional:
@@ -320,7 +322,7 @@ def text_recogniser(config) -> str:
     recognised ones; "ctc_posteriors": the same recogniser, the text input its 20 ms
     character posteriors (the paper's input; causal, nothing to alter)."""
     name = config.text_recogniser
-    if name and name not in (CTC, CTC_POSTERIORS) and name not in render.RECOGNISER_VARIANTS:
+    if name and name not in CTC_TEXT and name not in render.RECOGNISER_VARIANTS:
         raise ValueError(
             f"config.text_recogniser: expected '', {CTC!r}, {CTC_POSTERIORS!r} or one of "
             f"{tuple(render.RECOGNISER_VARIANTS)}, got {name!r}"

@@ -191,13 +191,12 @@ def text_source_line(mq: dict) -> str:
         "the CTC character recogniser (`speechkit.ctc`; the shipped bundle unless "
         "`--config.multiqt.ctc_bundle` names another)"
     )
+    words = f"the {mq.get('text_stream', 'causal')} words of"
     source = {
-        "": "the causal words of the corpus's recogniser (pocketsphinx)",
-        "ctc": f"the causal words of {ctc}",
+        "": f"{words} the corpus's recogniser (pocketsphinx)",
+        "ctc": f"{words} {ctc}",
         "ctc_posteriors": f"the causal 20 ms character posteriors of {ctc}",
-    }.get(name, f"the causal words of pocketsphinx's `{name}` variant")
-    if mq.get("text_stream") == "offline":
-        source = source.replace("the causal words", "the offline words")
+    }.get(name, f"{words} pocketsphinx's `{name}` variant")
     line = f"Text input: {source}"
     scores = mq.get("text_scores")
     if scores:

@@ -119,13 +119,14 @@ def record_call_id(record) -> str:
     return call_id.decode() if isinstance(call_id, bytes) else str(call_id)
 
 
-class RecognisedBy:
-    """A data source (`tfds.data_source` split) whose records' asr_* fields hold other
-    recognised words: `words[call_id]`, a sequence of `asr.TimedWord`s per call (e.g.
-    `synthetic_calls.SyntheticCalls.variant_words`). Every call needs its words."""
+class _PerCall:
+    """A data source (`tfds.data_source` split) whose records get fields of their own:
+    `fields(values[call_id])` merged into each record. Every call needs its value."""
 
-    def __init__(self, source, words: dict):
-        self.source, self.words = source, words
+    what = ""  # what `values` hold, for the error naming a call without one
+
+    def __init__(self, source, values: dict):
+        self.source, self.values = source, values
 
     def __len__(self) -> int:
         return len(self.source)
@@ -133,26 +134,32 @@ class RecognisedBy:
     def __getitem__(self, index: int) -> dict:
         record = self.source[index]
         call_id = record_call_id(record)
-        if call_id not in self.words:
-            raise KeyError(f"RecognisedBy: no recognised words for call {call_id!r}")
-        return {**record, **word_fields(self.words[call_id])}
+        if call_id not in self.values:
+            raise KeyError(f"{type(self).__name__}: no {self.what} for call {call_id!r}")
+        return {**record, **self.fields(self.values[call_id])}
+
+    def fields(self, value) -> dict:
+        raise NotImplementedError
 
 
-class WithPosteriors:
+class RecognisedBy(_PerCall):
+    """A data source whose records' asr_* fields hold other recognised words:
+    `words[call_id]`, a sequence of `asr.TimedWord`s per call (e.g.
+    `synthetic_calls.SyntheticCalls.variant_words`)."""
+
+    what = "recognised words"
+
+    def fields(self, words) -> dict:
+        return word_fields(words)
+
+
+class WithPosteriors(_PerCall):
     """A data source whose records carry their own character posteriors:
     `posteriors[call_id]`, float32 [frames // 2, asr.NUM_SYMBOLS] per call (e.g. a
     `speechkit.ctc` recogniser's), the `text_posteriors` field the text input then reads
-    in place of the words. Every call needs its posteriors."""
+    in place of the words."""
 
-    def __init__(self, source, posteriors: dict):
-        self.source, self.posteriors = source, posteriors
+    what = "posteriors"
 
-    def __len__(self) -> int:
-        return len(self.source)
-
-    def __getitem__(self, index: int) -> dict:
-        record = self.source[index]
-        call_id = record_call_id(record)
-        if call_id not in self.posteriors:
-            raise KeyError(f"WithPosteriors: no posteriors for call {call_id!r}")
-        return {**record, "text_posteriors": self.posteriors[call_id]}
+    def fields(self, posteriors) -> dict:
+        return {"text_posteriors": posteriors}
