@@ -1,16 +1,20 @@
 """Small pieces the experiment runners share: the command line (`main`: the flags
 --config, --workdir and the multi-process ones, defined once here for every runner),
 logging, training curves, configs mapped field for field onto the dataclasses they build
-(`build`), the TFDS data folder of a config (`data_dir`) and transfer ratios
-(`transfer_ratio`)."""
+(`build`), the TFDS data folder of a config (`data_dir`), transfer ratios
+(`transfer_ratio`) and an experiment run in a second process (`Beside`)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
+import multiprocessing
 import os
 import sys
+import threading
 import time
+import traceback
 
 import jax
 from absl import app, flags
@@ -129,6 +133,84 @@ def main(run, *, distributed: bool = False) -> None:
         cli_main(run, CONFIG.value, WORKDIR.value, DISTRIBUTED if distributed else None)
 
     app.run(absl_main)
+
+
+class Beside:
+    """`module.train_and_evaluate(config, workdir)` of an experiment module (named, e.g.
+    "experiments.cskws") in a second, spawned process, set up as `cli_main` sets up a
+    runner (XLA flags, compilation cache, quiet orbax), while this process goes on. Its
+    log lines and printed results reach this process's stderr and stdout.
+
+    `result()` waits for it and returns (seconds, `compilation.Counter.record()` of what it
+    compiled), or raises the exception it raised (a `speechkit.errors.InvalidInput`
+    included, so `cli_main` reports it as usual). Used as a context manager, leaving the
+    block early (an error here) terminates it; it also ends itself when this process dies.
+    The numbers do not depend on it: the child runs the same programs on the same data
+    with the same seeds.
+    """
+
+    def __init__(self, module: str, config, workdir: str):
+        context = multiprocessing.get_context("spawn")  # never fork a process running XLA
+        self._receive, send = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=_beside_main, args=(send, module, config, workdir, os.getpid()), name=module
+        )
+        self._process.start()
+        send.close()
+
+    def result(self) -> tuple[float, dict]:
+        try:
+            message = self._receive.recv()
+        except EOFError:
+            self._process.join()
+            raise RuntimeError(
+                f"{self._process.name} in its own process ended (exit status "
+                f"{self._process.exitcode}) before it finished"
+            ) from None
+        self._process.join()
+        if message[0] == "error":
+            raise message[1]
+        return message[1], message[2]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._process.is_alive():
+            self._process.terminate()
+        self._process.join()
+        self._receive.close()
+
+
+def _end_with_parent(parent: int) -> None:
+    """Ends this process (status 1) once the process that started it has gone."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
+def _beside_main(connection, module: str, config, workdir: str, parent: int) -> None:
+    threading.Thread(target=_end_with_parent, args=(parent,), daemon=True).start()
+    accelerator.configure()
+    absl_logging.set_verbosity(absl_logging.WARNING)
+    compilation.enable_cache()
+    log = logger(module.rsplit(".", 1)[-1])
+    started = time.perf_counter()
+    try:
+        with compilation.Counter() as counted:
+            importlib.import_module(module).train_and_evaluate(config, workdir)
+    except BaseException as err:  # noqa: BLE001 - sent to the parent, which raises it
+        if not isinstance(err, errors.InvalidInput):
+            err.add_note(f"in {module}'s own process:\n{traceback.format_exc()}")
+        try:
+            connection.send(("error", err))
+        except Exception:  # noqa: BLE001 - an exception that does not pickle
+            connection.send(("error", RuntimeError(f"in {module}'s own process: {err!r}")))
+        connection.close()
+        sys.exit(1)
+    log(f"compilation: {counted.summary()}")
+    connection.send(("done", time.perf_counter() - started, counted.record()))
+    connection.close()
 
 
 def build(cls, section, where: str, **overrides):

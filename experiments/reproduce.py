@@ -20,6 +20,7 @@ interrupted training continues from its checkpoints.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -39,7 +40,7 @@ def run(config, workdir: str) -> str:
     seconds, compiled = {}, {}
 
     count = len(multiqt_tasks(config)) + 3  # corpora, MultiQT per task, CS-KWS, report
-    started = time.perf_counter()
+    started = job_started = time.perf_counter()
     log(f"stage 1/{count}: corpora ({config.size}, engine set {config.engine_set}) in {data_dir}")
     build = build_data.build(config.size, data_dir, engine_set=config.engine_set)
     seconds["corpora"] = time.perf_counter() - started
@@ -48,29 +49,49 @@ def run(config, workdir: str) -> str:
     for sub in (config.multiqt, config.cskws):
         sub.data_dir, sub.build_missing = data_dir, False
     config.cskws.dataset = f"synthetic_kws/{tts.corpus_config_name(config.size, config.engine_set)}"
-    stages = [
-        (multiqt_folder(task), multiqt, task_config(config, task)) for task in multiqt_tasks(config)
-    ] + [("cskws", cskws, config.cskws)]
-    for stage, (name, module, sub) in enumerate(stages, start=2):
-        started = time.perf_counter()
-        log(f"stage {stage}/{count}: {name}")
-        with compilation.Counter() as counted:
-            module.train_and_evaluate(sub, os.path.join(workdir, name))
-        seconds[name] = time.perf_counter() - started
-        compiled[name] = counted.record()
-        log(f"{name}: {counted.summary()}")
+    multiqt_stages = [
+        (multiqt_folder(task), task_config(config, task)) for task in multiqt_tasks(config)
+    ]
+    kws_stage = count - 1
+    # The report says whether it ran beside (its RTF then shares the cores with MultiQT).
+    config.kws_beside_multiqt = beside = config.kws_beside_multiqt and (os.cpu_count() or 1) > 1
+    with contextlib.ExitStack() as stack:
+        if beside:
+            log(f"stage {kws_stage}/{count}: cskws, in a second process beside MultiQT")
+            kws = stack.enter_context(
+                common.Beside("experiments.cskws", config.cskws, os.path.join(workdir, "cskws"))
+            )
+        for stage, (name, sub) in enumerate(multiqt_stages, start=2):
+            seconds[name], compiled[name] = _stage(stage, count, name, multiqt, sub, workdir)
+        if beside:
+            seconds["cskws"], compiled["cskws"] = kws.result()
+        else:
+            seconds["cskws"], compiled["cskws"] = _stage(
+                kws_stage, count, "cskws", cskws, config.cskws, workdir
+            )
     files.write_json(os.path.join(workdir, "compilation.json"), compiled)
 
     started = time.perf_counter()
     log(f"stage {count}/{count}: report")
     path = write_report(config, workdir, build, seconds, compiled)
     seconds["report"] = time.perf_counter() - started
+    seconds["total"] = time.perf_counter() - job_started
     log(
         "done: "
         + ", ".join(f"{stage} {value:.0f} s" for stage, value in seconds.items())
         + f"; open {path}"
     )
     return path
+
+
+def _stage(stage: int, count: int, name: str, module, config, workdir: str) -> tuple[float, dict]:
+    """Runs one experiment stage here: (its seconds, what it compiled)."""
+    started = time.perf_counter()
+    log(f"stage {stage}/{count}: {name}")
+    with compilation.Counter() as counted:
+        module.train_and_evaluate(config, os.path.join(workdir, name))
+    log(f"{name}: {counted.summary()}")
+    return time.perf_counter() - started, counted.record()
 
 
 if __name__ == "__main__":

@@ -32,6 +32,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # in WORKDIR/multiqt, "symptoms" in WORKDIR/multiqt-symptoms.
     config.multiqt_tasks = "questions,symptoms"
     config.cskws = cskws.get_config(preset)
+    # CS-KWS trains in a second process while MultiQT trains here (machines with 2 or more
+    # cores): same numbers, the stages' seconds overlap, KWS's RTF shares the cores.
+    config.kws_beside_multiqt = True
     # Where `make studies` writes (WORKDIR/../studies by default): the report links its
     # studies.md and lists its verdicts when they exist.
     config.studies_dir = ""

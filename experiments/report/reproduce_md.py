@@ -47,6 +47,15 @@ def _compiled_text(compiled: dict) -> str:
     )
 
 
+def _beside_text(config) -> str:
+    if not config.get("kws_beside_multiqt"):
+        return "."
+    return (
+        ". CS-KWS ran in a second process beside MultiQT: its seconds overlap theirs, and its"
+        " RTF was measured while MultiQT trained on the other cores."
+    )
+
+
 def write_report(config, workdir: str, build: dict, seconds: dict, compiled=None) -> str:
     """WORKDIR/report.md and its figures from the main job's results in `workdir`, the
     corpora's build report `build`, the stages' `seconds` and, per training stage, what
@@ -70,7 +79,8 @@ def write_report(config, workdir: str, build: dict, seconds: dict, compiled=None
         f"Run {time.strftime('%Y-%m-%d %H:%M')} on {platform.node()} "
         f"({os.cpu_count()} CPUs, {platform.python_version()}); stage seconds: "
         + ", ".join(f"{stage} {value:.0f}" for stage, value in seconds.items())
-        + _compiled_text(compiled or {}),
+        + _compiled_text(compiled or {})
+        + _beside_text(config),
         "",
         "## Data",
         "",
@@ -92,7 +102,8 @@ def write_report(config, workdir: str, build: dict, seconds: dict, compiled=None
         "",
         *kws_table(kws["models"]),
         "",
-        "RTF: detection seconds per second of test audio on this machine, after compilation.",
+        "RTF: detection seconds per second of test audio on this machine, after compilation"
+        + (" (MultiQT training beside it)." if config.get("kws_beside_multiqt") else "."),
         "",
         *kws_test_size_lines(kws),
         "### In-engine vs held-out engine",
