@@ -136,8 +136,9 @@ def main(run, *, distributed: bool = False) -> None:
 
 
 class Beside:
-    """`module.train_and_evaluate(config, workdir)` of an experiment module (named, e.g.
-    "experiments.cskws") in a second, spawned process, set up as `cli_main` sets up a
+    """`module.function(config, workdir)` of an experiment module (named, e.g.
+    "experiments.cskws"; `function` defaults to train_and_evaluate) in a second, spawned
+    process, set up as `cli_main` sets up a
     runner (XLA flags, compilation cache, quiet orbax), while this process goes on. Its
     log lines and printed results reach this process's stderr and stdout.
 
@@ -149,11 +150,13 @@ class Beside:
     with the same seeds.
     """
 
-    def __init__(self, module: str, config, workdir: str):
+    def __init__(self, module: str, config, workdir: str, function: str = "train_and_evaluate"):
         context = multiprocessing.get_context("spawn")  # never fork a process running XLA
         self._receive, send = context.Pipe(duplex=False)
         self._process = context.Process(
-            target=_beside_main, args=(send, module, config, workdir, os.getpid()), name=module
+            target=_beside_main,
+            args=(send, module, function, config, workdir, os.getpid()),
+            name=f"{module}.{function}",
         )
         self._process.start()
         send.close()
@@ -189,7 +192,7 @@ def _end_with_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _beside_main(connection, module: str, config, workdir: str, parent: int) -> None:
+def _beside_main(connection, module: str, function: str, config, workdir, parent: int) -> None:
     threading.Thread(target=_end_with_parent, args=(parent,), daemon=True).start()
     accelerator.configure()
     absl_logging.set_verbosity(absl_logging.WARNING)
@@ -198,7 +201,7 @@ def _beside_main(connection, module: str, config, workdir: str, parent: int) -> 
     started = time.perf_counter()
     try:
         with compilation.Counter() as counted:
-            importlib.import_module(module).train_and_evaluate(config, workdir)
+            getattr(importlib.import_module(module), function)(config, workdir)
     except BaseException as err:  # noqa: BLE001 - sent to the parent, which raises it
         if not isinstance(err, errors.InvalidInput):
             err.add_note(f"in {module}'s own process:\n{traceback.format_exc()}")

@@ -61,6 +61,7 @@ the verdict on each of the papers' claims, worked out from the numbers).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -504,29 +505,18 @@ class Studies:
         """afkws and afkws_no_unknown for every (corpus, training share, steps): the base
         corpus and each of `config.sweeps.kws_datasets` (larger ones, e.g.
         synthetic_kws/medium, which shares quick's test and heldout utterances)."""
-        base = self.config.cskws
         cells = []
-        for dataset in unknown_class_corpora(self.config):
-            for fraction in sorted(float(f) for f in self.config.sweeps.kws_fraction):
-                for steps in sorted(int(s) for s in self.config.sweeps.kws_steps):
-                    name = unknown_class_variant(base, dataset, fraction, steps)
-                    overrides = {"train.fraction": fraction, "train.steps": steps}
-                    if dataset != base.dataset:
-                        overrides["dataset"] = dataset
-                    results, _, _ = self.runs.cskws(name, overrides)
-                    cells.append(unknown_class_cell(results, dataset, fraction, steps))
+        for (dataset, fraction, steps), (name, overrides, models) in unknown_class_variants(
+            self.config
+        ):
+            results, _, _ = self.runs.cskws(name, overrides, models)
+            cells.append(unknown_class_cell(results, dataset, fraction, steps))
         return {"cells": cells}
 
     def lookahead(self) -> dict:
         rows = []
-        base_delay = self.config.cskws.model.delay
-        for delay in sorted({int(d) for d in self.config.sweeps.delay} | {base_delay}):
-            if delay == base_delay:  # the base variant, trained anyway: a free point
-                _, folder, _ = self.runs.cskws("base")
-            else:
-                _, folder, _ = self.runs.cskws(
-                    f"delay{delay}", {"model.delay": delay}, models="afkws"
-                )
+        for delay, variant_of_delay in lookahead_variants(self.config):
+            _, folder, _ = self.runs.cskws(*variant_of_delay)
             scored = self.keywords().score(os.path.join(folder, "afkws", "bundle"))
             rows.append({"delay": delay, **scored})
             log(
@@ -538,12 +528,8 @@ class Studies:
     def kws_noise(self) -> dict:
         points = [CLEAN] + [float(s) for s in self.config.sweeps.snr_db]
         matched = tuple(float(s) for s in self.config.sweeps.matched_snr_db)
-        _, base_dir, _ = self.runs.cskws("base")
-        _, matched_dir, _ = self.runs.cskws(
-            "noise-matched",
-            {"augment.noise_probability": 1.0, "augment.snr_db": matched},
-            models="afkws",
-        )
+        _, base_dir, _ = self.runs.cskws(*KWS_BASE)
+        _, matched_dir, _ = self.runs.cskws(*noise_matched_variant(self.config))
         variants = [(m, os.path.join(base_dir, m)) for m in KWS_MODELS] + [
             ("afkws (noise-trained)", os.path.join(matched_dir, "afkws"))
         ]
@@ -557,6 +543,69 @@ class Studies:
             ]
             log(f"kws_noise: {label}: " + ", ".join(f"{r['mAP']:.3f}" for r in rows[label]))
         return {"axis": "snr_db", "points": points, "matched_snr_db": matched, "rows": rows}
+
+
+# A CS-KWS variant: (folder name, config overrides, models).
+KWS_BASE = ("base", {}, ",".join(KWS_MODELS))
+
+
+def unknown_class_variants(config) -> list[tuple[tuple[str, float, int], tuple]]:
+    """((corpus, training share, steps), variant) of every cell of the unknown-class
+    study, in the order it trains them."""
+    base = config.cskws
+    cells = []
+    for dataset in unknown_class_corpora(config):
+        for fraction in sorted(float(f) for f in config.sweeps.kws_fraction):
+            for steps in sorted(int(s) for s in config.sweeps.kws_steps):
+                name = unknown_class_variant(base, dataset, fraction, steps)
+                overrides = {"train.fraction": fraction, "train.steps": steps}
+                if dataset != base.dataset:
+                    overrides["dataset"] = dataset
+                cells.append(((dataset, fraction, steps), (name, overrides, KWS_BASE[2])))
+    return cells
+
+
+def lookahead_variants(config) -> list[tuple[int, tuple]]:
+    """(delay, variant) of the look-ahead study: afkws alone per delay, the base variant
+    (trained anyway: a free point) at the base delay."""
+    base_delay = config.cskws.model.delay
+    delays = sorted({int(d) for d in config.sweeps.delay} | {base_delay})
+    return [
+        (d, KWS_BASE if d == base_delay else (f"delay{d}", {"model.delay": d}, "afkws"))
+        for d in delays
+    ]
+
+
+def noise_matched_variant(config) -> tuple:
+    """The kws_noise study's afkws trained with noise on every crop."""
+    matched = tuple(float(s) for s in config.sweeps.matched_snr_db)
+    overrides = {"augment.noise_probability": 1.0, "augment.snr_db": matched}
+    return ("noise-matched", overrides, "afkws")
+
+
+def kws_variants(config) -> list[tuple]:
+    """Every CS-KWS variant the selected AF-KWS studies train, once each, in the order
+    they ask for them."""
+    names = selected(config)
+    variants = [KWS_BASE] if any(name in KWS_STUDIES for name in names) else []
+    if "unknown_class" in names:
+        variants += [variant for _, variant in unknown_class_variants(config)]
+    if "lookahead" in names:
+        variants += [variant for _, variant in lookahead_variants(config)]
+    if "kws_noise" in names:
+        variants.append(noise_matched_variant(config))
+    first = {}
+    for variant in variants:  # "base" is asked for with and without its own values
+        first.setdefault(variant[0], variant)
+    return list(first.values())
+
+
+def train_kws_variants(config, workdir: str) -> None:
+    """Trains (or resumes) `kws_variants(config)` in WORKDIR/cskws/: what
+    `train_and_evaluate` runs in a second process beside the MultiQT studies."""
+    runs = Runs(config, workdir)
+    for variant in kws_variants(config):
+        runs.cskws(*variant)
 
 
 def unknown_class_corpora(config) -> list[str]:
@@ -607,20 +656,37 @@ def selected(config) -> list[str]:
     return names
 
 
+def _kws_beside(config, names: list[str]) -> bool:
+    """Whether the AF-KWS variants train beside the MultiQT studies: asked for, both
+    kinds of study selected and two or more cores."""
+    both = any(n in KWS_STUDIES for n in names) and any(n in MULTIQT_STUDIES for n in names)
+    return bool(config.kws_beside_multiqt) and both and (os.cpu_count() or 1) > 1
+
+
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     names = selected(config)
     os.makedirs(workdir, exist_ok=True)
     studies = Studies(config, workdir)
     records, seconds = {}, {}
     base = None
-    if any(name in MULTIQT_STUDIES for name in names):
-        base, _, _ = studies.runs.multiqt("base")
-    for name in names:
-        started = time.perf_counter()
-        log(f"study {name}")
-        records[name] = getattr(studies, name)()
-        seconds[name] = time.perf_counter() - started
-        log(f"study {name} done ({seconds[name]:.0f} s)")
+    with contextlib.ExitStack() as stack:
+        beside = None
+        if _kws_beside(config, names):
+            log("the AF-KWS studies' variants train in a second process beside MultiQT's")
+            beside = stack.enter_context(
+                common.Beside("experiments.studies", config, workdir, "train_kws_variants")
+            )
+        if any(name in MULTIQT_STUDIES for name in names):
+            base, _, _ = studies.runs.multiqt("base")
+        for name in names:
+            if name in KWS_STUDIES and beside is not None:
+                seconds["kws_variants_beside"], _ = beside.result()
+                beside = None
+            started = time.perf_counter()
+            log(f"study {name}")
+            records[name] = getattr(studies, name)()
+            seconds[name] = time.perf_counter() - started
+            log(f"study {name} done ({seconds[name]:.0f} s)")
     paths = study_figures(records, workdir)
     payload = {
         "preset": config.preset,

@@ -40,6 +40,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.cskws = cskws.get_config(preset)
     # The variants' intervals (only the AF-KWS unknown-class study reads them).
     config.cskws.eval.bootstrap_resamples = {"smoke": 10, "quick": 100, "full": 200}[preset]
+    # The AF-KWS studies' variants train in a second process while the MultiQT studies
+    # run here (2 or more cores; same numbers).
+    config.kws_beside_multiqt = True
 
     config.sweeps = ml_collections.ConfigDict()
     config.sweeps.substitution_rate = (0.0, 0.25, 0.5)  # of the oracle transcript's words
