@@ -142,8 +142,9 @@ class Beside:
     runner (XLA flags, compilation cache, quiet orbax), while this process goes on. Its
     log lines and printed results reach this process's stderr and stdout.
 
-    `result()` waits for it and returns (seconds, `compilation.Counter.record()` of what it
-    compiled), or raises the exception it raised (a `speechkit.errors.InvalidInput`
+    `result()` waits for it and returns (what the function returned, which must pickle;
+    its seconds; `compilation.Counter.record()` of what it compiled), or raises the
+    exception it raised (a `speechkit.errors.InvalidInput`
     included, so `cli_main` reports it as usual). Used as a context manager, leaving the
     block early (an error here) terminates it; it also ends itself when this process dies.
     The numbers do not depend on it: the child runs the same programs on the same data
@@ -161,7 +162,7 @@ class Beside:
         self._process.start()
         send.close()
 
-    def result(self) -> tuple[float, dict]:
+    def result(self) -> tuple[object, float, dict]:
         try:
             message = self._receive.recv()
         except EOFError:
@@ -173,7 +174,7 @@ class Beside:
         self._process.join()
         if message[0] == "error":
             raise message[1]
-        return message[1], message[2]
+        return message[1:]
 
     def __enter__(self):
         return self
@@ -201,7 +202,7 @@ def _beside_main(connection, module: str, function: str, config, workdir, parent
     started = time.perf_counter()
     try:
         with compilation.Counter() as counted:
-            getattr(importlib.import_module(module), function)(config, workdir)
+            value = getattr(importlib.import_module(module), function)(config, workdir)
     except BaseException as err:  # noqa: BLE001 - sent to the parent, which raises it
         if not isinstance(err, errors.InvalidInput):
             err.add_note(f"in {module}'s own process:\n{traceback.format_exc()}")
@@ -212,7 +213,7 @@ def _beside_main(connection, module: str, function: str, config, workdir, parent
         connection.close()
         sys.exit(1)
     log(f"compilation: {counted.summary()}")
-    connection.send(("done", time.perf_counter() - started, counted.record()))
+    connection.send(("done", value, time.perf_counter() - started, counted.record()))
     connection.close()
 
 

@@ -64,7 +64,7 @@ def run(config, workdir: str) -> str:
         for stage, (name, sub) in enumerate(multiqt_stages, start=2):
             seconds[name], compiled[name] = _stage(stage, count, name, multiqt, sub, workdir)
         if beside:
-            seconds["cskws"], compiled["cskws"] = kws.result()
+            _, seconds["cskws"], compiled["cskws"] = kws.result()
         else:
             seconds["cskws"], compiled["cskws"] = _stage(
                 kws_stage, count, "cskws", cskws, config.cskws, workdir

@@ -439,22 +439,19 @@ class Studies:
         }
 
     def data_size(self) -> dict:
-        sweep = sorted(float(f) for f in self.config.sweeps.train_fraction)
+        sweep = data_size_variants(self.config)
         models = {name: [] for name in NEURAL}
         heldout = {name: [] for name in NEURAL}
-        for fraction in sweep:
-            name = "base" if fraction == 1 else f"data{fraction:g}"
-            results, _, _ = self.runs.multiqt(name, {"train_fraction": fraction})
+        for _, variant_of_fraction in sweep:
+            results, _, _ = self.runs.multiqt(*variant_of_fraction)
             for model_name in NEURAL:
                 models[model_name].append(fold_summary(results, model_name))
                 heldout[model_name].append(fold_summary(results, model_name, heldout=True))
-        return _sweep_record("train_fraction", sweep, models, heldout)
+        return _sweep_record("train_fraction", [f for f, _ in sweep], models, heldout)
 
     def missing_modality(self) -> dict:
         _, base_dir, base = self.runs.multiqt("base")
-        _, plain_dir, _ = self.runs.multiqt(
-            "no-modality-dropout", {"model.modality_dropout": 0.0}, models="multimodal"
-        )
+        _, plain_dir, _ = self.runs.multiqt(*NO_MODALITY_DROPOUT)
         conditions = {
             "both": (True, True),
             "text missing": (True, False),
@@ -505,18 +502,29 @@ class Studies:
         """afkws and afkws_no_unknown for every (corpus, training share, steps): the base
         corpus and each of `config.sweeps.kws_datasets` (larger ones, e.g.
         synthetic_kws/medium, which shares quick's test and heldout utterances)."""
+        base = self.config.cskws
         cells = []
-        for (dataset, fraction, steps), (name, overrides, models) in unknown_class_variants(
-            self.config
-        ):
-            results, _, _ = self.runs.cskws(name, overrides, models)
-            cells.append(unknown_class_cell(results, dataset, fraction, steps))
+        for dataset in unknown_class_corpora(self.config):
+            for fraction in sorted(float(f) for f in self.config.sweeps.kws_fraction):
+                for steps in sorted(int(s) for s in self.config.sweeps.kws_steps):
+                    name = unknown_class_variant(base, dataset, fraction, steps)
+                    overrides = {"train.fraction": fraction, "train.steps": steps}
+                    if dataset != base.dataset:
+                        overrides["dataset"] = dataset
+                    results, _, _ = self.runs.cskws(name, overrides)
+                    cells.append(unknown_class_cell(results, dataset, fraction, steps))
         return {"cells": cells}
 
     def lookahead(self) -> dict:
         rows = []
-        for delay, variant_of_delay in lookahead_variants(self.config):
-            _, folder, _ = self.runs.cskws(*variant_of_delay)
+        base_delay = self.config.cskws.model.delay
+        for delay in sorted({int(d) for d in self.config.sweeps.delay} | {base_delay}):
+            if delay == base_delay:  # the base variant, trained anyway: a free point
+                _, folder, _ = self.runs.cskws("base")
+            else:
+                _, folder, _ = self.runs.cskws(
+                    f"delay{delay}", {"model.delay": delay}, models="afkws"
+                )
             scored = self.keywords().score(os.path.join(folder, "afkws", "bundle"))
             rows.append({"delay": delay, **scored})
             log(
@@ -528,8 +536,12 @@ class Studies:
     def kws_noise(self) -> dict:
         points = [CLEAN] + [float(s) for s in self.config.sweeps.snr_db]
         matched = tuple(float(s) for s in self.config.sweeps.matched_snr_db)
-        _, base_dir, _ = self.runs.cskws(*KWS_BASE)
-        _, matched_dir, _ = self.runs.cskws(*noise_matched_variant(self.config))
+        _, base_dir, _ = self.runs.cskws("base")
+        _, matched_dir, _ = self.runs.cskws(
+            "noise-matched",
+            {"augment.noise_probability": 1.0, "augment.snr_db": matched},
+            models="afkws",
+        )
         variants = [(m, os.path.join(base_dir, m)) for m in KWS_MODELS] + [
             ("afkws (noise-trained)", os.path.join(matched_dir, "afkws"))
         ]
@@ -545,67 +557,16 @@ class Studies:
         return {"axis": "snr_db", "points": points, "matched_snr_db": matched, "rows": rows}
 
 
-# A CS-KWS variant: (folder name, config overrides, models).
-KWS_BASE = ("base", {}, ",".join(KWS_MODELS))
+# A MultiQT variant: (folder name, config overrides, models).
+NO_MODALITY_DROPOUT = ("no-modality-dropout", {"model.modality_dropout": 0.0}, "multimodal")
 
 
-def unknown_class_variants(config) -> list[tuple[tuple[str, float, int], tuple]]:
-    """((corpus, training share, steps), variant) of every cell of the unknown-class
-    study, in the order it trains them."""
-    base = config.cskws
-    cells = []
-    for dataset in unknown_class_corpora(config):
-        for fraction in sorted(float(f) for f in config.sweeps.kws_fraction):
-            for steps in sorted(int(s) for s in config.sweeps.kws_steps):
-                name = unknown_class_variant(base, dataset, fraction, steps)
-                overrides = {"train.fraction": fraction, "train.steps": steps}
-                if dataset != base.dataset:
-                    overrides["dataset"] = dataset
-                cells.append(((dataset, fraction, steps), (name, overrides, KWS_BASE[2])))
-    return cells
-
-
-def lookahead_variants(config) -> list[tuple[int, tuple]]:
-    """(delay, variant) of the look-ahead study: afkws alone per delay, the base variant
-    (trained anyway: a free point) at the base delay."""
-    base_delay = config.cskws.model.delay
-    delays = sorted({int(d) for d in config.sweeps.delay} | {base_delay})
+def data_size_variants(config) -> list[tuple[float, tuple]]:
+    """(training share, variant) of the data-size study; the base variant at 1."""
     return [
-        (d, KWS_BASE if d == base_delay else (f"delay{d}", {"model.delay": d}, "afkws"))
-        for d in delays
+        (f, ("base" if f == 1 else f"data{f:g}", {"train_fraction": f}, ",".join(NEURAL)))
+        for f in sorted(float(f) for f in config.sweeps.train_fraction)
     ]
-
-
-def noise_matched_variant(config) -> tuple:
-    """The kws_noise study's afkws trained with noise on every crop."""
-    matched = tuple(float(s) for s in config.sweeps.matched_snr_db)
-    overrides = {"augment.noise_probability": 1.0, "augment.snr_db": matched}
-    return ("noise-matched", overrides, "afkws")
-
-
-def kws_variants(config) -> list[tuple]:
-    """Every CS-KWS variant the selected AF-KWS studies train, once each, in the order
-    they ask for them."""
-    names = selected(config)
-    variants = [KWS_BASE] if any(name in KWS_STUDIES for name in names) else []
-    if "unknown_class" in names:
-        variants += [variant for _, variant in unknown_class_variants(config)]
-    if "lookahead" in names:
-        variants += [variant for _, variant in lookahead_variants(config)]
-    if "kws_noise" in names:
-        variants.append(noise_matched_variant(config))
-    first = {}
-    for variant in variants:  # "base" is asked for with and without its own values
-        first.setdefault(variant[0], variant)
-    return list(first.values())
-
-
-def train_kws_variants(config, workdir: str) -> None:
-    """Trains (or resumes) `kws_variants(config)` in WORKDIR/cskws/: what
-    `train_and_evaluate` runs in a second process beside the MultiQT studies."""
-    runs = Runs(config, workdir)
-    for variant in kws_variants(config):
-        runs.cskws(*variant)
 
 
 def unknown_class_corpora(config) -> list[str]:
@@ -656,11 +617,50 @@ def selected(config) -> list[str]:
     return names
 
 
-def _kws_beside(config, names: list[str]) -> bool:
-    """Whether the AF-KWS variants train beside the MultiQT studies: asked for, both
-    kinds of study selected and two or more cores."""
-    both = any(n in KWS_STUDIES for n in names) and any(n in MULTIQT_STUDIES for n in names)
-    return bool(config.kws_beside_multiqt) and both and (os.cpu_count() or 1) > 1
+# The MultiQT studies whose variants (all but the base) the second process trains; this
+# process waits for it before them.
+BESIDE_MULTIQT = ("data_size", "missing_modality")
+
+
+def beside_multiqt_variants(config, names: list[str]) -> list[tuple]:
+    """The MultiQT variants of the `BESIDE_MULTIQT` studies among `names`, base left out."""
+    variants = []
+    if "data_size" in names:
+        variants += [v for _, v in data_size_variants(config) if v[0] != "base"]
+    if "missing_modality" in names:
+        variants.append(NO_MODALITY_DROPOUT)
+    return variants
+
+
+def run_beside(config, workdir: str) -> tuple[dict, dict]:
+    """The second process's share of `train_and_evaluate`: trains
+    `beside_multiqt_variants`, then runs the selected AF-KWS studies; returns their
+    (records, seconds)."""
+    names = selected(config)
+    studies = Studies(config, workdir)
+    for variant in beside_multiqt_variants(config, names):
+        studies.runs.multiqt(*variant)
+    return _run_studies(studies, [name for name in names if name in KWS_STUDIES])
+
+
+def _run_studies(studies: Studies, names: list[str]) -> tuple[dict, dict]:
+    records, seconds = {}, {}
+    for name in names:
+        started = time.perf_counter()
+        log(f"study {name}")
+        records[name] = getattr(studies, name)()
+        seconds[name] = time.perf_counter() - started
+        log(f"study {name} done ({seconds[name]:.0f} s)")
+    return records, seconds
+
+
+def _second_process(config, names: list[str]) -> bool:
+    """Whether `run_beside` runs in a second process: asked for, work on both sides (a
+    MultiQT study here; an AF-KWS study or a `BESIDE_MULTIQT` variant there) and two or
+    more cores."""
+    there = any(n in KWS_STUDIES for n in names) or beside_multiqt_variants(config, names)
+    here = any(n in MULTIQT_STUDIES for n in names)
+    return bool(config.second_process) and here and bool(there) and (os.cpu_count() or 1) > 1
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
@@ -671,22 +671,24 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     base = None
     with contextlib.ExitStack() as stack:
         beside = None
-        if _kws_beside(config, names):
-            log("the AF-KWS studies' variants train in a second process beside MultiQT's")
+        if _second_process(config, names):
+            log("the AF-KWS studies and variants of data_size, missing_modality: second process")
             beside = stack.enter_context(
-                common.Beside("experiments.studies", config, workdir, "train_kws_variants")
+                common.Beside("experiments.studies", config, workdir, "run_beside")
             )
         if any(name in MULTIQT_STUDIES for name in names):
             base, _, _ = studies.runs.multiqt("base")
         for name in names:
-            if name in KWS_STUDIES and beside is not None:
-                seconds["kws_variants_beside"], _ = beside.result()
+            if beside is not None and (name in KWS_STUDIES or name in BESIDE_MULTIQT):
+                (done, done_seconds), seconds["second_process"], _ = beside.result()
+                records.update(done)
+                seconds.update(done_seconds)
                 beside = None
-            started = time.perf_counter()
-            log(f"study {name}")
-            records[name] = getattr(studies, name)()
-            seconds[name] = time.perf_counter() - started
-            log(f"study {name} done ({seconds[name]:.0f} s)")
+            if name not in records:
+                done, done_seconds = _run_studies(studies, [name])
+                records.update(done)
+                seconds.update(done_seconds)
+    records = {name: records[name] for name in names}
     paths = study_figures(records, workdir)
     payload = {
         "preset": config.preset,

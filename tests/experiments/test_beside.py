@@ -29,8 +29,7 @@ FAKE_EXPERIMENT = textwrap.dedent(
         if config["mode"] == "slow":
             time.sleep(120)
         total = int(jnp.arange(config["n"]).sum())
-        with open(os.path.join(workdir, "result"), "w") as out:
-            out.write(str(total))
+        return {"total": total}
     """
 )
 
@@ -63,8 +62,8 @@ def test_a_stage_beside_returns_its_result_its_error_or_is_stopped(tmp_path, mon
         slow_pid = _pid(runs["slow"])
         raise RuntimeError("stopped here")
     with ok:
-        seconds, compiled = ok.result()
-    assert (runs["ok"] / "result").read_text() == "10" and seconds > 0
+        value, seconds, compiled = ok.result()
+    assert value == {"total": 10} and seconds > 0
     assert compiled["programs"] >= 1  # its compilations are counted there, not here
     with bad, pytest.raises(errors.InvalidInput, match="field 'hours' must be positive"):
         bad.result()

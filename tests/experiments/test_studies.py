@@ -126,44 +126,30 @@ def test_unknown_class_cells_name_their_corpus():
     }
 
 
-def test_the_kws_variants_trained_beside_are_those_the_kws_studies_ask_for(monkeypatch):
+def test_the_second_process_trains_the_variants_the_studies_ask_for():
     config = studies_config.get_config("quick")
-    config.cskws.model.delay = 4
-    config.sweeps.delay = (0, 4, 8)
+    names = studies.selected(config)
+    listed = studies.beside_multiqt_variants(config, names)
+    assert [v[0] for v in listed] == ["data0.25", "no-modality-dropout"]
     asked = []
+
+    class Recording(studies.Runs):
+        def multiqt(self, name, overrides=None, models="multimodal,audio,text"):
+            asked.append((name, overrides or {}, models))
+            if name != "base":
+                raise Asked  # enough: the variant the study trains beside the base
+            return {}, "/nonexistent/base", None
 
     class Asked(Exception):
         pass
 
-    class Recording(studies.Runs):
-        def cskws(self, name, overrides=None, models=studies.KWS_BASE[2]):
-            asked.append((name, overrides or {}, models))
-            raise Asked  # enough: the variant a study asks for first
-
-    for name in ("unknown_class", "lookahead", "kws_noise"):
-        config.studies = name
-        listed = studies.kws_variants(config)
-        assert listed[0] == studies.KWS_BASE and len({v[0] for v in listed}) == len(listed)
-        asked.clear()
+    for name in studies.BESIDE_MULTIQT:
         found = studies.Studies(config, "/nonexistent")
         found.runs = Recording(config, "/nonexistent")
         with pytest.raises(Asked):
             getattr(found, name)()
-        assert asked[0] in listed, name
-    config.studies = "unknown_class,lookahead,kws_noise"
-    names = [v[0] for v in studies.kws_variants(config)]
-    assert names == [
-        "base",
-        "data0.5-steps750",
-        "data0.5-steps1500",
-        "data1-steps750",
-        "delay0",
-        "delay8",
-        "noise-matched",
-    ]
-    assert ("delay8", {"model.delay": 8}, "afkws") in studies.kws_variants(config)
-    config.studies = "smoothing,noise"
-    assert studies.kws_variants(config) == []
+        assert asked[-1] in listed, name
+    assert studies.beside_multiqt_variants(config, ["smoothing", "noise"]) == []
 
 
 def test_verdicts_follow_the_spread_over_folds():
@@ -473,9 +459,7 @@ def test_smoke_studies_write_records_figures_and_the_report(tmp_path, run_experi
     )
     payload = json.loads((tmp_path / "studies.json").read_text())
     assert list(payload["studies"]) == ["smoothing", "lookahead"]
-    # The AF-KWS variant trained in the second process, beside the MultiQT study.
-    assert payload["seconds"]["kws_variants_beside"] > 0
-    assert sorted(p.name for p in (tmp_path / "cskws").iterdir()) == ["base"]
+    assert payload["seconds"]["second_process"] > 0  # the look-ahead study ran there
     assert payload["num_folds"] == 2
     smoothing = payload["studies"]["smoothing"]
     assert smoothing["points"] == [1, 3] and smoothing["declared_latency_s"][0] == 0
