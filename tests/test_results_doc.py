@@ -50,6 +50,12 @@ def test_a_changed_result_file_is_refused_until_recorded(tmp_path):
 
 def test_studies_json_needs_its_provenance(tmp_path):
     root = _copy(tmp_path)
+    assert "## The studies (`make studies`)" in results_doc.render(root)
+    (root / results_doc.STUDIES).unlink()
+    provenance = root / "docs/results/provenance.json"
+    recorded = json.loads(provenance.read_text())
+    del recorded["sources"]["studies"]
+    provenance.write_text(json.dumps(recorded))
     assert "Not recorded yet" in results_doc.render(root)
     (root / results_doc.STUDIES).write_text("{}")
     with pytest.raises(results_doc.ProvenanceError, match="studies.json"):

@@ -12,9 +12,9 @@ for MultiQT; unknown class, look-ahead, noise and latency for AF-KWS.
         --config.sweeps.kws_steps="(1500, 6000)" \
         --config.sweeps.kws_datasets="('synthetic_kws/medium',)"
 
-Presets: smoke (every study on the smoke corpora, for tests), quick (about an hour on 2
-CPU cores, 60 min measured with the corpora built: two points each on the substitution,
-lag and data-size axes, two worse recognisers), full (every point). `multiqt` and
+Presets: smoke (every study on the smoke corpora, for tests), quick (35 min measured on 2
+CPU cores after the main job, in two processes; docs/results.md: two points each on the
+substitution, lag and data-size axes, two worse recognisers), full (every point). `multiqt` and
 `cskws` are the experiments' own configs of the same preset (any field can be
 overridden, e.g. --config.multiqt.train.steps=100); their base variants run models
 multimodal, audio, text and afkws, afkws_no_unknown.
@@ -71,7 +71,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
         preset
     ]
     config.sweeps.delay = (0, 2, 4, 8)  # output frames of look-ahead (40 ms each)
-    if preset == "quick":  # about the hour on 2 CPU cores
+    if preset == "quick":  # within 40 minutes on 2 CPU cores
         config.sweeps.substitution_rate = (0.0, 0.5)
         config.sweeps.recognisers = ("narrowband", "unigram_lm", "ctc", "ctc_posteriors")
         config.sweeps.text_lag_s = (0.0, 2.0)
