@@ -94,13 +94,9 @@ def check_preset(preset: str) -> str:
     return preset
 
 
-def cli_main(run, config, workdir: str | None, distributed=None) -> None:
-    """The runners' absl main: the project's XLA flags (run-to-run deterministic GPU
-    kernels, `speechkit.accelerator.configure`, before jax starts), the persistent
-    compilation cache (`speechkit.compilation`), quiet orbax, optional jax.distributed,
-    then run(config, workdir), logging at the end what it compiled. A
-    `speechkit.errors.InvalidInput` (a bad bundle, corpus, annotation, audio file...)
-    ends the process with its message on one line and exit status 2, no traceback."""
+def _set_up_process() -> None:
+    """What a runner's process does first: the project's XLA flags (before jax starts;
+    logged when too late) and quiet orbax."""
     flags_set = accelerator.configure()
     if accelerator.with_flags(flags_set["xla_flags"]) != flags_set["xla_flags"]:
         logger("experiments")(
@@ -108,6 +104,16 @@ def cli_main(run, config, workdir: str | None, distributed=None) -> None:
             f"({flags_set['xla_flags']!r})"
         )
     absl_logging.set_verbosity(absl_logging.WARNING)  # orbax reports every save at INFO
+
+
+def cli_main(run, config, workdir: str | None, distributed=None) -> None:
+    """The runners' absl main: the project's XLA flags (run-to-run deterministic GPU
+    kernels, `speechkit.accelerator.configure`, before jax starts), the persistent
+    compilation cache (`speechkit.compilation`), quiet orbax, optional jax.distributed,
+    then run(config, workdir), logging at the end what it compiled. A
+    `speechkit.errors.InvalidInput` (a bad bundle, corpus, annotation, audio file...)
+    ends the process with its message on one line and exit status 2, no traceback."""
+    _set_up_process()
     if distributed is not None:
         initialize_distributed(*(flag.value for flag in distributed))
     if config is None or not workdir:
@@ -195,8 +201,7 @@ def _end_with_parent(parent: int) -> None:
 
 def _beside_main(connection, module: str, function: str, config, workdir, parent: int) -> None:
     threading.Thread(target=_end_with_parent, args=(parent,), daemon=True).start()
-    accelerator.configure()
-    absl_logging.set_verbosity(absl_logging.WARNING)
+    _set_up_process()
     compilation.enable_cache()
     log = logger(module.rsplit(".", 1)[-1])
     started = time.perf_counter()
