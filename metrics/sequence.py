@@ -146,13 +146,24 @@ def _histogram(codes: jax.Array, num_bins: int) -> jax.Array:
 
 
 def _pair_histogram(codes: jax.Array, num_bins: int) -> jax.Array:
-    """`_histogram` of an even number of codes in half the loop: code i of the first half
+    """`_histogram` of a multiple of four codes in half the loop: code i of the first half
     and code i of the second make one code of num_bins**2; the table is summed both ways.
-    Worth it while that table stays in cache."""
-    halves = codes.astype(jnp.int32).reshape(2, -1)
-    table = _histogram(halves[0] * num_bins + halves[1], num_bins * num_bins)
-    table = table.reshape(num_bins, num_bins)
+    Worth it while that table stays in cache. Two interleaved tables (`_spread`)."""
+    halves = codes.astype(jnp.int32).reshape(2, -1, 2)
+    table = _histogram(_spread(halves[0] * num_bins + halves[1], num_bins**2), 2 * num_bins**2)
+    table = table.reshape(2, num_bins, num_bins).sum(0)
     return table.sum(0) + table.sum(1)
+
+
+def _spread(codes: jax.Array, num_bins: int) -> jax.Array:
+    """codes [..., k] of k interleaved tables: element j of the last axis counts in table j.
+
+    Labels come in runs, so consecutive codes mostly hit one bin, and each scatter-add
+    then waits for the one before it (a store, then a load of the same address). With
+    consecutive codes in k tables, k such chains overlap; the caller sums the k tables.
+    """
+    copies = codes.shape[-1]
+    return codes + jnp.arange(copies, dtype=codes.dtype) * num_bins
 
 
 # Lane digits of `_carry_hits`, and the run-end flag stored above them.
@@ -311,8 +322,10 @@ def _joint_histogram(pred, gold, mask, *, num_classes, background, min_run) -> j
     invalid = pred_class == field
     code = jnp.where(invalid, dtype(side_bins * side_bins), code)  # one more bin
     # No pairs here: their table would not stay in cache (and XLA:CPU stops vectorising
-    # the loop above if it has to form them).
-    counts = _odd_histogram(2 * code + 1, side_bins * side_bins + 1)[:-1]
+    # the loop above if it has to form them). One table per lane (`_spread`).
+    num_bins = side_bins * side_bins + 1
+    counts = _odd_histogram(2 * _spread(code, num_bins) + 1, _LANES * num_bins)
+    counts = counts.reshape(_LANES, num_bins).sum(0)[:-1]
     return counts.reshape(num_classes + 1, 3, num_classes + 1, 3)
 
 
