@@ -16,7 +16,7 @@ about the time of `instance_counts` alone.
 
 How they are computed: the labels are read once, into one small "cell" code per
 timestep (gold and pred class, or invalid). Every count is then a bin of one histogram
-(one scatter-add) of per-timestep codes. Whether an instance is found / correct depends
+of per-timestep codes (scatter-adds into interleaved tables, `_spread`). Whether an instance is found / correct depends
 on timesteps anywhere in its run; that travels along the run as the carry of ordinary
 integer additions (`_carry_hits`), so nothing loops over time and there is no prefix
 scan. All of it is exact integer arithmetic, with the same counts on every backend.
@@ -324,7 +324,10 @@ def _joint_histogram(pred, gold, mask, *, num_classes, background, min_run) -> j
     # No pairs here: their table would not stay in cache (and XLA:CPU stops vectorising
     # the loop above if it has to form them). One table per lane (`_spread`).
     num_bins = side_bins * side_bins + 1
-    counts = _odd_histogram(2 * _spread(code, num_bins) + 1, _LANES * num_bins)
+    # In two halves, which XLA:CPU's executor can run at once (the loops above already
+    # run on two threads; a scatter runs on one).
+    halves = jnp.split(2 * _spread(code, num_bins).reshape(2, -1) + 1, 2)
+    counts = sum(_odd_histogram(half, _LANES * num_bins) for half in halves)
     counts = counts.reshape(_LANES, num_bins).sum(0)[:-1]
     return counts.reshape(num_classes + 1, 3, num_classes + 1, 3)
 
