@@ -41,6 +41,7 @@ the same AP values give the same mAP jitted or run op by op.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -347,6 +348,16 @@ def _threshold_index(thresholds: tuple[float, ...], value: float) -> int:
 
 def _prepared(detections, ground_truth, num_classes, ignore_classes):
     """Checked fields as arrays, and which entries are evaluated (bool [B, D], [B, G])."""
+    num_classes, ignore_classes = _checked(detections, ground_truth, num_classes, ignore_classes)
+    detections = {k: jnp.asarray(detections[k]) for k in DETECTION_FIELDS}
+    ground_truth = {k: jnp.asarray(ground_truth[k]) for k in GROUND_TRUTH_FIELDS}
+    det_eval = _evaluated(detections["label"], detections["valid"], num_classes, ignore_classes)
+    gt_eval = _evaluated(ground_truth["label"], ground_truth["valid"], num_classes, ignore_classes)
+    return detections, ground_truth, det_eval, gt_eval
+
+
+def _checked(detections, ground_truth, num_classes, ignore_classes) -> tuple[int, tuple]:
+    """(num_classes, ignore_classes) checked, after checking both sides' fields."""
     num_dets = _check_fields("detections", detections, DETECTION_FIELDS)
     num_gts = _check_fields("ground_truth", ground_truth, GROUND_TRUTH_FIELDS)
     if num_dets[0] != num_gts[0]:
@@ -357,11 +368,7 @@ def _prepared(detections, ground_truth, num_classes, ignore_classes):
     ignore_classes = tuple(
         _validate.require_class_index("ignore_classes", c, num_classes) for c in ignore_classes
     )
-    detections = {k: jnp.asarray(detections[k]) for k in DETECTION_FIELDS}
-    ground_truth = {k: jnp.asarray(ground_truth[k]) for k in GROUND_TRUTH_FIELDS}
-    det_eval = _evaluated(detections["label"], detections["valid"], num_classes, ignore_classes)
-    gt_eval = _evaluated(ground_truth["label"], ground_truth["valid"], num_classes, ignore_classes)
-    return detections, ground_truth, det_eval, gt_eval
+    return num_classes, ignore_classes
 
 
 def detection_scores(
@@ -394,10 +401,10 @@ def detection_scores(
       thresholds), `AP@0.05`, `AP@0.75`, and `FRR@5`, `FRR@25` (one per budget). Means
       over no class and FRR without ground truth are NaN.
     """
-    detections, ground_truth, det_eval, gt_eval = _prepared(
-        detections, ground_truth, num_classes, ignore_classes
-    )
-    num_classes = int(num_classes)
+    # The checks here, then one jitted computation: called outside `jit`, it compiles one
+    # program per shape instead of dispatching each of its operations alone (12 s to
+    # 1-2 s on a first call); inside `jit` it is inlined.
+    num_classes, ignore_classes = _checked(detections, ground_truth, num_classes, ignore_classes)
     ap_thresholds = _validate.require_thresholds(
         "iou_thresholds", DEFAULT_IOU_THRESHOLDS if iou_thresholds is None else iou_thresholds
     )
@@ -408,7 +415,37 @@ def detection_scores(
     concrete_hours = not isinstance(total_hours, jax.core.Tracer)
     if concrete_hours and (np.ndim(total_hours) != 0 or not float(total_hours) > 0):
         raise ValueError(f"total_hours: expected a scalar > 0, got {total_hours!r}")
+    return _detection_scores(
+        {k: detections[k] for k in DETECTION_FIELDS},
+        {k: ground_truth[k] for k in GROUND_TRUTH_FIELDS},
+        total_hours,
+        num_classes=num_classes,
+        ignore_classes=ignore_classes,
+        ap_thresholds=ap_thresholds,
+        frr_iou=frr_iou,
+        budgets=budgets,
+    )
 
+
+@functools.partial(
+    jax.jit,
+    static_argnames=("num_classes", "ignore_classes", "ap_thresholds", "frr_iou", "budgets"),
+)
+def _detection_scores(
+    detections,
+    ground_truth,
+    total_hours,
+    *,
+    num_classes,
+    ignore_classes,
+    ap_thresholds,
+    frr_iou,
+    budgets,
+) -> dict[str, jax.Array]:
+    """`detection_scores` of checked arguments."""
+    detections, ground_truth, det_eval, gt_eval = _prepared(
+        detections, ground_truth, num_classes, ignore_classes
+    )
     flat = {k: detections[k].reshape(-1) for k in ("score", "label")}
     flat_eval = det_eval.reshape(-1)
     by_score = _score_order(flat["score"], flat_eval)

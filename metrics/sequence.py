@@ -16,10 +16,11 @@ about the time of `instance_counts` alone.
 
 How they are computed: the labels are read once, into one small "cell" code per
 timestep (gold and pred class, or invalid). Every count is then a bin of one histogram
-of per-timestep codes (scatter-adds into interleaved tables, `_spread`). Whether an instance is found / correct depends
-on timesteps anywhere in its run; that travels along the run as the carry of ordinary
-integer additions (`_carry_hits`), so nothing loops over time and there is no prefix
-scan. All of it is exact integer arithmetic, with the same counts on every backend.
+of per-timestep codes (scatter-adds into interleaved tables, `_spread`). Whether an
+instance is found / correct depends on timesteps anywhere in its run; that travels
+along the run as the carry of ordinary integer additions (`_carry_hits`), so nothing
+loops over time and there is no prefix scan. All of it is exact integer arithmetic,
+with the same counts on every backend.
 
 Out-of-range label values (< 0 or >= num_classes) cannot be checked inside `jit`
 without a host round-trip. They match no class: a gold timestep of class c predicted
@@ -30,6 +31,7 @@ Counts are int32: exact up to 2**31 - 1 timesteps per class.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -283,6 +285,10 @@ def _odd_histogram(codes: jax.Array, num_bins: int) -> jax.Array:
     return jax.lax.bitcast_convert_type(sums * np.array(inverses, np.uint32), jnp.int32)
 
 
+# The public functions check their arguments, then call one jitted computation: called
+# outside `jit`, they compile one program per shape instead of dispatching (and, on a
+# new shape, compiling) each of their ~100 operations alone. Inside `jit` it is inlined.
+@functools.partial(jax.jit, static_argnames=("num_classes", "background", "min_run"))
 def _joint_histogram(pred, gold, mask, *, num_classes, background, min_run) -> jax.Array:
     """int32 [C + 1, 3, C + 1, 3]: valid timesteps counted by (gold', gold end state,
     pred', pred end state), C = num_classes, label' as in `_cells`, end states as in
@@ -349,12 +355,19 @@ def timestep_counts(pred, gold, mask, *, num_classes: int) -> TimestepCounts:
     pred, gold, mask = jnp.asarray(pred), jnp.asarray(gold), jnp.asarray(mask)
     confusion = jnp.zeros((num_classes + 1, num_classes + 1), jnp.int32)
     if pred.size:
-        cell, width = _cells(pred, gold, mask, num_classes)
-        side = 1 << width  # cells are side * side codes
-        count = _pair_histogram if side <= 16 else _histogram
-        confusion = count(cell, side * side).reshape(side, side)
-        confusion = confusion[: num_classes + 1, : num_classes + 1]
+        confusion = _confusion(pred, gold, mask, num_classes=num_classes)
     return _timestep_counts(confusion)
+
+
+@functools.partial(jax.jit, static_argnames="num_classes")  # see `_joint_histogram`
+def _confusion(pred, gold, mask, *, num_classes: int) -> jax.Array:
+    """int32 [C + 1, C + 1]: valid timesteps counted by (gold', pred'), label' as in
+    `_cells`. B * T must be > 0."""
+    cell, width = _cells(pred, gold, mask, num_classes)
+    side = 1 << width  # cells are side * side codes
+    count = _pair_histogram if side <= 16 else _histogram
+    confusion = count(cell, side * side).reshape(side, side)
+    return confusion[: num_classes + 1, : num_classes + 1]
 
 
 def _timestep_counts(confusion: jax.Array) -> TimestepCounts:
