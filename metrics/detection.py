@@ -501,10 +501,23 @@ def pooled_matches(
       flat index b * D + d of each outcome's detection, e.g. to look up its label), and
       `num_ground_truth` int32 (evaluated ground truths of all classes).
     """
+    num_classes, ignore_classes = _checked(detections, ground_truth, num_classes, ignore_classes)
+    (iou,) = _validate.require_thresholds("iou", (iou,))
+    return _pooled_matches(
+        {k: detections[k] for k in DETECTION_FIELDS},
+        {k: ground_truth[k] for k in GROUND_TRUTH_FIELDS},
+        num_classes=num_classes,
+        iou=iou,
+        ignore_classes=ignore_classes,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("num_classes", "iou", "ignore_classes"))
+def _pooled_matches(detections, ground_truth, *, num_classes, iou, ignore_classes):
+    """`pooled_matches` of checked arguments (see `detection_scores`)."""
     detections, ground_truth, det_eval, gt_eval = _prepared(
         detections, ground_truth, num_classes, ignore_classes
     )
-    (iou,) = _validate.require_thresholds("iou", (iou,))
     flat_eval = det_eval.reshape(-1)
     score = detections["score"].reshape(-1).astype(jnp.float32)
     by_score = _score_order(score, flat_eval)

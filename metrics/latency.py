@@ -15,6 +15,7 @@ Per-item results are padded arrays with a `valid` flag. Everything is pure and j
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -104,11 +105,25 @@ def tracking_latency(
     num_classes = _validate.require_int_at_least("num_classes", num_classes, 2)
     background = _validate.require_class_index("background", background, num_classes)
     min_run = _validate.require_int_at_least("min_run", min_run, 1)
-    pred, gold, mask = jnp.asarray(pred), jnp.asarray(gold), jnp.asarray(mask)
-    batch, length = gold.shape
-    slots = length
+    slots = _validate.shape_and_dtype("gold", gold)[0][1]  # default: T
     if max_instances is not None:
         slots = _validate.require_int_at_least("max_instances", max_instances, 0)
+    return _tracking_latency(
+        pred,
+        gold,
+        mask,
+        num_classes=num_classes,
+        background=background,
+        min_run=min_run,
+        slots=slots,
+    )
+
+
+# Checked arguments, then one jitted program: see `metrics.sequence._joint_histogram`.
+@functools.partial(jax.jit, static_argnames=("num_classes", "background", "min_run", "slots"))
+def _tracking_latency(pred, gold, mask, *, num_classes, background, min_run, slots):
+    """`tracking_latency` of checked arguments, `slots` per example."""
+    batch, length = gold.shape
     starts, _, qualifies = sequence._run_events(
         gold, mask & (pred == gold), mask, background=background, min_run=min_run
     )
@@ -163,11 +178,27 @@ def detection_latency(
     Returns:
       `DetectionLatencies` of [B, G] arrays.
     """
-    detections, ground_truth, det_eval, gt_eval = detection._prepared(
+    num_classes, ignore_classes = detection._checked(
         detections, ground_truth, num_classes, ignore_classes
     )
     _check_emitted(emitted, detections)
     (iou,) = _validate.require_thresholds("iou", (iou,))
+    return _detection_latency(
+        {k: detections[k] for k in detection.DETECTION_FIELDS},
+        emitted,
+        {k: ground_truth[k] for k in detection.GROUND_TRUTH_FIELDS},
+        num_classes=num_classes,
+        iou=iou,
+        ignore_classes=ignore_classes,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("num_classes", "iou", "ignore_classes"))
+def _detection_latency(detections, emitted, ground_truth, *, num_classes, iou, ignore_classes):
+    """`detection_latency` of checked arguments (see `_tracking_latency`)."""
+    detections, ground_truth, det_eval, gt_eval = detection._prepared(
+        detections, ground_truth, num_classes, ignore_classes
+    )
     score = detections["score"].reshape(-1).astype(jnp.float32)
     by_score = detection._score_order(score, det_eval.reshape(-1))
     _, choice = detection._match(
