@@ -10,7 +10,8 @@ XLA would build again: no number changes.
 Where it lives: `$JAX_COMPILATION_CACHE_DIR` when set, else
 `$XDG_CACHE_HOME/speech-tracking-jax/jax` (by default
 `~/.cache/speech-tracking-jax/jax`). Programs that compile in under
-`MIN_COMPILE_SECONDS` are not written. Off for one run:
+`MIN_COMPILE_SECONDS` (or `$JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`, jax's own
+variable, when set) are not written. Off for one run:
 `JAX_ENABLE_COMPILATION_CACHE=false`; cleared: `make clean-cache` (deletes the folder;
 safe at any time, the next run compiles again).
 
@@ -64,7 +65,9 @@ def enable_cache(environ=None) -> str | None:
         return None
     os.makedirs(folder, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", folder)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    environ = os.environ if environ is None else environ
+    minimum = environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", MIN_COMPILE_SECONDS)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(minimum))
     return folder
 
 

@@ -26,6 +26,19 @@ def test_enable_cache_keeps_a_folder_already_configured():
     assert jax.config.jax_compilation_cache_dir == configured
 
 
+def test_the_threshold_is_jax_s_variable_when_set():
+    previous = jax.config.jax_persistent_cache_min_compile_time_secs
+    try:
+        compilation.enable_cache({"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0.25"})
+        assert jax.config.jax_persistent_cache_min_compile_time_secs == 0.25
+        compilation.enable_cache({})
+        assert (
+            jax.config.jax_persistent_cache_min_compile_time_secs == compilation.MIN_COMPILE_SECONDS
+        )
+    finally:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", previous)
+
+
 def _fresh_function(scale: float):
     def scaled_cumsum(x):
         return jnp.cumsum(x * scale) + scale
