@@ -347,17 +347,18 @@ def _threshold_index(thresholds: tuple[float, ...], value: float) -> int:
 
 
 def _prepared(detections, ground_truth, num_classes, ignore_classes):
-    """Checked fields as arrays, and which entries are evaluated (bool [B, D], [B, G])."""
-    num_classes, ignore_classes = _checked(detections, ground_truth, num_classes, ignore_classes)
-    detections = {k: jnp.asarray(detections[k]) for k in DETECTION_FIELDS}
-    ground_truth = {k: jnp.asarray(ground_truth[k]) for k in GROUND_TRUTH_FIELDS}
+    """The fields of `_checked` arguments as arrays, and which entries are evaluated
+    (bool [B, D], [B, G])."""
+    detections = {k: jnp.asarray(v) for k, v in detections.items()}
+    ground_truth = {k: jnp.asarray(v) for k, v in ground_truth.items()}
     det_eval = _evaluated(detections["label"], detections["valid"], num_classes, ignore_classes)
     gt_eval = _evaluated(ground_truth["label"], ground_truth["valid"], num_classes, ignore_classes)
     return detections, ground_truth, det_eval, gt_eval
 
 
-def _checked(detections, ground_truth, num_classes, ignore_classes) -> tuple[int, tuple]:
-    """(num_classes, ignore_classes) checked, after checking both sides' fields."""
+def _checked(detections, ground_truth, num_classes, ignore_classes):
+    """(detections, ground_truth, num_classes, ignore_classes) checked: both sides
+    reduced to their fields (what the jitted programs take), the classes as ints."""
     num_dets = _check_fields("detections", detections, DETECTION_FIELDS)
     num_gts = _check_fields("ground_truth", ground_truth, GROUND_TRUTH_FIELDS)
     if num_dets[0] != num_gts[0]:
@@ -368,7 +369,9 @@ def _checked(detections, ground_truth, num_classes, ignore_classes) -> tuple[int
     ignore_classes = tuple(
         _validate.require_class_index("ignore_classes", c, num_classes) for c in ignore_classes
     )
-    return num_classes, ignore_classes
+    detections = {k: detections[k] for k in DETECTION_FIELDS}
+    ground_truth = {k: ground_truth[k] for k in GROUND_TRUTH_FIELDS}
+    return detections, ground_truth, num_classes, ignore_classes
 
 
 def detection_scores(
@@ -404,7 +407,9 @@ def detection_scores(
     # The checks here, then one jitted computation: called outside `jit`, it compiles one
     # program per shape instead of dispatching each of its operations alone (12 s to
     # 1-2 s on a first call); inside `jit` it is inlined.
-    num_classes, ignore_classes = _checked(detections, ground_truth, num_classes, ignore_classes)
+    detections, ground_truth, num_classes, ignore_classes = _checked(
+        detections, ground_truth, num_classes, ignore_classes
+    )
     ap_thresholds = _validate.require_thresholds(
         "iou_thresholds", DEFAULT_IOU_THRESHOLDS if iou_thresholds is None else iou_thresholds
     )
@@ -416,8 +421,8 @@ def detection_scores(
     if concrete_hours and (np.ndim(total_hours) != 0 or not float(total_hours) > 0):
         raise ValueError(f"total_hours: expected a scalar > 0, got {total_hours!r}")
     return _detection_scores(
-        {k: detections[k] for k in DETECTION_FIELDS},
-        {k: ground_truth[k] for k in GROUND_TRUTH_FIELDS},
+        detections,
+        ground_truth,
         total_hours,
         num_classes=num_classes,
         ignore_classes=ignore_classes,
@@ -501,11 +506,13 @@ def pooled_matches(
       flat index b * D + d of each outcome's detection, e.g. to look up its label), and
       `num_ground_truth` int32 (evaluated ground truths of all classes).
     """
-    num_classes, ignore_classes = _checked(detections, ground_truth, num_classes, ignore_classes)
+    detections, ground_truth, num_classes, ignore_classes = _checked(
+        detections, ground_truth, num_classes, ignore_classes
+    )
     (iou,) = _validate.require_thresholds("iou", (iou,))
     return _pooled_matches(
-        {k: detections[k] for k in DETECTION_FIELDS},
-        {k: ground_truth[k] for k in GROUND_TRUTH_FIELDS},
+        detections,
+        ground_truth,
         num_classes=num_classes,
         iou=iou,
         ignore_classes=ignore_classes,

@@ -178,15 +178,15 @@ def detection_latency(
     Returns:
       `DetectionLatencies` of [B, G] arrays.
     """
-    num_classes, ignore_classes = detection._checked(
+    detections, ground_truth, num_classes, ignore_classes = detection._checked(
         detections, ground_truth, num_classes, ignore_classes
     )
     _check_emitted(emitted, detections)
     (iou,) = _validate.require_thresholds("iou", (iou,))
     return _detection_latency(
-        {k: detections[k] for k in detection.DETECTION_FIELDS},
+        detections,
         emitted,
-        {k: ground_truth[k] for k in detection.GROUND_TRUTH_FIELDS},
+        ground_truth,
         num_classes=num_classes,
         iou=iou,
         ignore_classes=ignore_classes,
