@@ -332,7 +332,7 @@ def _joint_histogram(pred, gold, mask, *, num_classes, background, min_run) -> j
     num_bins = side_bins * side_bins + 1
     # In two halves, which XLA:CPU's executor can run at once (the loops above already
     # run on two threads; a scatter runs on one).
-    halves = jnp.split(2 * _spread(code, num_bins).reshape(2, -1) + 1, 2)
+    halves = (2 * _spread(code, num_bins) + 1).reshape(2, -1)
     counts = sum(_odd_histogram(half, _LANES * num_bins) for half in halves)
     counts = counts.reshape(_LANES, num_bins).sum(0)[:-1]
     return counts.reshape(num_classes + 1, 3, num_classes + 1, 3)
