@@ -30,9 +30,24 @@ def pytest_collection_modifyitems(session, config, items):
     """Test files with end-to-end (`slow`) tests first, the rest after them, each in
     collection order: xdist (`--dist loadfile --no-loadscope-reorder`, see the Makefile)
     hands a worker the next file as it finishes one, so the long files start early and
-    the short ones fill in at the end, instead of one long file running alone last."""
+    the short ones fill in at the end, instead of one long file running alone last.
+
+    One exception: files marked `early` (long, and needing no smoke corpus) go second.
+    The first file's worker builds the smoke corpora (~30 s, `smoke_build`); the next
+    worker works through an `early` file meanwhile instead of waiting on the build."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)  # a stable sort
+    early_files = {item.path for item in items if item.get_closest_marker("early")}
+    first = items[0].path if items else None
+    first = next((item.path for item in items if item.path in slow_files), first)
+
+    def rank(item) -> int:
+        if item.path == first:
+            return 0
+        if item.path in early_files:
+            return 1
+        return 2 if item.path in slow_files else 3
+
+    items.sort(key=rank)  # a stable sort: collection order within a rank
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,8 @@ from sklearn.metrics import precision_recall_fscore_support
 import metrics
 from metrics import reference
 
+pytestmark = pytest.mark.early  # about 90 s of compiling: see tests/conftest.py
+
 PROPERTY_SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
