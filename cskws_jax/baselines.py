@@ -240,7 +240,7 @@ def classifier(config: WindowConfig, num_keywords: int) -> WindowClassifier:
 def init_params(config: WindowConfig, num_keywords: int, rng) -> Any:
     """Classifier parameters for K = num_keywords keywords."""
     windows = jnp.zeros((1, config.window_frames, NUM_MELS), jnp.float32)
-    return jax.jit(classifier(config, num_keywords).init)(rng, windows)  # one program
+    return classifier(config, num_keywords).init(rng, windows)
 
 
 def optimizer_config(config: WindowConfig) -> OptimizerConfig:

@@ -30,7 +30,7 @@ from cskws_jax import decode, losses, model, targets
 from cskws_jax.datasets.features import FEATURES
 from speechkit import augment as augment_lib
 from speechkit import checks, dataclass_json
-from speechkit.optim import OptimizerConfig, TrainState, jit_create
+from speechkit.optim import OptimizerConfig, TrainState
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,9 +166,7 @@ def augment(features, mask, rng, config: AugmentConfig):
 
 
 def create_train_state(net, config: OptimizerConfig, rng, batch) -> TrainState:
-    """Initial parameters (shapes from one row of `batch`) and optimiser state, made by
-    one compiled program (`speechkit.optim.jit_create`)."""
-    return jit_create(net, config)(rng, {"audio": batch["audio"][:1]})
+    return TrainState.create(net.init(rng, {"audio": batch["audio"][:1]}), config)
 
 
 def _targets(net, batch, num_frames: int):

@@ -55,7 +55,7 @@ from cskws_jax.datasets import synthetic_kws
 from experiments import common, evals, training
 from experiments.scoring import keywords as scoring
 from speechkit import batching, checks, files
-from speechkit.optim import OptimizerConfig, jit_create
+from speechkit.optim import OptimizerConfig, TrainState
 
 MODELS = ("afkws", "afkws_no_unknown", "sliding_window")
 
@@ -158,8 +158,11 @@ class Candidate:
         augment = common.build(train.AugmentConfig, config.augment, "config.augment")
         loss = common.build(losses.LossConfig, config.loss, "config.loss")
         decoding = common.build(train.PeakDecodingConfig, config.decode, "config.decode")
-        init = jit_create(net, optimizer)
-        self.init = lambda key, batch: init(key, {"audio": batch["audio"][:1]})
+        # jitted: one program instead of hundreds of op-by-op ones (the same parameters)
+        init = jax.jit(
+            lambda key, audio: TrainState.create(net.init(key, {"audio": audio}), optimizer)
+        )
+        self.init = lambda key, batch: init(key, batch["audio"][:1])
         self.step = jax.jit(
             lambda state, batch, rng: train.train_step(net, augment, state, batch, rng, loss),
             donate_argnums=0,

@@ -59,7 +59,7 @@ from multiqt_jax.datasets.features import (
 )
 from speechkit import augment, batching, checks, files, tts
 from speechkit.ctc.recognise import Recogniser, cached_posteriors, cached_words
-from speechkit.optim import OptimizerConfig, jit_create
+from speechkit.optim import OptimizerConfig, TrainState
 
 CTC = "ctc"  # config.text_recogniser: speechkit.ctc's recogniser (config.ctc_bundle)
 CTC_POSTERIORS = "ctc_posteriors"  # the same recogniser's 20 ms character posteriors
@@ -384,7 +384,8 @@ def call_batching(config) -> calls.CallBatching:
 def _init_fn(net_config: model.MultiQTConfig, optimizer: OptimizerConfig):
     """jit((key, inputs) -> a fold's step-0 TrainState), compiled once and called per
     fold."""
-    return jit_create(model.MultiQT(net_config), optimizer)
+    net = model.MultiQT(net_config)
+    return jax.jit(lambda key, inputs: TrainState.create(net.init(key, inputs), optimizer))
 
 
 @functools.cache

@@ -606,7 +606,7 @@ def fit_fnn(
         float(config.learning_rate), float(config.weight_decay), clip_norm=None
     )
     tx, step = _fnn_trainer(hidden, classes, optimizer)
-    params = jax.jit(FeedForward(hidden, classes).init)(  # one program, not one per op
+    params = FeedForward(hidden, classes).init(
         jax.random.PRNGKey(config.seed), jnp.zeros((1, FEATURE_DIM), jnp.float32)
     )
     state = TrainState.for_optimizer(params, tx)

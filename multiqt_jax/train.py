@@ -22,13 +22,12 @@ import optax
 
 from speechkit.augment import spec_augment
 from speechkit.losses import cross_entropy
-from speechkit.optim import OptimizerConfig, TrainState, jit_create
+from speechkit.optim import OptimizerConfig, TrainState
 
 
 def create_train_state(net, config: OptimizerConfig, rng, batch) -> TrainState:
-    """Initial parameters (shapes from `batch`) and optimiser state, made by one compiled
-    program (`speechkit.optim.jit_create`)."""
-    return jit_create(net, config)(rng, model_inputs(batch, rows=1))
+    """Initial parameters (shapes from `batch`) and optimiser state."""
+    return TrainState.create(net.init(rng, model_inputs(batch, rows=1)), config)
 
 
 def model_inputs(batch, rows: int | None = None) -> dict:

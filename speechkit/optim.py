@@ -76,14 +76,6 @@ def parameter_count(params) -> int:
     return sum(int(jnp.size(leaf)) for leaf in jax.tree_util.tree_leaves(params))
 
 
-def jit_create(net, config: OptimizerConfig):
-    """(rng, inputs) -> `TrainState.create(net.init(rng, inputs), config)`, one compiled
-    program. Called eagerly, `init` compiles every initialiser and optimiser buffer alone,
-    a small program per parameter shape (5.5 s against 2.4 s for the smoke AF-KWS, in a
-    fresh process); the parameters are the same, bit for bit."""
-    return jax.jit(lambda rng, inputs: TrainState.create(net.init(rng, inputs), config))
-
-
 class TrainState(flax.struct.PyTreeNode):
     step: jax.Array
     params: Any

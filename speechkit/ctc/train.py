@@ -22,13 +22,12 @@ import optax
 from speechkit import accelerator
 from speechkit.augment import MaskConfig, spec_augment
 from speechkit.ctc import decode, symbols
-from speechkit.optim import OptimizerConfig, TrainState, jit_create
+from speechkit.optim import OptimizerConfig, TrainState
 
 
 def create_train_state(net, config: OptimizerConfig, rng, batch) -> TrainState:
-    """Initial parameters (shapes from one row of `batch`) and optimiser state, made by
-    one compiled program (`speechkit.optim.jit_create`)."""
-    return jit_create(net, config)(rng, {"audio": batch["audio"][:1]})
+    """Initial parameters (shapes from one row of `batch`) and optimiser state."""
+    return TrainState.create(net.init(rng, {"audio": batch["audio"][:1]}), config)
 
 
 def loss(net, params, batch, rng, masks: MaskConfig | None = None) -> jax.Array:

@@ -27,7 +27,7 @@ SMALL = model.AfKwsConfig(
 def small():
     net = model.AfKws(SMALL)
     features = np.random.default_rng(0).normal(size=(2, 157, 64)).astype(np.float32)
-    return net, jax.jit(net.init)(jax.random.key(0), {"audio": features}), features
+    return net, net.init(jax.random.key(0), {"audio": features}), features
 
 
 @pytest.mark.parametrize("unknown_class", [True, False])
@@ -36,7 +36,7 @@ def test_heads_have_the_documented_shapes(unknown_class):
     net = model.AfKws(config)
     features = jnp.zeros((2, 403, 64))
     inputs = {"audio": features}
-    outputs, mask = net.apply(jax.jit(net.init)(jax.random.key(0), inputs), inputs)
+    outputs, mask = net.apply(net.init(jax.random.key(0), inputs), inputs)
     assert outputs["heatmap"].shape == (2, 101, 5 + unknown_class)
     assert outputs["length"].shape == outputs["offset"].shape == mask.shape == (2, 101)
     assert np.all((outputs["offset"] >= 0) & (outputs["offset"] <= 1))

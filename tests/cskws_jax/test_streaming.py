@@ -23,7 +23,7 @@ def test_streamed_detections_equal_offline_detections(block_outputs):
     features = rng.normal(size=(2, 203, 64)).astype(np.float32)
     mask = np.ones((2, 203), bool)
     mask[1, 150:] = False
-    params = jax.jit(net.init)(jax.random.key(1), {"audio": features})
+    params = net.init(jax.random.key(1), {"audio": features})
     params = jax.tree_util.tree_map(lambda a: 1.5 * a, params)  # livelier heatmaps
     offline = decode.decode(
         *net.apply(params, {"audio": features}, {"audio": mask}),

@@ -82,7 +82,7 @@ def test_the_unknown_class_ablation_trains_on_keywords_only(unknown_class):
         "valid": np.ones((1, 3), bool),
     }
     inputs = {"audio": batch["audio"]}
-    outputs, out_mask = net.apply(jax.jit(net.init)(jax.random.key(0), inputs), inputs)
+    outputs, out_mask = net.apply(net.init(jax.random.key(0), inputs), inputs)
     assert outputs["heatmap"].shape[-1] == 2 + unknown_class
     centres = train._targets(net, batch, out_mask.shape[1])
     assert int(centres["count"][0]) == 2 + unknown_class

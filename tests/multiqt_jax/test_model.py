@@ -40,7 +40,7 @@ def _setup(seed=0, outputs=23, batch=2, **overrides):
     audio = rng.normal(size=(batch, outputs * 4 - 1, 40)).astype(np.float32)
     text = rng.random((batch, outputs * 2, 29)).astype(np.float32)
     net = model.MultiQT(config)
-    params = jax.jit(net.init)(jax.random.key(seed), {"audio": audio, "text": text})
+    params = net.init(jax.random.key(seed), {"audio": audio, "text": text})
     return config, net, params, audio, text
 
 
@@ -202,7 +202,7 @@ def test_bad_input_is_named():
 def test_describe_names_size_and_rate():
     config = model.MultiQTConfig(num_classes=9)
     inputs = {"audio": np.zeros((1, 40, 40), np.float32), "text": np.zeros((1, 20, 29), np.float32)}
-    params = jax.jit(model.MultiQT(config).init)(jax.random.key(0), inputs)
+    params = model.MultiQT(config).init(jax.random.key(0), inputs)
     line = model.describe(config, params)
     assert f"{model.parameter_count(params):,} parameters" in line
     assert "every 40 ms (25 Hz)" in line and "1.13 s audio / 1.14 s text" in line

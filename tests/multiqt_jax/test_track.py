@@ -222,9 +222,7 @@ def test_asr_ctc_recognises_the_call_with_a_recogniser_bundle(saved, tmp_path, c
     folder, net, params = saved["text"]
     config = ctc_model.CtcConfig(channels=8, stem_kernel=3, kernels=(3,), dilations=(1,))
     recogniser = ctc_model.CtcRecogniser(config)
-    weights = jax.jit(recogniser.init)(
-        jax.random.key(3), {"audio": np.zeros((1, 8, 40), np.float32)}
-    )
+    weights = recogniser.init(jax.random.key(3), {"audio": np.zeros((1, 8, 40), np.float32)})
     bundle_folder = ctc_bundle.save(tmp_path / "recogniser", recogniser, weights)
     samples = read_samples(str(saved["call"]), FEATURES)
     features = frontend.waveform_log_mel(samples, FEATURES)
@@ -317,7 +315,7 @@ def test_a_bundle_of_the_other_task_or_a_missing_one_is_an_error(saved, tmp_path
         num_keywords=2, stem_channels=4, kernel=3, stages=(cskws_model.Stage(4, 2, 1),)
     )
     afkws = cskws_model.AfKws(config)
-    params = jax.jit(afkws.init)(jax.random.key(0), {"audio": np.zeros((1, 8, 64), np.float32)})
+    params = afkws.init(jax.random.key(0), {"audio": np.zeros((1, 8, 64), np.float32)})
     cskws_bundle.save(tmp_path / "kws", afkws, params, ("yes", "no"))
     code, _, err = _run(capsys, tmp_path / "kws", saved["call"])
     assert code == 2 and "bundle.json: task: expected 'multiqt', got 'cskws'" in err
