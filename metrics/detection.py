@@ -347,10 +347,8 @@ def _threshold_index(thresholds: tuple[float, ...], value: float) -> int:
 
 
 def _prepared(detections, ground_truth, num_classes, ignore_classes):
-    """The fields of `_checked` arguments as arrays, and which entries are evaluated
-    (bool [B, D], [B, G])."""
-    detections = {k: jnp.asarray(v) for k, v in detections.items()}
-    ground_truth = {k: jnp.asarray(v) for k, v in ground_truth.items()}
+    """The fields of `_checked` arguments, and which entries are evaluated (bool [B, D],
+    [B, G]). Called inside the jitted programs, whose arguments are arrays already."""
     det_eval = _evaluated(detections["label"], detections["valid"], num_classes, ignore_classes)
     gt_eval = _evaluated(ground_truth["label"], ground_truth["valid"], num_classes, ignore_classes)
     return detections, ground_truth, det_eval, gt_eval

@@ -37,8 +37,7 @@ def pytest_collection_modifyitems(session, config, items):
     worker works through an `early` file meanwhile instead of waiting on the build."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     early_files = {item.path for item in items if item.get_closest_marker("early")}
-    first = items[0].path if items else None
-    first = next((item.path for item in items if item.path in slow_files), first)
+    first = next((item.path for item in items if item.path in slow_files), None)
 
     def rank(item) -> int:
         if item.path == first:
