@@ -49,7 +49,8 @@ import numpy as np
 import sequence_layers.jax as sl
 
 from cskws_jax.datasets.features import FEATURES
-from speechkit import accelerator, checks, streaming
+from speechkit import accelerator, checks, dataclass_json, frontend, streaming
+from speechkit import normalise as normalise_lib
 from speechkit.optim import parameter_count
 
 HEATMAP_PRIOR = 0.1  # initial centre probability (CenterNet's bias init)
@@ -83,10 +84,22 @@ class AfKwsConfig:
     # Matmul / convolution precision everywhere the model is applied: "highest" (float32;
     # stream == offline on GPU/TPU), "high" or "default" (TF32 / bfloat16: faster training).
     precision: str = "highest"
+    # Causal per-band normalisation of the log-mel input (`speechkit.normalise`: "none",
+    # "cmn", "cmvn" or "pcen") and its running means' time constant in seconds.
+    normalise: str = dataclasses.field(default="none", metadata={dataclass_json.OPTIONAL: True})
+    normalise_time_s: float = dataclasses.field(
+        default=2.0, metadata={dataclass_json.OPTIONAL: True}
+    )
+    # Cepstral smoothing of each input frame before it: keep the first `envelope` DCT
+    # coefficients of the bands (`speechkit.frontend.envelope_matrix`; 0: off).
+    envelope: int = dataclasses.field(default=0, metadata={dataclass_json.OPTIONAL: True})
 
     def __post_init__(self):
         field = "AfKwsConfig.{}".format
         accelerator.check_precision(self.precision, field("precision"))
+        checks.require_choice(field("normalise"), self.normalise, normalise_lib.KINDS)
+        checks.require_number(field("normalise_time_s"), self.normalise_time_s, above=0)
+        checks.require_int(field("envelope"), self.envelope, at_least=0, at_most=self.features)
         checks.require_int(field("num_keywords"), self.num_keywords, at_least=1)
         for name in ("features", "stem_channels", "kernel", "head_channels"):
             checks.require_int(field(name), getattr(self, name), at_least=1)
@@ -162,6 +175,10 @@ class AfKwsConfig:
     def num_classes(self) -> int:
         """Heatmap classes: the keywords, then the unknown class if used."""
         return self.num_keywords + int(self.unknown_class)
+
+    @property
+    def normalisation(self) -> normalise_lib.NormaliseConfig:
+        return normalise_lib.NormaliseConfig(self.normalise, self.normalise_time_s)
 
     @property
     def output_stride(self) -> int:
@@ -249,9 +266,8 @@ class AfKws(nn.Module):
         aligned to positions 0..To-1; heads are zero where the mask is False."""
         features, frame_mask = _audio(self.config, inputs, mask)
         flush = self.config.delay * self.config.output_stride
-        # Invalid frames become zeros and the backbone sees every frame as valid, so a
-        # stream that feeds the same zeros (`step` with its mask) computes the same values.
-        features = jnp.where(frame_mask[..., None], features, 0.0)
+        start = self._normalise_state(features.shape[0])
+        features, _ = self._normalised(features, frame_mask, start)
         padded = _all_valid(jnp.pad(features, ((0, 0), (0, flush), (0, 0))))
         hidden = self.backbone.layer(padded, training=False)
         frames = -(-features.shape[1] // self.config.output_stride)
@@ -262,10 +278,30 @@ class AfKws(nn.Module):
     def initial_state(self, batch_size: int):
         """Zeros in every convolution buffer, and `delay` masked positions in flight."""
         spec = sl.ChannelSpec((self.config.features,), jnp.float32)
-        return {
+        state = {
             "backbone": self.backbone.get_initial_state(batch_size, spec, training=False),
             "mask_fifo": jnp.zeros((batch_size, self.config.delay), bool),
         }
+        if self.config.normalise != "none":
+            state["normalise"] = self._normalise_state(batch_size)
+        return state
+
+    def _normalise_state(self, batch_size: int) -> dict:
+        return normalise_lib.initial_state(
+            self.config.normalisation, batch_size, self.config.features
+        )
+
+    def _normalised(self, features, frame_mask, state):
+        """(the input normalised, zero on invalid frames, and the normaliser's new state).
+        Invalid frames become zeros and the backbone sees every frame as valid, so a stream
+        that feeds the same zeros (`step` with its mask) computes the same values."""
+        if self.config.envelope:
+            smooth = frontend.envelope_matrix(self.config.features, self.config.envelope)
+            features = jnp.matmul(features, smooth, precision=jax.lax.Precision.HIGHEST)
+        features, state = normalise_lib.normalise(
+            self.config.normalisation, features, frame_mask, state, hop_s=FEATURES.hop_s
+        )
+        return jnp.where(frame_mask[..., None], features, 0.0), state
 
     @accelerator.at_config_precision
     def step(self, inputs, mask, state):
@@ -273,7 +309,7 @@ class AfKws(nn.Module):
         (None: all real) -> (heads for n output frames, their mask [B, n], state). Output
         frame i of the stream describes position i - delay; its mask is that position's."""
         block, frame_mask = _audio(self.config, inputs, mask)
-        block = jnp.where(frame_mask[..., None], block, 0.0)
+        block, normalised = self._normalised(block, frame_mask, state.get("normalise", {}))
         hidden, backbone = self.backbone.step(_all_valid(block), state["backbone"], training=False)
         n = hidden.values.shape[1]
         arrived = jnp.concatenate(
@@ -281,7 +317,10 @@ class AfKws(nn.Module):
         )
         out_mask, fifo = arrived[:, :n], arrived[:, n:]
         heads = _masked(self._heads(hidden.values), out_mask)
-        return heads, out_mask, {"backbone": backbone, "mask_fifo": fifo}
+        new_state = {"backbone": backbone, "mask_fifo": fifo}
+        if self.config.normalise != "none":
+            new_state["normalise"] = normalised
+        return heads, out_mask, new_state
 
 
 def _audio(config: AfKwsConfig, inputs, mask):

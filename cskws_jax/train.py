@@ -35,11 +35,15 @@ from speechkit.optim import OptimizerConfig, TrainState
 
 @dataclasses.dataclass(frozen=True)
 class AugmentConfig:
-    """Feature-level augmentation of every training crop: gain, noise at an SNR, then
-    SpecAugment-style masks (bands of mel bins and runs of frames set to the crop's mean
-    log-mel; 0 masks: none)."""
+    """Feature-level augmentation of every training crop: gain, a speaker's vocal tract
+    (VTLP: frequencies x a factor drawn from `vtlp`; (1, 1): none), a random equaliser
+    (a smooth curve within +-`eq_db`; 0: none), noise at an SNR, then SpecAugment-style
+    masks (bands of mel bins and runs of frames set to the crop's mean log-mel; 0 masks:
+    none). `speechkit.augment` has the parts."""
 
     gain_db: tuple[float, float] = (-6.0, 6.0)
+    vtlp: tuple[float, float] = (1.0, 1.0)
+    eq_db: float = 0.0
     noise_probability: float = 0.5
     snr_db: tuple[float, float] = (5.0, 30.0)
     freq_masks: int = 0  # masked bands per crop
@@ -51,6 +55,9 @@ class AugmentConfig:
         self.masks  # noqa: B018 - checks the mask fields
         checks.require_interval("AugmentConfig.gain_db", self.gain_db)
         checks.require_interval("AugmentConfig.snr_db", self.snr_db)
+        checks.require_interval("AugmentConfig.vtlp", self.vtlp)
+        checks.require_number("AugmentConfig.vtlp[0]", self.vtlp[0], above=0)
+        checks.require_number("AugmentConfig.eq_db", self.eq_db, at_least=0)
         checks.require_number(
             "AugmentConfig.noise_probability", self.noise_probability, at_least=0, at_most=1
         )
@@ -154,6 +161,15 @@ def augment(features, mask, rng, config: AugmentConfig):
         gain_key, (batch, 1, 1), minval=config.gain_db[0], maxval=config.gain_db[1]
     )
     features = features + gain_db * jnp.log(10.0) / 10  # energy x 10^(dB / 10)
+    # The speaker and equaliser draw from keys of their own, so configs without them keep
+    # their numbers.
+    if tuple(config.vtlp) != (1.0, 1.0):
+        warp = jax.random.uniform(
+            jax.random.fold_in(rng, 2), (batch,), minval=config.vtlp[0], maxval=config.vtlp[1]
+        )
+        features = augment_lib.warp_mel_bands(features, warp, FEATURES)
+    if config.eq_db:
+        features = augment_lib.random_eq(features, jax.random.fold_in(rng, 3), config.eq_db)
     snr_db = jax.random.uniform(
         snr_key, (batch, 1, 1), minval=config.snr_db[0], maxval=config.snr_db[1]
     )
@@ -199,6 +215,7 @@ def train_step(
             out_mask,
             _targets(net, batch, out_mask.shape[1]),
             loss_config or losses.LossConfig(),
+            net.config.num_keywords,
         )
         return total, parts
 

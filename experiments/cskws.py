@@ -99,7 +99,7 @@ def evaluation_sources(config, keywords) -> dict:
                 f"(score a bundle on it with python -m experiments.evaluate instead)"
             )
         source = evals.split_of(
-            evaluation, corpus, tfds.data_source(corpus, data_dir=data_dir), log
+            evaluation, corpus, tfds.data_source(corpus, data_dir=data_dir), log, data_dir
         )
         if source is not None:
             found[evaluation.name] = source
@@ -108,8 +108,8 @@ def evaluation_sources(config, keywords) -> dict:
 
 def split_engine(dataset: str, split: str) -> str | None:
     """The synthesiser that alone speaks `split` of `dataset`: a synthetic_kws corpus's
-    held-out engine for its "heldout" split; None otherwise."""
-    if split != "heldout" or not dataset.startswith("synthetic_kws/"):
+    held-out engine for its "heldout" split (or a slice of it); None otherwise."""
+    if evals.base_split(split) != "heldout" or not dataset.startswith("synthetic_kws/"):
         return None
     name = dataset.split("/", 1)[1]  # a size, or a size-engine set ("quick-festival")
     built = synthetic_kws.SyntheticKws.builder_configs.get(name)

@@ -3,7 +3,9 @@ trained model is scored on besides its own test data.
 
     config.evals.heldout = dict(split="heldout", dataset="", optional=True)
 
-Each entry names a split of a corpus: `dataset` "" is the run's own corpus (any other
+Each entry names a split of a corpus, whole or a TFDS slice of it ("heldout[:50%]": the
+first half, e.g. a development half to choose settings on and the other half to score
+once): `dataset` "" is the run's own corpus (any other
 TFDS name, e.g. "annotated_calls/questions", is read from the same data folder), and an
 `optional` evaluation whose split the corpus lacks is skipped with a log line instead of
 an error. A model's results.json entry holds each evaluation's scores under its name and
@@ -14,6 +16,8 @@ declare one: "heldout", the split spoken only by a synthesiser never heard in tr
 from __future__ import annotations
 
 import dataclasses
+
+import tensorflow_datasets as tfds
 
 from experiments import common
 
@@ -58,13 +62,27 @@ def transfer_key(name: str) -> str:
     return "transfer" if name == HELDOUT else f"transfer_{name}"
 
 
-def split_of(evaluation: Evaluation, corpus: str, sources, log):
+def base_split(split: str) -> str:
+    """The split a TFDS slice is of: "heldout" for "heldout[:50%]" (and for "heldout")."""
+    return split.split("[", 1)[0].strip()
+
+
+def split_of(evaluation: Evaluation, corpus: str, sources, log, data_dir: str | None = None):
     """The data source of `evaluation`'s split among `sources` (a corpus's splits, as
-    `tfds.data_source` gives them), or None for an optional evaluation whose split the
-    corpus lacks (logged); a missing required split is a ValueError naming it."""
-    if evaluation.split in sources:
-        return sources[evaluation.split]
-    why = f"{corpus} has no {evaluation.split!r} split (has {sorted(sources)})"
+    `tfds.data_source` gives them; a slice is read from `data_dir`), or None for an
+    optional evaluation whose split the corpus lacks (logged); a missing required split
+    is a ValueError naming it."""
+    base = base_split(evaluation.split)
+    if base in sources:
+        if base == evaluation.split:
+            return sources[base]
+        try:
+            return tfds.data_source(corpus, split=evaluation.split, data_dir=data_dir)
+        except ValueError as err:
+            raise ValueError(
+                f"config.evals.{evaluation.name}: split {evaluation.split!r} of {corpus}: {err}"
+            ) from err
+    why = f"{corpus} has no {base!r} split (has {sorted(sources)})"
     if not evaluation.optional:
         raise ValueError(f"config.evals.{evaluation.name}: {why}")
     log(f"config.evals.{evaluation.name}: {why}")

@@ -10,6 +10,11 @@ time (`experiments.studies`). It approximates noise added to the waveform: energ
 in expectation, the cross terms are left out, and the noise is not filtered by the
 channel the stored features went through.
 
+`warp_mel_bands` and `random_eq` change the speaker and the channel rather than add to
+them: a vocal-tract-length perturbation (VTLP, Jaitly & Hinton 2013) moves every
+frequency by a factor, as a longer or shorter vocal tract would, without changing the
+tempo; a random equaliser adds a smooth curve of up to +-`max_db` across the bands.
+
 Bands of mel bins and runs of frames are set to each example's mean log-mel over its
 valid frames (a neutral level, not silence). Widths are drawn uniformly from
 [0, max width] and positions anywhere, per example; 0 masks of a kind draw nothing of
@@ -22,8 +27,11 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from speechkit import checks
+from speechkit import checks, frontend
+
+VTLP_BOUNDARY_HZ = 4800.0  # VTLP's warp is linear below this, then meets Nyquist
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,3 +87,52 @@ def mix_noise(features, mask, rng, snr_db):
     snr_db = jnp.asarray(snr_db, features.dtype)
     noise = jax.random.exponential(rng, features.shape) * mean_energy * 10 ** (-snr_db / 10)
     return jnp.log(energy + noise)
+
+
+def _band_positions(hz, config: frontend.FeatureConfig):
+    """Fractional mel-band index of frequencies `hz` under `config`'s filterbank (band i
+    is centred at position i; the centres are uniform on the HTK mel scale)."""
+    low, high = frontend.hz_to_mel(config.lower_hz), frontend.hz_to_mel(config.upper)
+    step = (high - low) / (config.num_mels + 1)
+    mel = 2595.0 * jnp.log10(1.0 + hz / 700.0)
+    return (mel - low) / step - 1.0
+
+
+def warp_mel_bands(features, warp, config: frontend.FeatureConfig):
+    """features float [B, T, F] log-mel of `config`'s filterbank, warp float [B] (factors
+    around 1) -> the features of a speaker whose frequencies are `warp` times these:
+    VTLP's piecewise-linear map f -> warp x f up to VTLP_BOUNDARY_HZ x min(1, warp) / warp,
+    then straight to Nyquist (which stays put). Each band takes the log-mel interpolated
+    at its source frequency; bands beyond the edges repeat the edge band."""
+    bands = config.num_mels
+    nyquist = config.upper
+    low, high = frontend.hz_to_mel(config.lower_hz), frontend.hz_to_mel(nyquist)
+    centres = jnp.asarray(
+        frontend.mel_to_hz(low + (high - low) * np.arange(1, bands + 1) / (bands + 1)),
+        jnp.float32,
+    )
+    warp = jnp.asarray(warp, jnp.float32)[:, None]
+    knee = VTLP_BOUNDARY_HZ * jnp.minimum(warp, 1.0) / warp  # source frequency of the knee
+    above = knee + (centres - warp * knee) * (nyquist - knee) / (nyquist - warp * knee)
+    source = jnp.where(centres <= warp * knee, centres / warp, above)  # [B, F]
+    position = jnp.clip(_band_positions(source, config), 0.0, bands - 1.0)
+    below = jnp.floor(position).astype(jnp.int32)
+    upper = jnp.minimum(below + 1, bands - 1)
+    share = (position - below)[:, None, :]
+    take = jax.vmap(lambda f, i: f[:, i])  # per example: [T, F] at band indices [F]
+    return (1.0 - share) * take(features, below) + share * take(features, upper)
+
+
+def random_eq(features, rng, max_db: float, components: int = 4):
+    """features float [B, T, F] natural-log mel energies -> the same with a random smooth
+    gain curve per example added: a sum of `components` cosines across the bands with
+    amplitudes drawn uniformly so the curve stays within +-`max_db` dB."""
+    bands = features.shape[-1]
+    k = jnp.arange(1, components + 1)[:, None]
+    basis = jnp.cos(jnp.pi * k * (jnp.arange(bands) + 0.5) / bands)  # [K, F]
+    limit = max_db / components
+    amplitude = jax.random.uniform(
+        rng, (features.shape[0], components), minval=-limit, maxval=limit
+    )
+    curve_db = amplitude @ basis  # [B, F], |curve| <= max_db
+    return features + (curve_db * jnp.log(10.0) / 10)[:, None, :]

@@ -248,3 +248,19 @@ class FeatureStream:
         skip = self.context // self.hop
         self._history = audio[len(audio) - self.context :]
         return np.asarray(features[0, skip : skip + len(piece) // self.hop])
+
+
+@functools.lru_cache(maxsize=8)
+def envelope_matrix(bands: int, keep: int) -> np.ndarray:
+    """float32 [bands, bands]: log-mel frames (as rows) @ it keeps their first `keep`
+    orthonormal DCT-II coefficients (the cepstrum's low quefrencies: the spectral
+    envelope) and transforms back to `bands` bands, dropping the finer structure
+    (harmonics of the pitch, a synthesiser's ripple). keep == bands is the identity."""
+    checks.require_int("keep", keep, at_least=1)
+    if keep > bands:
+        raise ValueError(f"keep: at most the {bands} bands, got {keep}")
+    n = np.arange(bands)
+    dct = np.sqrt(2.0 / bands) * np.cos(np.pi * (n[None, :] + 0.5) * n[:, None] / bands)
+    dct[0] /= np.sqrt(2.0)  # orthonormal: dct @ dct.T == I
+    kept = dct[:keep]
+    return (kept.T @ kept).astype(np.float32)

@@ -53,6 +53,28 @@ def voice_variants(split: str) -> tuple[str, ...]:
     raise ValueError(f"split: expected 'train' or 'test', got {split!r}")
 
 
+# The keyword corpus's engine sets: the shared ones (`speechkit.tts.ENGINE_SETS`) and
+# those that hold out espeak-ng or Festival instead of Piper. Name -> (engines, held-out).
+KWS_ENGINE_SETS = {
+    **tts.ENGINE_SETS,
+    "no-espeak": (("espeak", "festival", "piper"), "espeak"),
+    "no-festival": (("espeak", "festival", "piper"), "festival"),
+    "pip-no-espeak": (("espeak", "piper"), "espeak"),
+}
+# Leave-one-engine-out: per set of engines, the engine set that holds each one out.
+LEAVE_ONE_OUT = {
+    "pip": {"espeak": "pip-no-espeak", "piper": "pip"},
+    "festival": {"espeak": "no-espeak", "festival": "no-festival", "piper": "festival"},
+}
+
+
+def kws_config_name(size: str, engine_set: str) -> str:
+    """The synthetic_kws config of a size and engine set of `KWS_ENGINE_SETS`: the size
+    alone for "pip", else `<size>-<set>`."""
+    checks.require_choice("engine_set", engine_set, tuple(KWS_ENGINE_SETS))
+    return size if engine_set == "pip" else f"{size}-{engine_set}"
+
+
 # Festival's three Debian voices: two for training, one for testing.
 FESTIVAL_TEST_VOICES = ("ked_diphone",)
 

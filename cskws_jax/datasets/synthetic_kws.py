@@ -15,7 +15,10 @@ whose interval cannot be trusted (source "estimate") is redrawn. Configs are siz
     medium  quick's test and heldout utterances, 4x its training utterances (a superset)
 
 each also as `<size>-festival` (`speechkit.tts.ENGINE_SETS`: Festival, from Debian
-packages, joins espeak-ng for train and test; Piper stays held out).
+packages, joins espeak-ng for train and test; Piper stays held out), and for the
+leave-one-engine-out protocol (`render.LEAVE_ONE_OUT`) as `<size>-no-espeak` and
+`<size>-no-festival` (all three engines, espeak-ng or Festival held out) and
+`<size>-pip-no-espeak` (Piper trains, espeak-ng held out).
 
     builder = SyntheticKws(config="quick", data_dir=DIR, file_format="array_record")
     builder.download_and_prepare()
@@ -161,12 +164,12 @@ class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder)
     BUILDER_CONFIGS = [
         SyntheticKwsBuilderConfig(
             size=size,
-            name=tts.corpus_config_name(size, engine_set),
+            name=render.kws_config_name(size, engine_set),
             render_config=render.KwsRenderConfig(engines=engines, heldout_engine=heldout),
             description=f"{size} size, engines {', '.join(engines)} ({heldout} held out)",
         )
         for size in SIZES
-        for engine_set, (engines, heldout) in tts.ENGINE_SETS.items()
+        for engine_set, (engines, heldout) in render.KWS_ENGINE_SETS.items()
     ]
 
     def _info(self) -> tfds.core.DatasetInfo:

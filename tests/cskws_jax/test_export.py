@@ -54,7 +54,23 @@ def test_exported_forward_equals_the_live_model(tiny_afkws, tmp_path):
 
 
 def test_exported_step_streams_like_the_live_step(tiny_afkws, tmp_path):
-    net, params = tiny_afkws
+    _check_step(*tiny_afkws, tmp_path)
+
+
+def test_a_normalised_input_exports_its_running_means_as_state(tiny_afkws_config, tmp_path):
+    import dataclasses
+
+    import jax
+
+    from cskws_jax import model
+
+    config = dataclasses.replace(tiny_afkws_config(3), normalise="cmvn", envelope=20)
+    net = model.AfKws(config)
+    params = net.init(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
+    _check_step(net, params, tmp_path)
+
+
+def _check_step(net, params, tmp_path):
     exported = export.export_step(net, params, block_outputs=3)
     step = _round_trip(exported, tmp_path, "step.stablehlo")
     rng = np.random.default_rng(1)

@@ -81,6 +81,30 @@ def test_detection_loss_is_small_for_a_perfect_prediction():
     assert float(bad_total) > 10
 
 
+def test_the_unknown_class_can_be_weighted_and_left_out_of_the_count():
+    """Class 2 is the unknown class of a 2-keyword model: one keyword and two other words."""
+    words = _words((0.40, 0.90, 1), (1.20, 1.50, 2), (1.80, 2.10, 2))
+    target = targets.centre_targets(*words, num_frames=60, num_classes=3, hop_s=HOP)
+    target = jax.tree_util.tree_map(lambda a: a[None], target)
+    mask = jnp.ones((1, 60), bool)
+    heads = {
+        "heatmap": jnp.zeros((1, 60, 3)),
+        "length": jnp.zeros((1, 60)),
+        "offset": jnp.zeros((1, 60)),
+    }
+    plain = losses.focal_loss(heads["heatmap"], target["heatmap"], mask)
+    unknown = losses.focal_loss(heads["heatmap"][..., 2:], target["heatmap"][..., 2:], mask)
+    _, parts = losses.detection_loss(heads, mask, target, losses.LossConfig(), 2)
+    assert float(parts["heatmap"]) == pytest.approx(float(plain) / 3, rel=1e-5)
+    config = losses.LossConfig(unknown_weight=0.25, count="keywords")
+    _, parts = losses.detection_loss(heads, mask, target, config, 2)
+    expected = float(plain) - 0.75 * float(unknown)  # divided by 1 keyword centre
+    assert float(parts["heatmap"]) == pytest.approx(expected, rel=1e-5)
+    assert float(parts["length"]) == pytest.approx(float(target["length"].sum()), rel=1e-5)
+    with pytest.raises(ValueError, match="LossConfig.count"):
+        losses.LossConfig(count="words")
+
+
 def test_decode_by_hand():
     logits = np.full((1, 10, 3), -10.0, np.float32)
     logits[0, 3, 0] = 2.0  # peak, keyword 0

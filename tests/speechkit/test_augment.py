@@ -61,3 +61,41 @@ def test_mix_noise_adds_energy_at_the_asked_snr():
     assert (added > 0).all()
     for b, expected in enumerate((1.0, 0.1)):  # noise energy / mean signal energy
         assert added[b][mask[b]].mean() / mean[b] == pytest.approx(expected, rel=0.05)
+
+
+def test_vtlp_moves_a_formant_and_leaves_warp_one_alone():
+    from cskws_jax.datasets.features import FEATURES
+
+    features = np.random.default_rng(1).normal(size=(3, 4, 64)).astype(np.float32)
+    same = np.asarray(augment.warp_mel_bands(features, np.ones(3, np.float32), FEATURES))
+    np.testing.assert_allclose(same, features, atol=1e-4)
+    peak = np.zeros((3, 1, 64), np.float32)
+    peak[:, 0, 30] = 1.0  # one band's energy, as a formant there
+    warped = np.asarray(
+        jax.jit(augment.warp_mel_bands, static_argnums=2)(
+            peak, np.array([0.85, 1.0, 1.15], np.float32), FEATURES
+        )
+    )
+    centres = [np.sum(np.arange(64) * w[0]) / np.sum(w[0]) for w in warped]
+    assert centres[0] < 29.5 and abs(centres[1] - 30) < 1e-3 and centres[2] > 30.5
+    # A shorter vocal tract (warp > 1) raises frequencies: its formant sits higher.
+    hz = np.interp(centres, np.arange(64), _centres_hz(FEATURES))
+    np.testing.assert_allclose(hz[0] / hz[1], 0.85, rtol=0.03)
+    np.testing.assert_allclose(hz[2] / hz[1], 1.15, rtol=0.03)
+
+
+def _centres_hz(config):
+    from speechkit import frontend
+
+    low, high = frontend.hz_to_mel(config.lower_hz), frontend.hz_to_mel(config.upper)
+    return frontend.mel_to_hz(low + (high - low) * np.arange(1, 65) / 65)
+
+
+def test_random_eq_is_smooth_bounded_and_per_example():
+    features, _ = _features(batch=4, frames=6, bins=64)
+    out = np.asarray(augment.random_eq(features, jax.random.key(0), 6.0))
+    curve_db = (out - features) * 10 / np.log(10)
+    assert np.abs(curve_db).max() <= 6.0 + 1e-4 and np.abs(curve_db).max() > 0.5
+    np.testing.assert_allclose(curve_db, curve_db[:, :1].repeat(6, axis=1), atol=1e-4)
+    assert not np.allclose(curve_db[0], curve_db[1])  # each example its own curve
+    assert np.abs(np.diff(curve_db[:, 0], axis=-1)).max() < 1.0  # smooth across bands

@@ -149,3 +149,16 @@ def test_feature_stream_equals_the_whole_file_front_end():
         begin += size
     whole = frontend.waveform_log_mel(samples, WIDE_FFT)
     np.testing.assert_allclose(np.concatenate(pieces), whole, atol=2e-5)
+
+
+def test_the_envelope_keeps_slow_shapes_and_drops_ripple():
+    full = frontend.envelope_matrix(64, 64)
+    np.testing.assert_allclose(full, np.eye(64), atol=1e-5)
+    smooth = frontend.envelope_matrix(64, 12)
+    np.testing.assert_allclose(smooth @ smooth, smooth, atol=1e-5)  # a projection
+    bands = np.arange(64)
+    tilt = -0.05 * bands + np.cos(np.pi * (bands + 0.5) * 3 / 64)  # a slow shape
+    ripple = 0.5 * np.cos(np.pi * (bands + 0.5) * 40 / 64)  # harmonics' fine structure
+    np.testing.assert_allclose((tilt + ripple) @ smooth, tilt, atol=0.05)
+    with pytest.raises(ValueError, match="keep"):
+        frontend.envelope_matrix(64, 65)

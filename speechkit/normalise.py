@@ -1,0 +1,105 @@
+"""Causal per-band normalisation of log-mel features, whole or block by block.
+
+A model that sees absolute log-mel levels learns its training channel's and speakers'
+spectral balance with the words; normalising each band by a running estimate of its own
+level removes that balance. Every kind here is causal (frame t uses frames <= t only),
+so a streaming model can run it with a carried state:
+
+    "none"  the features as they are
+    "cmn"   x_t - m_t                      (cepstral-style mean normalisation, per band)
+    "cmvn"  (x_t - m_t) / sqrt(v_t + 1e-3) (and variance)
+    "pcen"  (e_t / (M_t + 1e-6)^0.98 + 2)^0.5 - 2^0.5, e_t = exp(x_t)
+            (per-channel energy normalisation, Wang et al. 2017, with its fixed constants)
+
+where m_t and v_t are running means of x and x^2 - m^2, M_t of the energy exp(x). A
+running mean y_t = y_{t-1} + w_t (z_t - y_{t-1}) weighs valid frame t by
+w_t = max(1 / n_t, hop_s / time_s), n_t the valid frames seen so far (this one
+included): a plain mean over the first time_s / hop_s frames, then an exponential one
+with time constant `time_s`. Invalid frames leave the state as it is (and come out as
+they went in; callers mask them).
+
+    config = NormaliseConfig("cmvn", time_s=2.0)
+    state = initial_state(config, batch_size, bands)
+    out, state = normalise(config, features, mask, state, hop_s=0.01)   # any block length
+
+Stepping blocks of any length from `initial_state` gives the same values as one call
+over the whole sequence (a sequential scan in the same order either way).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from speechkit import checks
+
+KINDS = ("none", "cmn", "cmvn", "pcen")
+VARIANCE_FLOOR = 1e-3  # (log-mel)^2: keeps a silent band's scale bounded
+PCEN_ALPHA, PCEN_DELTA, PCEN_ROOT, PCEN_EPSILON = 0.98, 2.0, 0.5, 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class NormaliseConfig:
+    kind: str = "none"  # one of KINDS
+    time_s: float = 2.0  # time constant of the running means, seconds
+
+    def __post_init__(self):
+        checks.require_choice("NormaliseConfig.kind", self.kind, KINDS)
+        checks.require_number("NormaliseConfig.time_s", self.time_s, above=0)
+
+
+def initial_state(config: NormaliseConfig, batch_size: int, bands: int) -> dict:
+    """{"count": int32 [B] valid frames seen, "first" / "second": float32 [B, bands]
+    running means (of x and x^2, or of the energy for "pcen")}; {} for "none"."""
+    if config.kind == "none":
+        return {}
+    zeros = jnp.zeros((batch_size, bands), jnp.float32)
+    return {"count": jnp.zeros((batch_size,), jnp.int32), "first": zeros, "second": zeros}
+
+
+def _running_means(config: NormaliseConfig, values, mask, state, hop_s: float):
+    """values float32 [B, T, 2, F] (the two quantities averaged), mask bool [B, T] ->
+    (running means [B, T, 2, F] after each frame, the state after the last one)."""
+    rate = min(1.0, hop_s / config.time_s)
+
+    def frame(carry, inputs):
+        count, means = carry
+        value, valid = inputs
+        count = count + valid.astype(jnp.int32)
+        weight = jnp.where(valid, jnp.maximum(1.0 / jnp.maximum(count, 1), rate), 0.0)
+        means = means + weight[:, None, None] * (value - means)
+        return (count, means), means
+
+    start = (state["count"], jnp.stack([state["first"], state["second"]], axis=1))
+    (count, means), history = jax.lax.scan(
+        frame, start, (jnp.moveaxis(values, 1, 0), jnp.moveaxis(mask, 1, 0))
+    )
+    new_state = {"count": count, "first": means[:, 0], "second": means[:, 1]}
+    return jnp.moveaxis(history, 0, 1), new_state
+
+
+def normalise(config: NormaliseConfig, features, mask, state: dict, *, hop_s: float):
+    """features float [B, T, F] log-mel, mask bool [B, T], state from `initial_state` or
+    the previous block -> (normalised float32 [B, T, F], the new state). Invalid frames
+    come back unchanged."""
+    features = jnp.asarray(features, jnp.float32)
+    if config.kind == "none":
+        return features, state
+    if config.kind == "pcen":
+        energy = jnp.exp(features)
+        values = jnp.stack([energy, energy], axis=2)
+    else:
+        values = jnp.stack([features, features**2], axis=2)
+    means, state = _running_means(config, values, mask, state, hop_s)
+    first, second = means[:, :, 0], means[:, :, 1]
+    if config.kind == "cmn":
+        out = features - first
+    elif config.kind == "cmvn":
+        variance = jnp.maximum(second - first**2, 0.0)
+        out = (features - first) * jax.lax.rsqrt(variance + VARIANCE_FLOOR)
+    else:
+        gain = jnp.exp(features - PCEN_ALPHA * jnp.log(first + PCEN_EPSILON))
+        out = (gain + PCEN_DELTA) ** PCEN_ROOT - PCEN_DELTA**PCEN_ROOT
+    return jnp.where(mask[..., None], out, features), state
