@@ -11,7 +11,8 @@ so a streaming model can run it with a carried state:
     "pcen"  (e_t / (M_t + 1e-6)^0.98 + 2)^0.5 - 2^0.5, e_t = exp(x_t)
             (per-channel energy normalisation, Wang et al. 2017, with its fixed constants)
 
-where m_t and v_t are running means of x and x^2 - m^2, M_t of the energy exp(x). A
+where m_t is the running mean of x, v_t that of x^2 minus m_t^2, M_t that of the
+energy exp(x). A
 running mean y_t = y_{t-1} + w_t (z_t - y_{t-1}) weighs valid frame t by
 w_t = max(1 / n_t, hop_s / time_s), n_t the valid frames seen so far (this one
 included): a plain mean over the first time_s / hop_s frames, then an exponential one
@@ -51,17 +52,23 @@ class NormaliseConfig:
 
 
 def initial_state(config: NormaliseConfig, batch_size: int, bands: int) -> dict:
-    """{"count": int32 [B] valid frames seen, "first" / "second": float32 [B, bands]
-    running means (of x and x^2, or of the energy for "pcen")}; {} for "none"."""
+    """{"count": int32 [B] valid frames seen, "first": float32 [B, bands] the running
+    mean (of x, or of the energy for "pcen"), and for "cmvn" "second": that of x^2};
+    {} for "none"."""
     if config.kind == "none":
         return {}
     zeros = jnp.zeros((batch_size, bands), jnp.float32)
-    return {"count": jnp.zeros((batch_size,), jnp.int32), "first": zeros, "second": zeros}
+    state = {"count": jnp.zeros((batch_size,), jnp.int32), "first": zeros}
+    if config.kind == "cmvn":
+        state["second"] = zeros
+    return state
 
 
-def _running_means(config: NormaliseConfig, values, mask, state, hop_s: float):
-    """values float32 [B, T, 2, F] (the two quantities averaged), mask bool [B, T] ->
-    (running means [B, T, 2, F] after each frame, the state after the last one)."""
+def _running_means(config: NormaliseConfig, values: dict, mask, state, hop_s: float):
+    """values {name: float32 [B, T, F]} (the quantities averaged), mask bool [B, T] ->
+    ({name: running means [B, T, F] after each frame}, the state after the last one).
+    A sequential scan: on CPU faster than a parallel prefix scan at these lengths, and
+    the same operations in the same order however the frames come in blocks."""
     rate = min(1.0, hop_s / config.time_s)
 
     def frame(carry, inputs):
@@ -69,15 +76,14 @@ def _running_means(config: NormaliseConfig, values, mask, state, hop_s: float):
         value, valid = inputs
         count = count + valid.astype(jnp.int32)
         weight = jnp.where(valid, jnp.maximum(1.0 / jnp.maximum(count, 1), rate), 0.0)
-        means = means + weight[:, None, None] * (value - means)
+        means = {k: m + weight[:, None] * (value[k] - m) for k, m in means.items()}
         return (count, means), means
 
-    start = (state["count"], jnp.stack([state["first"], state["second"]], axis=1))
-    (count, means), history = jax.lax.scan(
-        frame, start, (jnp.moveaxis(values, 1, 0), jnp.moveaxis(mask, 1, 0))
-    )
-    new_state = {"count": count, "first": means[:, 0], "second": means[:, 1]}
-    return jnp.moveaxis(history, 0, 1), new_state
+    start = (state["count"], {name: state[name] for name in values})
+    time_major = {name: jnp.moveaxis(value, 1, 0) for name, value in values.items()}
+    (count, last), history = jax.lax.scan(frame, start, (time_major, jnp.moveaxis(mask, 1, 0)))
+    means = {name: jnp.moveaxis(value, 0, 1) for name, value in history.items()}
+    return means, {"count": count, **last}
 
 
 def normalise(config: NormaliseConfig, features, mask, state: dict, *, hop_s: float):
@@ -88,16 +94,17 @@ def normalise(config: NormaliseConfig, features, mask, state: dict, *, hop_s: fl
     if config.kind == "none":
         return features, state
     if config.kind == "pcen":
-        energy = jnp.exp(features)
-        values = jnp.stack([energy, energy], axis=2)
+        values = {"first": jnp.exp(features)}
+    elif config.kind == "cmvn":
+        values = {"first": features, "second": features**2}
     else:
-        values = jnp.stack([features, features**2], axis=2)
+        values = {"first": features}
     means, state = _running_means(config, values, mask, state, hop_s)
-    first, second = means[:, :, 0], means[:, :, 1]
+    first = means["first"]
     if config.kind == "cmn":
         out = features - first
     elif config.kind == "cmvn":
-        variance = jnp.maximum(second - first**2, 0.0)
+        variance = jnp.maximum(means["second"] - first**2, 0.0)
         out = (features - first) * jax.lax.rsqrt(variance + VARIANCE_FLOOR)
     else:
         gain = jnp.exp(features - PCEN_ALPHA * jnp.log(first + PCEN_EPSILON))

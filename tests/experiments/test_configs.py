@@ -48,8 +48,9 @@ RUNNER_SETS = {calls_model.MultiQTConfig: {"num_classes": 7}}
 # (experiment, preset) -> the fields set on purpose away from their dataclass's default.
 CPU_KWS = {"model.stem_channels", "model.stages", "model.head_channels", "model.delay"}
 CPU_CALLS = {"model.audio_channels", "model.text_channels", "model.dense"}
-KWS = {"optimizer.learning_rate", "optimizer.warmup_steps"}
-CALLS = KWS | {"augment.freq_masks", "augment.max_freq_width", "augment.time_masks"}
+OPTIMIZER = {"optimizer.learning_rate", "optimizer.warmup_steps"}
+KWS = OPTIMIZER | {"model.normalise", "augment.vtlp", "loss.unknown_weight"}
+CALLS = OPTIMIZER | {"augment.freq_masks", "augment.max_freq_width", "augment.time_masks"}
 CHOSEN = {
     ("cskws", "smoke"): KWS | CPU_KWS,
     ("cskws", "quick"): KWS | CPU_KWS,
