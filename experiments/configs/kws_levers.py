@@ -61,6 +61,14 @@ CATALOGUE = {
     "cmn_vtlp_nounk_750": {**CMN, **VTLP, **NO_UNKNOWN, "train.steps": 750},
     "cmn_vtlp_uw01_750": {**CMN, **VTLP, "loss.unknown_weight": 0.1, "train.steps": 750},
     "cmn_vtlp_uw01_wd": {**CMN, **VTLP, "loss.unknown_weight": 0.1, "optimizer.weight_decay": 1e-2},
+    "cmn_vtlp_uw01_seed1": {**CMN, **VTLP, "loss.unknown_weight": 0.1, "seed": 1},
+    "cmn_vtlp_uw01_wd_seed1": {
+        **CMN,
+        **VTLP,
+        "loss.unknown_weight": 0.1,
+        "optimizer.weight_decay": 1e-2,
+        "seed": 1,
+    },
     "cmn_vtlp_nounk_wd": {**CMN, **VTLP, **NO_UNKNOWN, "optimizer.weight_decay": 1e-2},
     # decoding: detections down to a score of 0.01 instead of 0.05
     "cmn_vtlp_uw01_floor": {**CMN, **VTLP, "loss.unknown_weight": 0.1, "decode.min_score": 0.01},
