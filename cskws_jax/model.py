@@ -1,6 +1,7 @@
 """AF-KWS: an anchor-free (CenterNet-style, 1-D) keyword detector, in flax.linen.
 
-    log-mel [B, T, 64] (10 ms) -> stem -> residual stages (causal Conv1D, total stride
+    log-mel [B, T, 64] (10 ms) -> [cepstral smoothing, `envelope`] -> [causal per-band
+    normalisation, `normalise`] -> stem -> residual stages (causal Conv1D, total stride
     `output_stride`) -> three per-frame heads:
         heatmap  [B, To, C]  centre logits per class (keywords + the unknown class)
         length   [B, To]     keyword length in output frames
@@ -16,8 +17,9 @@ emits them that much later. The whole call feeds `delay * output_stride` zero fr
 after the audio (as a stream is flushed at its end) and drops the first `delay` outputs,
 so its outputs line up with positions 0..To-1. `AfKws.step` runs the same backbone block
 by block (blocks of `output_stride` frames) and carries the frame masks through the
-look-ahead; `AfKws.streaming_spec` derives block size and receptive field from the
-backbone's own layers, latency = `delay`. tests/cskws_jax/test_model.py checks the
+look-ahead (and the normaliser's running means, `speechkit.normalise`);
+`AfKws.streaming_spec` derives block size and receptive field from the backbone's own
+layers, latency = `delay`. tests/cskws_jax/test_model.py checks the
 contract over random partitions.
 
 Precision (`precision`, see `speechkit.accelerator`): "highest" (the default) runs every

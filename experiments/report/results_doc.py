@@ -296,7 +296,8 @@ def _engine_transfer(provenance: dict, data: dict) -> list[str]:
     """The AF-KWS levers screened on a development split and the leave-one-engine-out
     matrix, where recorded."""
     levers, matrix = data.get("kws-levers"), data.get("engine-transfer")
-    if levers is None and matrix is None:
+    probe, final = data.get("kws-unknown-probe"), data.get("kws-final-half")
+    if levers is None and matrix is None and probe is None and final is None:
         return []
     lines = ["## AF-KWS on synthesisers it never heard", ""]
     if levers is not None:
@@ -327,6 +328,33 @@ def _engine_transfer(provenance: dict, data: dict) -> list[str]:
                 )
             )
         lines += ["", _source_line(provenance["sources"]["kws-levers"]), ""]
+    if final is not None:
+        lines += [
+            "### The chosen setting, scored once",
+            "",
+            "The CS-KWS preset before the levers and with the chosen ones (input "
+            "normalisation `cmn`, VTLP 0.9-1.1, the unknown class at weight 0.1), each model "
+            f"scored on the development half and once on the other half, `{final['final_split']}`, "
+            "which chose nothing; transfer = that half's mAP / in-engine mAP.",
+            "",
+            *header(
+                "preset", "model", "in-engine mAP", "development mAP", "final-half mAP", "transfer"
+            ),
+        ]
+        for preset, models in final["presets"].items():
+            for model, found in models.items():
+                lines.append(
+                    row(
+                        preset,
+                        model,
+                        *(
+                            number(found[part]["mAP"]) + interval_text(found[part]["interval"])
+                            for part in ("in_engine", "development", "final")
+                        ),
+                        ratio(found["transfer"]),
+                    )
+                )
+        lines += ["", _source_line(provenance["sources"]["kws-final-half"]), ""]
     if matrix is not None:
         lines += [
             "### Leave one engine out",
@@ -362,6 +390,43 @@ def _engine_transfer(provenance: dict, data: dict) -> list[str]:
                 )
             )
         lines += ["", _source_line(provenance["sources"]["engine-transfer"]), ""]
+    if probe is not None:
+        lines += [
+            "### What the classes say at the keywords",
+            "",
+            "`experiments.unknown_probe` on trained AF-KWS bundles: for every true keyword, "
+            "the peak probability of its own class, of the best other keyword and of the "
+            "unknown class within 2 output frames (80 ms) of its centre; shares above 0.3 "
+            "over keywords, and over all valid output frames.",
+            "",
+            *header(
+                "model",
+                "split",
+                "keywords",
+                "own median",
+                "own > 0.3",
+                "another keyword higher",
+                "unknown median",
+                "unknown higher",
+                "frames: unknown > 0.3",
+            ),
+        ]
+        for model, splits in probe.items():
+            for split, found in splits.items():
+                lines.append(
+                    row(
+                        model,
+                        f"`{split}`",
+                        str(found["keywords"]),
+                        number(found["own_median"]),
+                        ratio(found["own_above"]),
+                        ratio(found["other_keyword_higher"]),
+                        number(found["unknown_median"]),
+                        ratio(found["unknown_higher"]),
+                        ratio(found["unknown_frames_above"]),
+                    )
+                )
+        lines += ["", _source_line(provenance["sources"]["kws-unknown-probe"]), ""]
     return lines
 
 

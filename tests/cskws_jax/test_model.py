@@ -54,22 +54,20 @@ def test_streaming_over_random_partitions_equals_the_whole_call(small):
     assert out_mask[0].all() and out_mask[1, :30].all() and not out_mask[1, 30:].any()
 
 
-@pytest.mark.parametrize("kind", ["cmvn", "pcen"])
-def test_streaming_contract_holds_with_a_normalised_input(small, kind):
+def test_streaming_contract_holds_with_a_normalised_input(small):
     """The normaliser's running means travel in the stream's state (after a cepstral
     smoothing of each frame)."""
     _, _, features = small
-    config = dataclasses.replace(SMALL, normalise=kind, normalise_time_s=0.2, envelope=24)
+    config = dataclasses.replace(SMALL, normalise="cmvn", normalise_time_s=0.2, envelope=24)
     net = model.AfKws(config)
     params = net.init(jax.random.key(0), {"audio": features})
     mask = np.ones(features.shape[:2], bool)
     mask[1, 120:] = False
     assert streaming.check_contract(net, params, {"audio": features - 4}, {"audio": mask}) <= 1e-5
     louder = net.apply(params, {"audio": features + 2.0})[0]["heatmap"]
-    if kind == "cmvn":  # a level change is normalised away
-        np.testing.assert_allclose(
-            louder, net.apply(params, {"audio": features})[0]["heatmap"], atol=1e-4
-        )
+    np.testing.assert_allclose(  # a level change is normalised away
+        louder, net.apply(params, {"audio": features})[0]["heatmap"], atol=1e-4
+    )
     with pytest.raises(ValueError, match="AfKwsConfig.normalise"):
         dataclasses.replace(SMALL, normalise="loudness")
     with pytest.raises(ValueError, match="AfKwsConfig.envelope"):
