@@ -200,7 +200,7 @@ class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder)
                 render_one,
                 jobs,
                 f"{cache}/{split}",
-                f"synthetic_kws/{config.size} {split}",
+                f"synthetic_kws/{config.name} {split}",
                 types=(Utterance, render.WordInterval),
             )
             generators[split] = self._generate_examples(split, utterances, keywords)
