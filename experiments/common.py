@@ -2,10 +2,13 @@
 --config, --workdir and the multi-process ones, defined once here for every runner),
 logging, training curves, configs mapped field for field onto the dataclasses they build
 (`build`), the TFDS data folder of a config (`data_dir`), transfer ratios
-(`transfer_ratio`) and an experiment run in a second process (`Beside`)."""
+(`transfer_ratio`), an experiment run in a second process (`Beside`), and variants of
+a config with dotted fields set, each in a folder that remembers its config (`variant`,
+`check_variant`: the studies' and the lever screen's sub-runs)."""
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import math
@@ -17,11 +20,12 @@ import time
 import traceback
 
 import jax
+import ml_collections
 from absl import app, flags
 from absl import logging as absl_logging
 from ml_collections import config_flags
 
-from speechkit import accelerator, compilation, dataclass_json, errors
+from speechkit import accelerator, compilation, dataclass_json, errors, files
 
 
 def logger(name: str):
@@ -276,3 +280,46 @@ class Curves:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+# ------------------------------------------------- variants of an experiment config
+
+
+def variant(base: ml_collections.ConfigDict, overrides: dict) -> ml_collections.ConfigDict:
+    """A copy of an experiment config with dotted fields set ("train.steps": 100)."""
+    config = copy.deepcopy(base)
+    for path, value in overrides.items():
+        *parents, leaf = path.split(".")
+        section = config
+        for name in parents:
+            section = section[name]
+        if leaf not in section:
+            raise ValueError(f"{path!r} is no field of the experiment config")
+        section[leaf] = value
+    return config
+
+
+def _flat(tree, prefix: str = "") -> dict:
+    """{dotted path: leaf} of nested dicts; tuples as lists (as JSON has them)."""
+    if isinstance(tree, dict):
+        return {k: v for key, sub in tree.items() for k, v in _flat(sub, f"{prefix}{key}.").items()}
+    return {prefix[:-1]: list(tree) if isinstance(tree, tuple) else tree}
+
+
+def check_variant(folder: str, config: ml_collections.ConfigDict) -> None:
+    """Records a variant's config in folder/variant.json, or checks it against the one
+    recorded: a variant folder trained with another config is an error naming the fields
+    (its checkpoints and scores would be read back as if they were this config's)."""
+    path = os.path.join(folder, "variant.json")
+    wanted = json.loads(json.dumps(_flat(config.to_dict())))
+    recorded = files.read_json(path)
+    if recorded is None:
+        os.makedirs(folder, exist_ok=True)
+        files.write_json(path, wanted)
+        return
+    changed = sorted(k for k in wanted.keys() | recorded.keys() if wanted.get(k) != recorded.get(k))
+    if changed:
+        raise ValueError(
+            f"{folder}: trained with another config (fields {', '.join(changed)}); "
+            "use another --workdir or delete that folder"
+        )

@@ -20,7 +20,6 @@ import ml_collections
 
 from experiments import common, cskws
 from experiments.configs import kws_levers as levers_config
-from experiments.studies import check_variant, variant
 from speechkit import files
 
 log = common.logger("kws_levers")
@@ -41,7 +40,7 @@ def lever_config(config, name: str) -> ml_collections.ConfigDict:
     """The CS-KWS config of lever `name`."""
     base = ml_collections.ConfigDict(config.cskws.to_dict())
     base.data_dir = config.data_dir
-    return variant(base, levers_config.CATALOGUE[name])
+    return common.variant(base, levers_config.CATALOGUE[name])
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
@@ -49,7 +48,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     for name in lever_names(config):
         lever = lever_config(config, name)
         folder = os.path.join(workdir, name)
-        check_variant(folder, lever)
+        common.check_variant(folder, lever)
         log(f"{name}: {levers_config.CATALOGUE[name] or 'the preset as it is'}")
         payload = cskws.train_and_evaluate(lever, folder)
         for model, entry in payload["models"].items():

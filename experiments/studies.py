@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import os
 import time
 
@@ -94,46 +93,6 @@ log = common.logger("studies")
 # ----------------------------------------------------------------- sub-experiments
 
 
-def variant(base: ml_collections.ConfigDict, overrides: dict) -> ml_collections.ConfigDict:
-    """A copy of an experiment config with dotted fields set ("train.steps": 100)."""
-    config = copy.deepcopy(base)
-    for path, value in overrides.items():
-        *parents, leaf = path.split(".")
-        section = config
-        for name in parents:
-            section = section[name]
-        if leaf not in section:
-            raise ValueError(f"studies: {path!r} is no field of the experiment config")
-        section[leaf] = value
-    return config
-
-
-def _flat(tree, prefix: str = "") -> dict:
-    """{dotted path: leaf} of nested dicts; tuples as lists (as JSON has them)."""
-    if isinstance(tree, dict):
-        return {k: v for key, sub in tree.items() for k, v in _flat(sub, f"{prefix}{key}.").items()}
-    return {prefix[:-1]: list(tree) if isinstance(tree, tuple) else tree}
-
-
-def check_variant(folder: str, config: ml_collections.ConfigDict) -> None:
-    """Records a variant's config in folder/variant.json, or checks it against the one
-    recorded: a variant folder trained with another config is an error naming the fields
-    (its checkpoints and scores would be read back as if they were this config's)."""
-    path = os.path.join(folder, "variant.json")
-    wanted = json.loads(json.dumps(_flat(config.to_dict())))
-    recorded = files.read_json(path)
-    if recorded is None:
-        os.makedirs(folder, exist_ok=True)
-        files.write_json(path, wanted)
-        return
-    changed = sorted(k for k in wanted.keys() | recorded.keys() if wanted.get(k) != recorded.get(k))
-    if changed:
-        raise ValueError(
-            f"{folder}: trained with another config (fields {', '.join(changed)}); "
-            "use another --workdir or delete that folder"
-        )
-
-
 class Runs:
     """The sub-experiments of a studies run: each variant trained (or resumed) once, in
     WORKDIR/<task>/<variant>."""
@@ -158,9 +117,9 @@ class Runs:
     def _run(self, task: str, name: str, overrides: dict):
         key = (task, name)
         if key not in self._done:
-            config = variant(self._base(task), overrides)
+            config = common.variant(self._base(task), overrides)
             folder = os.path.join(self.workdir, task, name)
-            check_variant(folder, config)
+            common.check_variant(folder, config)
             experiment = multiqt if task == "multiqt" else cskws
             log(f"{task} variant {name!r}: {overrides}")
             self._done[key] = (experiment.train_and_evaluate(config, folder), folder, config)

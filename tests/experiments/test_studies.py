@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import cskws, multiqt, studies
+from experiments import common, cskws, multiqt, studies
 from experiments.configs import cskws as cskws_config
 from experiments.configs import multiqt as multiqt_config
 from experiments.configs import studies as studies_config
@@ -83,20 +83,20 @@ def test_noisy_audio_leaves_padding_at_zero():
 
 def test_variant_sets_dotted_fields_and_refuses_unknown_ones():
     base = multiqt_config.get_config("smoke")
-    changed = studies.variant(base, {"train.steps": 7, "text_lag_s": 1.0})
+    changed = common.variant(base, {"train.steps": 7, "text_lag_s": 1.0})
     assert changed.train.steps == 7 and changed.text_lag_s == 1.0
     assert base.train.steps != 7 and base.text_lag_s == 0.0
     with pytest.raises(ValueError, match="'train.stpes' is no field"):
-        studies.variant(base, {"train.stpes": 7})
+        common.variant(base, {"train.stpes": 7})
 
 
 def test_a_variant_folder_keeps_the_config_it_was_trained_with(tmp_path):
     config = multiqt_config.get_config("smoke")
-    studies.check_variant(str(tmp_path), config)
-    studies.check_variant(str(tmp_path), studies.variant(config, {}))  # the same: fine
+    common.check_variant(str(tmp_path), config)
+    common.check_variant(str(tmp_path), common.variant(config, {}))  # the same: fine
     with pytest.raises(ValueError, match=r"another config \(fields num_folds, train.steps\)"):
-        studies.check_variant(
-            str(tmp_path), studies.variant(config, {"num_folds": 2, "train.steps": 3})
+        common.check_variant(
+            str(tmp_path), common.variant(config, {"num_folds": 2, "train.steps": 3})
         )
 
 
@@ -417,7 +417,7 @@ def test_asr_quality_measures_each_streams_error_rate_on_the_corpus(monkeypatch,
 
     def run(self, task, name, overrides):
         trained.append((name, overrides["models"]))
-        return {"models": _FoldScores()}, name, studies.variant(self._base(task), overrides)
+        return {"models": _FoldScores()}, name, common.variant(self._base(task), overrides)
 
     monkeypatch.setattr(studies.Runs, "_run", run)
     record = studies.Studies(config, "unused").asr_quality()
