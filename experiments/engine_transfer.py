@@ -25,6 +25,7 @@ import ml_collections
 
 from cskws_jax.datasets import render
 from experiments import common, cskws
+from experiments.report.markdown import header, number, ratio, row, scored
 from speechkit import files, tts
 
 log = common.logger("engine_transfer")
@@ -87,12 +88,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
 def _means(rows: list[dict]) -> dict:
     """Per model: the mean in-engine and held-out mAP and transfer over the cells."""
     means = {}
-    for model in dict.fromkeys(row["model"] for row in rows):
-        mine = [row for row in rows if row["model"] == model]
-        transfers = [row["transfer"] for row in mine if row["transfer"] is not None]
+    for model in dict.fromkeys(cell["model"] for cell in rows):
+        mine = [cell for cell in rows if cell["model"] == model]
+        transfers = [cell["transfer"] for cell in mine if cell["transfer"] is not None]
         means[model] = {
-            "in_engine_mAP": sum(row["in_engine"]["mAP"] for row in mine) / len(mine),
-            "heldout_mAP": sum(row["heldout"]["mAP"] for row in mine) / len(mine),
+            "in_engine_mAP": sum(cell["in_engine"]["mAP"] for cell in mine) / len(mine),
+            "heldout_mAP": sum(cell["heldout"]["mAP"] for cell in mine) / len(mine),
             "transfer": sum(transfers) / len(transfers) if transfers else None,
         }
     return means
@@ -100,27 +101,30 @@ def _means(rows: list[dict]) -> dict:
 
 def table(results: dict) -> str:
     """The leave-one-engine-out matrix as a Markdown table."""
-
-    def score(part: dict) -> str:
-        low, high = part["mAP_interval"]
-        return f"{part['mAP']:.3f} [{low:.2f}, {high:.2f}]"
-
-    lines = [
-        "| held out | trained on | model | in-engine mAP | held-out mAP | transfer |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in results["cells"]:
-        transfer = "n/a" if row["transfer"] is None else f"{row['transfer']:.2f}"
+    lines = header("held out", "trained on", "model", "in-engine mAP", "held-out mAP", "transfer")
+    for cell in results["cells"]:
         lines.append(
-            f"| {row['heldout_engine']} | {', '.join(row['training_engines'])} | "
-            f"{row['model']} | {score(row['in_engine'])} | {score(row['heldout'])} | "
-            f"{transfer} |"
+            row(
+                cell["heldout_engine"],
+                ", ".join(cell["training_engines"]),
+                cell["model"],
+                *(
+                    scored(cell[part]["mAP"], cell[part]["mAP_interval"])
+                    for part in ("in_engine", "heldout")
+                ),
+                ratio(cell["transfer"]),
+            )
         )
     for model, mean in results["models"].items():
-        transfer = "n/a" if mean["transfer"] is None else f"{mean['transfer']:.2f}"
         lines.append(
-            f"| mean | | {model} | {mean['in_engine_mAP']:.3f} | {mean['heldout_mAP']:.3f} "
-            f"| {transfer} |"
+            row(
+                "mean",
+                "",
+                model,
+                number(mean["in_engine_mAP"]),
+                number(mean["heldout_mAP"]),
+                ratio(mean["transfer"]),
+            )
         )
     return "\n".join(lines)
 

@@ -20,6 +20,7 @@ import ml_collections
 
 from experiments import common, cskws
 from experiments.configs import kws_levers as levers_config
+from experiments.report.markdown import header, ratio, row, scored
 from speechkit import files
 
 log = common.logger("kws_levers")
@@ -79,20 +80,18 @@ def _plain(value):
 
 def table(results: dict) -> str:
     """The levers as a Markdown table."""
-
-    def score(part: dict) -> str:
-        low, high = part["interval"]
-        return f"{part['mAP']:.3f} [{low:.2f}, {high:.2f}]"
-
-    lines = [
-        "| lever | model | in-engine mAP | development mAP | transfer |",
-        "|---|---|---|---|---|",
-    ]
-    for row in results["rows"]:
-        transfer = "n/a" if row["transfer"] is None else f"{row['transfer']:.2f}"
+    lines = header("lever", "model", "in-engine mAP", "development mAP", "transfer")
+    for item in results["rows"]:
         lines.append(
-            f"| {row['lever']} | {row['model']} | {score(row['in_engine'])} | "
-            f"{score(row['development'])} | {transfer} |"
+            row(
+                item["lever"],
+                item["model"],
+                *(
+                    scored(item[part]["mAP"], item[part]["interval"])
+                    for part in ("in_engine", "development")
+                ),
+                ratio(item["transfer"]),
+            )
         )
     return "\n".join(lines)
 

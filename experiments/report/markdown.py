@@ -1,4 +1,5 @@
-"""The number formats and table lines that report.md and studies.md share."""
+"""The number formats and table lines that report.md, studies.md, results.md and the
+runners' printed tables share."""
 
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ def interval_text(bounds) -> str:
 def point_text(point) -> str:
     """A swept point as written in tables and on axes: a label as it is, a number by :g."""
     return point if isinstance(point, str) else f"{point:g}"
+
+
+def scored(value, bounds) -> str:
+    """A score with its bootstrap interval: "0.400 [0.35, 0.45]" (`number`,
+    `interval_text`)."""
+    return number(value) + interval_text(bounds)
 
 
 def row(*cells: str) -> str:

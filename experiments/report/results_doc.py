@@ -18,7 +18,7 @@ import json
 import pathlib
 import sys
 
-from experiments.report.markdown import header, interval_text, number, ratio, row
+from experiments.report.markdown import header, number, ratio, row, scored
 from experiments.report.markdown import mean_std_text as _ms
 from speechkit import files
 
@@ -274,12 +274,12 @@ def _cskws(provenance: dict, data: dict) -> list[str]:
         lines.append(
             row(
                 label,
-                number(m["mAP"]) + interval_text(m["intervals"].get("mAP")),
+                scored(m["mAP"], m["intervals"].get("mAP")),
                 number(m["AP@0.05"]),
                 number(m["AP@0.75"]),
                 number(m["FRR@5"]),
                 number(m["FRR@25"]),
-                number(held["mAP"]) + interval_text(held["intervals"].get("mAP")),
+                scored(held["mAP"], held["intervals"].get("mAP")),
                 number(held["FRR@5"]),
                 ratio(m["transfer"]),
                 f"{m['RTF']:.5f}",
@@ -293,154 +293,183 @@ def _fields_text(fields: dict) -> str:
 
 
 def _engine_transfer(provenance: dict, data: dict) -> list[str]:
-    """The AF-KWS levers screened on a development split and the leave-one-engine-out
-    matrix, where recorded."""
-    levers, matrix = data.get("kws-levers"), data.get("engine-transfer")
-    probe, final = data.get("kws-unknown-probe"), data.get("kws-final-half")
-    if levers is None and matrix is None and probe is None and final is None:
+    """AF-KWS on engines it never heard: each table whose result file is recorded."""
+    parts = [
+        table(provenance, data)
+        for table in (_kws_levers, _kws_final_half, _engine_matrix, _unknown_probe)
+    ]
+    if not any(parts):
         return []
-    lines = ["## AF-KWS on synthesisers it never heard", ""]
-    if levers is not None:
-        lines += [
-            "### Levers",
-            "",
-            "Each row one CS-KWS run of the quick preset (AF-KWS, 1,500 steps unless the "
-            "lever says otherwise) on synthetic_kws/quick: in-engine = its test split "
-            "(espeak-ng voices not heard in training; with Festival, also Festival's ked "
-            f"voice); development = `{levers['development_split']}`, the first half of the "
-            "Piper utterances, which choose the levers (the other half is scored once, "
-            "below). 95 % bootstrap intervals over utterances; transfer = development / "
-            "in-engine mAP; `afkws_no_unknown` rows train without the unknown class, so "
-            "they do not test the paper's claim that it helps.",
-            "",
-            *header("lever", "fields", "model", "in-engine mAP", "development mAP", "transfer"),
-        ]
-        for item in levers["rows"]:
+    return ["## AF-KWS on synthesisers it never heard", ""] + [line for p in parts for line in p]
+
+
+def _kws_levers(provenance: dict, data: dict) -> list[str]:
+    """The levers screened on the development split."""
+    levers = data.get("kws-levers")
+    if levers is None:
+        return []
+    lines = []
+    lines += [
+        "### Levers",
+        "",
+        "Each row one CS-KWS run of the quick preset (AF-KWS, 1,500 steps unless the "
+        "lever says otherwise) on synthetic_kws/quick: in-engine = its test split "
+        "(espeak-ng voices not heard in training; with Festival, also Festival's ked "
+        f"voice); development = `{levers['development_split']}`, the first half of the "
+        "Piper utterances, which choose the levers (the other half is scored once, "
+        "below). 95 % bootstrap intervals over utterances; transfer = development / "
+        "in-engine mAP; `afkws_no_unknown` rows train without the unknown class, so "
+        "they do not test the paper's claim that it helps.",
+        "",
+        *header("lever", "fields", "model", "in-engine mAP", "development mAP", "transfer"),
+    ]
+    for item in levers["rows"]:
+        lines.append(
+            row(
+                item["lever"],
+                _fields_text(item["fields"]),
+                item["model"],
+                scored(item["in_engine"]["mAP"], item["in_engine"]["interval"]),
+                scored(item["development"]["mAP"], item["development"]["interval"]),
+                ratio(item["transfer"]),
+            )
+        )
+    lines += ["", _source_line(provenance["sources"]["kws-levers"]), ""]
+    return lines
+
+
+def _kws_final_half(provenance: dict, data: dict) -> list[str]:
+    """The chosen setting, scored once on the other half."""
+    final = data.get("kws-final-half")
+    if final is None:
+        return []
+    lines = []
+    lines += [
+        "### The chosen setting, scored once",
+        "",
+        "The CS-KWS preset before the levers and with the chosen ones (input "
+        "normalisation `cmn`, VTLP 0.9-1.1, the unknown class at weight 0.1), each model "
+        f"scored on the development half and once on the other half, `{final['final_split']}`, "
+        "which chose nothing; transfer = that half's mAP / in-engine mAP.",
+        "",
+        *header(
+            "preset", "model", "in-engine mAP", "development mAP", "final-half mAP", "transfer"
+        ),
+    ]
+    for preset, models in final["presets"].items():
+        for model, found in models.items():
             lines.append(
                 row(
-                    item["lever"],
-                    _fields_text(item["fields"]),
-                    item["model"],
-                    number(item["in_engine"]["mAP"]) + interval_text(item["in_engine"]["interval"]),
-                    number(item["development"]["mAP"])
-                    + interval_text(item["development"]["interval"]),
-                    ratio(item["transfer"]),
+                    preset,
+                    model,
+                    *(
+                        scored(found[part]["mAP"], found[part]["interval"])
+                        for part in ("in_engine", "development", "final")
+                    ),
+                    ratio(found["transfer"]),
                 )
             )
-        lines += ["", _source_line(provenance["sources"]["kws-levers"]), ""]
-    if final is not None:
-        lines += [
-            "### The chosen setting, scored once",
-            "",
-            "The CS-KWS preset before the levers and with the chosen ones (input "
-            "normalisation `cmn`, VTLP 0.9-1.1, the unknown class at weight 0.1), each model "
-            f"scored on the development half and once on the other half, `{final['final_split']}`, "
-            "which chose nothing; transfer = that half's mAP / in-engine mAP.",
-            "",
-            *header(
-                "preset", "model", "in-engine mAP", "development mAP", "final-half mAP", "transfer"
-            ),
-        ]
-        for preset, models in final["presets"].items():
-            for model, found in models.items():
-                lines.append(
-                    row(
-                        preset,
-                        model,
-                        *(
-                            number(found[part]["mAP"]) + interval_text(found[part]["interval"])
-                            for part in ("in_engine", "development", "final")
-                        ),
-                        ratio(found["transfer"]),
-                    )
+    lines += ["", _source_line(provenance["sources"]["kws-final-half"]), ""]
+    return lines
+
+
+def _engine_matrix(provenance: dict, data: dict) -> list[str]:
+    """The leave-one-engine-out matrix."""
+    matrix = data.get("engine-transfer")
+    if matrix is None:
+        return []
+    lines = []
+    engines = dict.fromkeys(c["heldout_engine"] for r in matrix.values() for c in r["cells"])
+    lines += [
+        "### Leave one engine out",
+        "",
+        f"Engines {', '.join(engines)} (`experiments.engine_transfer`): each "
+        "engine held out once, AF-KWS trained on the others' training split, scored on "
+        "their test split (in-engine) and on the held-out engine's whole heldout split; "
+        "the CS-KWS preset before the levers and with them. 95 % bootstrap intervals "
+        "over utterances.",
+        "",
+        *header(
+            "preset",
+            "held out",
+            "trained on",
+            "model",
+            "in-engine mAP",
+            "held-out mAP",
+            "transfer",
+        ),
+    ]
+    for preset, run in matrix.items():
+        for cell in run["cells"]:
+            lines.append(
+                row(
+                    preset,
+                    cell["heldout_engine"],
+                    ", ".join(cell["training_engines"]),
+                    cell["model"],
+                    scored(cell["in_engine"]["mAP"], cell["in_engine"]["mAP_interval"]),
+                    scored(cell["heldout"]["mAP"], cell["heldout"]["mAP_interval"]),
+                    ratio(cell["transfer"]),
                 )
-        lines += ["", _source_line(provenance["sources"]["kws-final-half"]), ""]
-    if matrix is not None:
-        engines = dict.fromkeys(c["heldout_engine"] for r in matrix.values() for c in r["cells"])
-        lines += [
-            "### Leave one engine out",
-            "",
-            f"Engines {', '.join(engines)} (`experiments.engine_transfer`): each "
-            "engine held out once, AF-KWS trained on the others' training split, scored on "
-            "their test split (in-engine) and on the held-out engine's whole heldout split; "
-            "the CS-KWS preset before the levers and with them. 95 % bootstrap intervals "
-            "over utterances.",
-            "",
-            *header(
-                "preset",
-                "held out",
-                "trained on",
-                "model",
-                "in-engine mAP",
-                "held-out mAP",
-                "transfer",
-            ),
-        ]
-        for preset, run in matrix.items():
-            for cell in run["cells"]:
-                lines.append(
-                    row(
-                        preset,
-                        cell["heldout_engine"],
-                        ", ".join(cell["training_engines"]),
-                        cell["model"],
-                        number(cell["in_engine"]["mAP"])
-                        + interval_text(cell["in_engine"]["mAP_interval"]),
-                        number(cell["heldout"]["mAP"])
-                        + interval_text(cell["heldout"]["mAP_interval"]),
-                        ratio(cell["transfer"]),
-                    )
+            )
+        for model, mean in run["models"].items():
+            lines.append(
+                row(
+                    preset,
+                    "mean",
+                    "",
+                    model,
+                    number(mean["in_engine_mAP"]),
+                    number(mean["heldout_mAP"]),
+                    ratio(mean["transfer"]),
                 )
-            for model, mean in run["models"].items():
-                lines.append(
-                    row(
-                        preset,
-                        "mean",
-                        "",
-                        model,
-                        number(mean["in_engine_mAP"]),
-                        number(mean["heldout_mAP"]),
-                        ratio(mean["transfer"]),
-                    )
+            )
+    lines += ["", _source_line(provenance["sources"]["engine-transfer"]), ""]
+    return lines
+
+
+def _unknown_probe(provenance: dict, data: dict) -> list[str]:
+    """What the classes say at the true keywords."""
+    probe = data.get("kws-unknown-probe")
+    if probe is None:
+        return []
+    lines = []
+    lines += [
+        "### What the classes say at the keywords",
+        "",
+        "`experiments.unknown_probe` on trained AF-KWS bundles: for every true keyword, "
+        "the peak probability of its own class, of the best other keyword and of the "
+        "unknown class within 2 output frames (80 ms) of its centre; shares above 0.3 "
+        "over keywords, and over all valid output frames.",
+        "",
+        *header(
+            "model",
+            "split",
+            "keywords",
+            "own median",
+            "own > 0.3",
+            "another keyword higher",
+            "unknown median",
+            "unknown higher",
+            "frames: unknown > 0.3",
+        ),
+    ]
+    for model, splits in probe.items():
+        for split, found in splits.items():
+            lines.append(
+                row(
+                    model,
+                    f"`{split}`",
+                    str(found["keywords"]),
+                    number(found["own_median"]),
+                    ratio(found["own_above"]),
+                    ratio(found["other_keyword_higher"]),
+                    number(found["unknown_median"]),
+                    ratio(found["unknown_higher"]),
+                    ratio(found["unknown_frames_above"]),
                 )
-        lines += ["", _source_line(provenance["sources"]["engine-transfer"]), ""]
-    if probe is not None:
-        lines += [
-            "### What the classes say at the keywords",
-            "",
-            "`experiments.unknown_probe` on trained AF-KWS bundles: for every true keyword, "
-            "the peak probability of its own class, of the best other keyword and of the "
-            "unknown class within 2 output frames (80 ms) of its centre; shares above 0.3 "
-            "over keywords, and over all valid output frames.",
-            "",
-            *header(
-                "model",
-                "split",
-                "keywords",
-                "own median",
-                "own > 0.3",
-                "another keyword higher",
-                "unknown median",
-                "unknown higher",
-                "frames: unknown > 0.3",
-            ),
-        ]
-        for model, splits in probe.items():
-            for split, found in splits.items():
-                lines.append(
-                    row(
-                        model,
-                        f"`{split}`",
-                        str(found["keywords"]),
-                        number(found["own_median"]),
-                        ratio(found["own_above"]),
-                        ratio(found["other_keyword_higher"]),
-                        number(found["unknown_median"]),
-                        ratio(found["unknown_higher"]),
-                        ratio(found["unknown_frames_above"]),
-                    )
-                )
-        lines += ["", _source_line(provenance["sources"]["kws-unknown-probe"]), ""]
+            )
+    lines += ["", _source_line(provenance["sources"]["kws-unknown-probe"]), ""]
     return lines
 
 
