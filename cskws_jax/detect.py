@@ -101,14 +101,7 @@ def from_export(path, block_ms: float | None, min_score: float | None):
     if "step" not in modules:
         raise BundleError(f"{Path(path) / export_lib.MANIFEST}: modules: no 'step'")
     exported = modules["step"]
-    hop_s = info.features.hop_s * info.model_config.output_stride
-    wanted = None if block_ms is None else block_outputs(block_ms, hop_s)
-    if wanted is not None and wanted != outputs:
-        raise InputError(
-            f"--block-ms: {block_ms:g} ms; the step exported in {path} takes blocks of "
-            f"{outputs * hop_s * 1000:g} ms (export again with --block-outputs {wanted} for "
-            f"{block_ms:g} ms blocks)"
-        )
+    _check_block(path, info, outputs, block_ms)
 
     def model_step(inputs, mask, state):
         return exported.call(inputs["audio"], mask["audio"], state)
@@ -125,11 +118,47 @@ def from_export(path, block_ms: float | None, min_score: float | None):
     return detector, info
 
 
-def load(path, block_ms: float | None, min_score: float | None) -> tuple[StreamDetector, Bundle]:
-    """`from_export` for an export folder (with export.json), else `from_bundle`."""
-    if export_lib.is_folder(path):
-        return from_export(path, block_ms, min_score)
-    return from_bundle(path, block_ms, min_score)
+def from_onnx(path, block_ms: float | None, min_score: float | None):
+    """(detector, info) of an export folder's ONNX modules (`export.OnnxDetector`): its
+    block and its peak threshold are fixed at export time, so `block_ms` and `min_score`
+    must be None or those."""
+    info, outputs, modules = export.read_folder(path, backend="onnx")
+    _check_block(path, info, outputs, block_ms)
+    if min_score is not None and min_score != info.decoding.min_score:
+        raise InputError(
+            f"--min-score: {min_score:g}; the ONNX detector in {path} decides peaks from "
+            f"{info.decoding.min_score:g} (fixed when exporting; --backend jax takes any)"
+        )
+    return export.OnnxDetector(info, outputs, modules), info
+
+
+def _check_block(path, info, outputs: int, block_ms: float | None) -> None:
+    """An InputError unless `block_ms` is None or the export's block of `outputs` frames."""
+    hop_s = info.features.hop_s * info.model_config.output_stride
+    wanted = None if block_ms is None else block_outputs(block_ms, hop_s)
+    if wanted is not None and wanted != outputs:
+        raise InputError(
+            f"--block-ms: {block_ms:g} ms; the step exported in {path} takes blocks of "
+            f"{outputs * hop_s * 1000:g} ms (export again with --block-outputs {wanted} for "
+            f"{block_ms:g} ms blocks)"
+        )
+
+
+def load(
+    path, block_ms: float | None, min_score: float | None, backend: str = "jax"
+) -> tuple[StreamDetector, Bundle]:
+    """For an export folder (with export.json) `from_export` (backend "jax") or
+    `from_onnx` ("onnx"), else `from_bundle` (a bundle runs with jax only)."""
+    if not export_lib.is_folder(path):
+        if backend != "jax":
+            raise InputError(
+                f"--backend {backend}: {path} is a bundle; export it first (python -m "
+                f"cskws_jax.export {path} OUT_DIR) and run OUT_DIR"
+            )
+        return from_bundle(path, block_ms, min_score)
+    if backend == "onnx":
+        return from_onnx(path, block_ms, min_score)
+    return from_export(path, block_ms, min_score)
 
 
 # ------------------------------------------------------------------------- detection
@@ -246,7 +275,11 @@ def detect_stream(
     """Streams sample chunks through the front end and the detector, calling `emit`
     with each detection as it is decided (those below their keyword's `thresholds`, when
     given, dropped); returns the number of detections."""
-    frontend_stream = frontend.FeatureStream(info.features, detector.block_frames["audio"])
+    frames = detector.block_frames["audio"]
+    if isinstance(detector, export.OnnxDetector):
+        frontend_stream = detector.feature_stream(info.features)
+    else:
+        frontend_stream = frontend.FeatureStream(info.features, frames)
     stream = KeywordStream(detector, info.labels, refractory_s, thresholds)
     return stream_inputs.stream_items(chunks, frontend_stream, stream, emit)
 
@@ -328,7 +361,7 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     compilation.enable_cache()
     try:
-        detector, info = load(args.model, args.block_ms, args.min_score)
+        detector, info = load(args.model, args.block_ms, args.min_score, args.backend)
         operating_thresholds(info, args.fa_per_hour)  # a budget it lacks: before any audio
     except (BundleError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -40,6 +40,7 @@ Serializing needs the `flatbuffers` package (an optional dependency of jax.expor
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -48,21 +49,26 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import export as jax_export
 
 from cskws_jax import bundle, model
-from speechkit import checks
+from cskws_jax.streaming import StreamDetector
+from speechkit import checks, onnx_export
 from speechkit import export as shared
 from speechkit.bundle import Bundle, BundleError
 from speechkit.export import initial_state, read, write
 
 __all__ = [
+    "OnnxDetector",
     "check_hop",
     "export_forward",
+    "export_onnx",
     "export_step",
     "from_bundle",
     "initial_state",
     "input_specs",
+    "onnx_signatures",
     "output_specs",
     "read",
     "read_folder",
@@ -127,29 +133,157 @@ def signatures(info: Bundle, block_outputs: int) -> dict[str, shared.Signature]:
 
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
     """(forward, step) exported from a bundle folder (`cskws_jax.bundle.load`)."""
-    modules, _ = _export_bundle(path, block_outputs, platforms)
+    modules, _, _ = _export_bundle(path, block_outputs, platforms, export_onnx=None)
     return modules["forward"], modules["step"]
 
 
+def _detector(config: model.AfKwsConfig, decoding, block_outputs: int, net=None, params=None):
+    """The `StreamDetector` the detector module runs: the bundle's peak radius and
+    minimum score (`decoding`), the model itself, or (no `net`) only its shapes."""
+    net = model.AfKws(config) if net is None else net
+    params = {} if params is None else params
+    return StreamDetector(net, params, block_outputs, decoding.radius, decoding.min_score)
+
+
+def onnx_signatures(info: Bundle, block_outputs: int) -> dict[str, onnx_export.Signature]:
+    """{"frontend", "forward", "step", "detector"}: the ONNX modules of an export with
+    export.json's `info` and `block_outputs` (`speechkit.onnx_export.Signature`):
+
+    - frontend: `speechkit.onnx_export.frontend_signature` for blocks of this step;
+    - forward: features, mask [b, 4 t, ...] -> heads, out_mask [b, t, ...];
+    - step: block, mask, state -> heads, out_mask, new_state (as the StableHLO step);
+    - detector: block, mask, state -> found (`StreamDetector.step`'s decisions: peak,
+      score, start, end, emitted), decided, new_state: the step and peak decoding with
+      the bundle's radius and min_score, its state the detector's.
+    """
+    config = info.model_config
+    batch, frames = onnx_export.sizes()
+    block_frames = config.output_stride * block_outputs
+    features, mask = input_specs(config, frames, batch)
+    heads, out_mask = output_specs(config, frames, batch)
+    block, block_mask = input_specs(config, block_outputs, batch)
+    block_heads, block_out_mask = output_specs(config, block_outputs, batch)
+    net = model.AfKws(config)
+    state = onnx_export.state_specs(lambda n: net.apply({}, n, method=net.initial_state))
+    detector = _detector(config, info.decoding, block_outputs, net)
+    detector_state = onnx_export.state_specs(detector.initial_state)
+    position = jax.ShapeDtypeStruct((batch, block_outputs), jnp.float32)
+    found = {
+        "peak": jax.ShapeDtypeStruct((batch, block_outputs, config.num_keywords), jnp.bool_),
+        "score": jax.ShapeDtypeStruct((batch, block_outputs, config.num_keywords), jnp.float32),
+        "start": position,
+        "end": position,
+        "emitted": position,
+    }
+    stepped = {"block": block, "mask": block_mask}
+    return {
+        "frontend": onnx_export.frontend_signature(info.features, block_frames),
+        "forward": onnx_export.Signature(
+            {"features": features, "mask": mask}, {"heads": heads, "out_mask": out_mask}
+        ),
+        "step": onnx_export.Signature(
+            {**stepped, "state": state},
+            {"heads": block_heads, "out_mask": block_out_mask, "new_state": state},
+        ),
+        "detector": onnx_export.Signature(
+            {**stepped, "state": detector_state},
+            {"found": found, "decided": block_out_mask, "new_state": detector_state},
+        ),
+    }
+
+
+def export_onnx(net: model.AfKws, params, info: Bundle, block_outputs: int) -> dict:
+    """{name: onnx.ModelProto} of `onnx_signatures`, parameters baked in."""
+    signature = onnx_signatures(info, block_outputs)
+    model_state = jax.tree_util.tree_structure(net.apply(params, 1, method=net.initial_state))
+    detector = _detector(net.config, info.decoding, block_outputs, net, params)
+    detector_state = jax.tree_util.tree_structure(detector.initial_state(1))
+
+    def forward(features, mask):
+        return net.apply(params, {"audio": features}, {"audio": mask})
+
+    def step(block, mask, state):
+        state = jax.tree_util.tree_unflatten(model_state, state)
+        heads, out_mask, state = net.apply(
+            params, {"audio": block}, {"audio": mask}, state, method=net.step
+        )
+        return heads, out_mask, jax.tree_util.tree_leaves(state)
+
+    def detect(block, mask, state):
+        state = jax.tree_util.tree_unflatten(detector_state, state)
+        found, decided, state = detector._decide({"audio": block}, {"audio": mask}, state)
+        return found, decided, jax.tree_util.tree_leaves(state)
+
+    block_frames = net.config.output_stride * block_outputs
+    return {
+        "frontend": onnx_export.lower_frontend(info.features, block_frames),
+        "forward": onnx_export.lower_module(forward, signature["forward"], "forward"),
+        "step": onnx_export.lower_module(step, signature["step"], "step"),
+        "detector": onnx_export.lower_module(detect, signature["detector"], "detector"),
+    }
+
+
 _export_bundle = functools.partial(
-    shared.export_bundle, load=bundle.load, export_forward=export_forward, export_step=export_step
+    shared.export_bundle,
+    load=bundle.load,
+    export_forward=export_forward,
+    export_step=export_step,
+    export_onnx=export_onnx,
 )
-"""(path, block_outputs, platforms) -> ({"forward", "step"}, export.json payload)."""
+"""(path, block_outputs, platforms) -> ({"forward", "step"}, export.json payload, {name:
+onnx.ModelProto})."""
 
 
-def read_folder(path: str | os.PathLike) -> tuple[Bundle, int, dict[str, jax_export.Exported]]:
-    """(info, block_outputs, {"forward", "step"}) of a folder the command line wrote;
-    info as a bundle's (`cskws_jax.bundle.load`): keywords, features, decoding (with its
-    operating points), model config. A `speechkit.bundle.BundleError` names the file
-    and the field for anything missing, an export of another task, keywords, a front
-    end or operating points that do not fit the model, or anything
-    `speechkit.export.read_folder` refuses (checksums, names, custom calls, signatures)."""
+def read_folder(
+    path: str | os.PathLike, backend: str = "jax"
+) -> tuple[Bundle, int, dict[str, jax_export.Exported]]:
+    """(info, block_outputs, {"forward", "step"}) of a folder the command line wrote
+    (backend "onnx": {"frontend", "forward", "step", "detector"}, ONNX modules in
+    onnxruntime sessions, `speechkit.onnx_export.Module`); info as a bundle's
+    (`cskws_jax.bundle.load`): keywords, features, decoding (with its operating points),
+    model config. A `speechkit.bundle.BundleError` names the file and the field for
+    anything missing, an export of another task, keywords, a front end or operating
+    points that do not fit the model, or anything `speechkit.export.read_folder` refuses
+    (checksums, names, custom calls, signatures; for ONNX `speechkit.onnx_export`'s
+    checks)."""
 
     def check(info: Bundle, where: str) -> None:
         bundle.check_operating_points(info.decoding, len(info.labels), where)
         check_hop(info, where)
 
-    return shared.read_task_folder(path, bundle.TASK_FORMAT, signatures, check)
+    return shared.read_task_folder(
+        path, bundle.TASK_FORMAT, signatures, check, backend, onnx_signatures
+    )
+
+
+class OnnxDetector:
+    """An export's ONNX detector (`onnx_signatures`: the step and peak decoding) and
+    front end, run by onnxruntime, with the interface `cskws_jax.detect` uses of a
+    `StreamDetector`: `config`, `spec`, `block_outputs`, `block_frames`,
+    `initial_state(batch_size)`, `step(inputs, mask, state)` -> (found, decided, state),
+    and `feature_stream(features)`, the front end's `FeatureStream`."""
+
+    def __init__(self, info: Bundle, block_outputs: int, modules: dict):
+        self.config, self.block_outputs = info.model_config, block_outputs
+        self._detector, self._frontend = modules["detector"], modules["frontend"]
+        model_spec = model.streaming_spec(self.config)
+        latency = model_spec.output_latency + info.decoding.radius
+        self.spec = dataclasses.replace(model_spec, output_latency=latency)
+        self.block_frames = {"audio": block_outputs * self.config.output_stride}
+
+    def initial_state(self, batch_size: int) -> list:
+        return self._detector.initial_state(batch_size)
+
+    def step(self, inputs, mask, state):
+        block = np.asarray(inputs["audio"], np.float32)
+        outputs = self._detector.call(
+            block=block, mask=np.asarray(mask["audio"], bool), state=state
+        )
+        return outputs["found"], outputs["decided"], outputs["new_state"]
+
+    def feature_stream(self, features):
+        """The front end over arriving samples, as the ONNX module."""
+        return onnx_export.feature_stream(features, self.block_frames["audio"], self._frontend)
 
 
 def check_hop(info: Bundle, where: str) -> None:

@@ -46,7 +46,7 @@ import jax.numpy as jnp
 from jax import export as jax_export
 
 from multiqt_jax import bundle, model
-from speechkit import checks
+from speechkit import checks, onnx_export
 from speechkit import export as shared
 from speechkit.bundle import Bundle, BundleError
 from speechkit.export import initial_state, read, write
@@ -54,10 +54,12 @@ from speechkit.export import initial_state, read, write
 __all__ = [
     "check_hop",
     "export_forward",
+    "export_onnx",
     "export_step",
     "from_bundle",
     "initial_state",
     "input_specs",
+    "onnx_signatures",
     "output_specs",
     "read",
     "read_folder",
@@ -125,24 +127,94 @@ def signatures(info: Bundle, block_outputs: int) -> dict[str, shared.Signature]:
 
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
     """(forward, step) exported from a bundle folder (`multiqt_jax.bundle.load`)."""
-    modules, _ = _export_bundle(path, block_outputs, platforms)
+    modules, _, _ = _export_bundle(path, block_outputs, platforms, export_onnx=None)
     return modules["forward"], modules["step"]
 
 
+def onnx_signatures(info: Bundle, block_outputs: int) -> dict[str, onnx_export.Signature]:
+    """{"frontend", "forward", "step"}: the ONNX modules of an export with export.json's
+    `info` and `block_outputs` (`speechkit.onnx_export.Signature`):
+
+    - frontend: `speechkit.onnx_export.frontend_signature` for this step's audio block;
+    - forward: inputs, mask, present -> outputs ({"logits"}), out_mask;
+    - step: inputs, mask, present, state -> outputs, out_mask, new_state (as the
+      StableHLO step).
+    """
+    config = info.model_config
+    batch, frames = onnx_export.sizes()
+    inputs, mask, present = input_specs(config, frames, batch)
+    outputs, out_mask = output_specs(config, frames, batch)
+    block, block_mask, block_present = input_specs(config, block_outputs, batch)
+    block_outputs_, block_out_mask = output_specs(config, block_outputs, batch)
+    net = model.MultiQT(config)
+    state = onnx_export.state_specs(lambda n: net.apply({}, n, method=net.initial_state))
+    return {
+        "frontend": onnx_export.frontend_signature(
+            info.features, _audio_frames(info, block_outputs)
+        ),
+        "forward": onnx_export.Signature(
+            {"inputs": inputs, "mask": mask, "present": present},
+            {"outputs": outputs, "out_mask": out_mask},
+        ),
+        "step": onnx_export.Signature(
+            {"inputs": block, "mask": block_mask, "present": block_present, "state": state},
+            {"outputs": block_outputs_, "out_mask": block_out_mask, "new_state": state},
+        ),
+    }
+
+
+def _audio_frames(info: Bundle, block_outputs: int) -> int:
+    """10 ms audio frames per step of `block_outputs` output frames (the tracker's
+    block, `multiqt_jax.track.Tracker.audio_block`)."""
+    hop_s = model.streaming_spec(info.model_config).output_hop_s
+    return round(block_outputs * hop_s / info.features.hop_s)
+
+
+def export_onnx(net: model.MultiQT, params, info: Bundle, block_outputs: int) -> dict:
+    """{name: onnx.ModelProto} of `onnx_signatures`, parameters baked in."""
+    signature = onnx_signatures(info, block_outputs)
+    tree = jax.tree_util.tree_structure(net.apply(params, 1, method=net.initial_state))
+
+    def forward(inputs, mask, present):
+        return net.apply(params, inputs, mask, present)
+
+    def step(inputs, mask, present, state):
+        state = jax.tree_util.tree_unflatten(tree, state)
+        outputs, out_mask, state = net.apply(params, inputs, mask, state, present, method=net.step)
+        return outputs, out_mask, jax.tree_util.tree_leaves(state)
+
+    return {
+        "frontend": onnx_export.lower_frontend(info.features, _audio_frames(info, block_outputs)),
+        "forward": onnx_export.lower_module(forward, signature["forward"], "forward"),
+        "step": onnx_export.lower_module(step, signature["step"], "step"),
+    }
+
+
 _export_bundle = functools.partial(
-    shared.export_bundle, load=bundle.load, export_forward=export_forward, export_step=export_step
+    shared.export_bundle,
+    load=bundle.load,
+    export_forward=export_forward,
+    export_step=export_step,
+    export_onnx=export_onnx,
 )
-"""(path, block_outputs, platforms) -> ({"forward", "step"}, export.json payload)."""
+"""(path, block_outputs, platforms) -> ({"forward", "step"}, export.json payload, {name:
+onnx.ModelProto})."""
 
 
-def read_folder(path: str | os.PathLike) -> tuple[Bundle, int, dict[str, jax_export.Exported]]:
-    """(info, block_outputs, {"forward", "step"}) of a folder the command line wrote;
-    info as a bundle's (`multiqt_jax.bundle.load`): labels, features, decoding, model
-    config. A `speechkit.bundle.BundleError` names the file for anything missing, an
-    export of another task, labels or a front end that do not fit the model, or
-    anything `speechkit.export.read_folder` refuses (checksums, names, custom calls,
-    signatures)."""
-    return shared.read_task_folder(path, bundle.TASK_FORMAT, signatures, _check_info)
+def read_folder(
+    path: str | os.PathLike, backend: str = "jax"
+) -> tuple[Bundle, int, dict[str, jax_export.Exported]]:
+    """(info, block_outputs, {"forward", "step"}) of a folder the command line wrote
+    (backend "onnx": {"frontend", "forward", "step"}, ONNX modules in onnxruntime
+    sessions, `speechkit.onnx_export.Module`); info as a bundle's
+    (`multiqt_jax.bundle.load`): labels, features, decoding, model config. A
+    `speechkit.bundle.BundleError` names the file for anything missing, an export of
+    another task, labels or a front end that do not fit the model, or anything
+    `speechkit.export.read_folder` refuses (checksums, names, custom calls, signatures;
+    for ONNX `speechkit.onnx_export`'s checks)."""
+    return shared.read_task_folder(
+        path, bundle.TASK_FORMAT, signatures, _check_info, backend, onnx_signatures
+    )
 
 
 def _check_info(info: Bundle, where: str) -> None:

@@ -67,7 +67,7 @@ import numpy as np
 from multiqt_jax import bundle, decode, export, input_pipeline, model
 from multiqt_jax.datasets import annotated_calls
 from multiqt_jax.datasets.features import word_fields
-from speechkit import asr, audio_io, compilation, frontend, stream_inputs, streaming
+from speechkit import asr, audio_io, compilation, frontend, onnx_export, stream_inputs, streaming
 from speechkit import export as export_lib
 from speechkit.bundle import Bundle, BundleError
 from speechkit.ctc import bundle as ctc_bundle
@@ -109,6 +109,15 @@ class Tracker:
     initial_state: Callable[[], object]
     info: Bundle  # labels, features, decoding, model_config
     block_outputs: int
+    frontend_module: object = None  # an ONNX front end (`from_onnx`); None: jax's
+
+    def feature_stream(self) -> frontend.FeatureStream:
+        """The front end over a call's arriving samples, one block at a time."""
+        if self.frontend_module is None:
+            return frontend.FeatureStream(self.info.features, self.audio_block)
+        return onnx_export.feature_stream(
+            self.info.features, self.audio_block, self.frontend_module
+        )
 
     @property
     def config(self) -> model.MultiQTConfig:
@@ -156,6 +165,26 @@ def from_export(path, block_ms: float | None) -> Tracker:
     if "step" not in modules:
         raise BundleError(f"{Path(path) / export_lib.MANIFEST}: modules: no 'step'")
     exported = modules["step"]
+    _check_block(path, info, outputs, block_ms)
+    return Tracker(jax.jit(exported.call), lambda: export.initial_state(exported, 1), info, outputs)
+
+
+def from_onnx(path, block_ms: float | None) -> Tracker:
+    """The ONNX step and front end of an export folder, run by onnxruntime; its block is
+    fixed at export time, as `from_export`'s."""
+    info, outputs, modules = export.read_folder(path, backend="onnx")
+    _check_block(path, info, outputs, block_ms)
+    module = modules["step"]
+
+    def step(inputs, mask, present, state):
+        found = module.call(inputs=inputs, mask=mask, present=present, state=state)
+        return found["outputs"], found["out_mask"], found["new_state"]
+
+    return Tracker(step, lambda: module.initial_state(1), info, outputs, modules["frontend"])
+
+
+def _check_block(path, info: Bundle, outputs: int, block_ms: float | None) -> None:
+    """An InputError unless `block_ms` is None or the export's block of `outputs` frames."""
     if block_ms is not None:
         hop_s = model.streaming_spec(info.model_config).output_hop_s
         if block_outputs(block_ms, hop_s) != outputs:
@@ -163,14 +192,21 @@ def from_export(path, block_ms: float | None) -> Tracker:
                 f"--block-ms: {block_ms:g} ms; the step exported in {path} takes blocks of "
                 f"{outputs * hop_s * 1000:g} ms (export again with --block-outputs)"
             )
-    return Tracker(jax.jit(exported.call), lambda: export.initial_state(exported, 1), info, outputs)
 
 
-def load(path, block_ms: float | None) -> Tracker:
-    """`from_export` for an export folder (with export.json), else `from_bundle`."""
-    if export_lib.is_folder(path):
-        return from_export(path, block_ms)
-    return from_bundle(path, block_ms)
+def load(path, block_ms: float | None, backend: str = "jax") -> Tracker:
+    """For an export folder (with export.json) `from_export` (backend "jax") or
+    `from_onnx` ("onnx"), else `from_bundle` (a bundle runs with jax only)."""
+    if not export_lib.is_folder(path):
+        if backend != "jax":
+            raise InputError(
+                f"--backend {backend}: {path} is a bundle; export it first (python -m "
+                f"multiqt_jax.export {path} OUT_DIR) and run OUT_DIR"
+            )
+        return from_bundle(path, block_ms)
+    if backend == "onnx":
+        return from_onnx(path, block_ms)
+    return from_export(path, block_ms)
 
 
 # ---------------------------------------------------------------------------- text
@@ -388,10 +424,10 @@ def output(form: str, stream) -> Output:
 # ---------------------------------------------------------------------------- run
 
 
-def track_stream(chunks, stream: CallStream, features: frontend.FeatureConfig, emit) -> int:
+def track_stream(chunks, stream: CallStream, emit) -> int:
     """Streams sample chunks through the front end and `stream`, calling `emit` with
     each segment as it closes; returns the number of segments."""
-    frontend_stream = frontend.FeatureStream(features, stream.tracker.audio_block)
+    frontend_stream = stream.tracker.feature_stream()
     return stream_inputs.stream_items(chunks, frontend_stream, stream, emit)
 
 
@@ -408,7 +444,7 @@ def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, floa
         text, present = call_text(name, samples, tracker, source)
         stream = CallStream(tracker, text, present, args.smoothing_frames)
         chunks = stream_inputs.file_chunks(samples, size, rate, args.realtime)
-        return track_stream(chunks, stream, features, emit), len(samples) / rate
+        return track_stream(chunks, stream, emit), len(samples) / rate
     if name != STDIN:  # audio only: read block by block, memory does not grow with the call
         checked = stream_inputs.file_checked_chunks(name, features, size, args.realtime)
     else:
@@ -420,7 +456,7 @@ def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, floa
             )
     present = np.array([[True, not tracker.reads_text]])
     stream = CallStream(tracker, None, present, args.smoothing_frames)
-    count = track_stream(checked, stream, features, emit)
+    count = track_stream(checked, stream, emit)
     checked.check()
     return count, checked.samples / rate
 
@@ -535,7 +571,7 @@ def main(argv=None) -> int:
     args.inputs = list(stream_inputs.expand_paths(args.calls))
     compilation.enable_cache()
     try:
-        tracker = load(args.model, args.block_ms)
+        tracker = load(args.model, args.block_ms, args.backend)
         _check_text_arguments(args, tracker)
     except (BundleError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)

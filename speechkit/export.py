@@ -65,14 +65,19 @@ import numpy as np
 from jax import export as jax_export
 
 from speechkit import bundle as bundle_lib
-from speechkit import checks, compilation, files
+from speechkit import checks, compilation, files, onnx_export
 from speechkit.dataclass_json import from_dict
 from speechkit.frontend import FeatureConfig
 
 MANIFEST = "export.json"
 FORMAT = "speechkit-export"
-FORMAT_VERSION = 2  # 2: the modules' and the fields' sha256 (1: none, no format_version)
+FORMAT_VERSION = 3  # 3: ONNX modules; 2: the modules' and fields' sha256 (1: none of them)
+READABLE_VERSIONS = (2, 3)
+"""Folders of version 2 are read as before; they hold no ONNX modules."""
 SUFFIX = ".stablehlo"
+BACKENDS = ("jax", "onnx")
+"""What runs an export folder's modules: jax (its StableHLO, compiled by XLA) or
+onnxruntime (its ONNX modules, `speechkit.onnx_export`)."""
 ALLOWED_CUSTOM_CALLS = frozenset({"shape_assertion"})
 """The custom-call targets a module may hold: what the project's own exports contain.
 Exporting both tasks' forward and step (the tests' tiny models and the default-size
@@ -97,8 +102,10 @@ _FIELDS = (
     "bundle",
     "block_outputs",
     "modules",
+    "onnx_modules",
 )
-"""export.json's fields, each covered by its `fields_sha256` entry."""
+"""export.json's fields, each covered by its `fields_sha256` entry (a version 2 folder
+has no `onnx_modules`)."""
 # A custom call as MLIR prints it: `stablehlo.custom_call @target(...)` (the target
 # quoted when it is not a plain identifier), or in the generic form
 # `"stablehlo.custom_call"(...) <{call_target_name = "target", ...}>`.
@@ -274,17 +281,20 @@ def export_bundle(
     load: Callable,
     export_forward: Callable,
     export_step: Callable,
-) -> tuple[dict[str, jax_export.Exported], dict]:
-    """({"forward", "step"}, export.json payload) of the bundle folder `path`: `load(path)`
-    -> (net, params, info) is the task's bundle loader, `export_forward(net, params,
-    platforms)` and `export_step(net, params, block_outputs, platforms)` its exporters
-    (a task binds them with `functools.partial` and hands the result to `main`)."""
+    export_onnx: Callable | None = None,
+) -> tuple[dict[str, jax_export.Exported], dict, dict]:
+    """({"forward", "step"}, export.json payload, {name: onnx.ModelProto}) of the bundle
+    folder `path`: `load(path)` -> (net, params, info) is the task's bundle loader,
+    `export_forward(net, params, platforms)` and `export_step(net, params, block_outputs,
+    platforms)` its exporters, `export_onnx(net, params, info, block_outputs)` its ONNX
+    modules (a task binds them with `functools.partial` and hands the result to `main`)."""
     net, params, info = load(path)
     modules = {
         "forward": export_forward(net, params, platforms),
         "step": export_step(net, params, block_outputs, platforms),
     }
-    return modules, manifest(info, block_outputs)
+    onnx_modules = {} if export_onnx is None else export_onnx(net, params, info, block_outputs)
+    return modules, manifest(info, block_outputs), onnx_modules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -330,7 +340,9 @@ def read_task_folder(
     task_format: bundle_lib.TaskFormat,
     signatures: Callable[[bundle_lib.Bundle, int], Mapping[str, Signature]],
     check: Callable[[bundle_lib.Bundle, str], None] | None = None,
-) -> tuple[bundle_lib.Bundle, int, dict[str, jax_export.Exported]]:
+    backend: str = "jax",
+    onnx_signatures: Callable | None = None,
+) -> tuple[bundle_lib.Bundle, int, dict]:
     """`read_folder` for the task of `task_format` (`speechkit.bundle.TaskFormat`), with
     its check that the labels and the front end fit the model config and then `check`
     (the task's own), before any module is read."""
@@ -347,6 +359,8 @@ def read_task_folder(
         decoding_type=task_format.decoding_type,
         signatures=signatures,
         check=check_fields,
+        backend=backend,
+        onnx_signatures=onnx_signatures,
     )
 
 
@@ -381,22 +395,40 @@ def fields_sha256(fields: Mapping) -> dict[str, str]:
 
 
 def write_folder(
-    out_dir: str | os.PathLike, modules: Mapping[str, jax_export.Exported], payload: dict
+    out_dir: str | os.PathLike,
+    modules: Mapping[str, jax_export.Exported],
+    payload: dict,
+    onnx_modules: Mapping[str, object] | None = None,
 ) -> list[Path]:
-    """Writes `<name>.stablehlo` for each module, then export.json: `payload` with each
-    module's file and sha256 (`modules`) and each field's sha256 (`fields_sha256`), each
-    file atomically, the JSON last -> the paths written, in that order."""
+    """Writes `<name>.stablehlo` for each module and `<name>.onnx` for each of
+    `onnx_modules` (`onnx.ModelProto`s), then export.json: `payload` with each module's
+    file and sha256 (`modules`, `onnx_modules`) and each field's sha256
+    (`fields_sha256`), each file atomically, the JSON last -> the paths written, in that
+    order."""
     folder = Path(out_dir)
-    written, listed = [], {}
+    written, listed, listed_onnx = [], {}, {}
     for name, exported in modules.items():
-        if not _NAME.fullmatch(name):
-            raise ValueError(f"modules: {name!r}: expected letters, digits and _ only")
-        path = folder / f"{name}{SUFFIX}"
+        path = folder / f"{_checked_name(name)}{SUFFIX}"
         listed[name] = {"file": path.name, "sha256": write(path, exported)}
         written.append(path)
-    fields = {**payload, "format_version": FORMAT_VERSION, "modules": listed}
+    for name, model in (onnx_modules or {}).items():
+        path = folder / f"{_checked_name(name)}{onnx_export.SUFFIX}"
+        listed_onnx[name] = {"file": path.name, "sha256": onnx_export.write(path, model)}
+        written.append(path)
+    fields = {
+        **payload,
+        "format_version": FORMAT_VERSION,
+        "modules": listed,
+        "onnx_modules": listed_onnx,
+    }
     files.write_json(folder / MANIFEST, {**fields, "fields_sha256": fields_sha256(fields)})
     return [*written, folder / MANIFEST]
+
+
+def _checked_name(name: str) -> str:
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"modules: {name!r}: expected letters, digits and _ only")
+    return name
 
 
 def is_folder(path: str | os.PathLike) -> bool:
@@ -412,7 +444,9 @@ def read_folder(
     decoding_type: type,
     signatures: Callable[[bundle_lib.Bundle, int], Mapping[str, Signature]],
     check: Callable[[bundle_lib.Bundle, str], None] | None = None,
-) -> tuple[bundle_lib.Bundle, int, dict[str, jax_export.Exported]]:
+    backend: str = "jax",
+    onnx_signatures: Callable | None = None,
+) -> tuple[bundle_lib.Bundle, int, dict]:
     """(info, block_outputs, {name: module}) of an export folder `write_folder` wrote,
     every field checked (see the module docstring); a `BundleError` naming the file and
     the field for anything missing, unknown, of another task, edited or damaged.
@@ -422,7 +456,13 @@ def read_folder(
         export holds; each listed module must be one of them and have that signature.
       check: (info, export.json's path) -> None: the task's checks of the fields (a
         `BundleError`), run before any module is read.
+      backend: "jax": the modules are the StableHLO ones (`jax.export.Exported`);
+        "onnx": the ONNX ones (`speechkit.onnx_export.Module`, checked by
+        `onnx_export.check_model` against `onnx_signatures(info, block_outputs)` ->
+        {name: `speechkit.onnx_export.Signature`}), the StableHLO ones not read.
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: expected one of {BACKENDS}, got {backend!r}")
     folder = Path(path)
     where = folder / MANIFEST
     payload = _read_manifest(where)
@@ -440,20 +480,21 @@ def read_folder(
         )
     field = _field_reader(where, payload)
     version = field("format_version", int)
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise bundle_lib.BundleError(
-            f"{where}: format_version: expected {FORMAT_VERSION}, got {version!r} (written by "
-            f"another version of this code; {again})"
+            f"{where}: format_version: expected one of {READABLE_VERSIONS}, got {version!r} "
+            f"(written by another version of this code; {again})"
         )
+    names = _FIELDS if version >= 3 else tuple(n for n in _FIELDS if n != "onnx_modules")
     if payload.get("task") != task:
         raise bundle_lib.BundleError(
             f"{where}: task: expected {task!r}, got {payload.get('task')!r} (an export of "
             "another task)"
         )
-    unknown = sorted(set(payload) - {*_FIELDS, "fields_sha256"})
+    unknown = sorted(set(payload) - {*names, "fields_sha256"})
     if unknown:
         raise bundle_lib.BundleError(f"{where}: {unknown[0]}: not a field of {MANIFEST}")
-    missing = [name for name in (*_FIELDS, "fields_sha256") if name not in payload]
+    missing = [name for name in (*names, "fields_sha256") if name not in payload]
     if missing:
         raise bundle_lib.BundleError(f"{where}: {missing[0]}: missing")
     labels = field("labels", list)
@@ -485,11 +526,24 @@ def read_folder(
         expected = signatures(info, block_outputs)
     except (TypeError, ValueError) as err:  # a config only the model itself refuses
         raise bundle_lib.BundleError(f"{where}: model_config: {err}") from None
-    modules = {
-        name: _read_module(folder, name, entry, expected, block_outputs, task)
-        for name, entry in listed.items()
-    }
-    found = fields_sha256({name: payload[name] for name in _FIELDS})
+    if backend == "jax":
+        modules = {
+            name: _read_module(folder, name, entry, expected, block_outputs, task)
+            for name, entry in listed.items()
+        }
+    else:
+        listed_onnx = field("onnx_modules", dict) if version >= 3 else {}
+        if not listed_onnx:
+            raise bundle_lib.BundleError(
+                f"{where}: onnx_modules: none (exported before ONNX modules, or without them; "
+                f"{again})"
+            )
+        expected_onnx = onnx_signatures(info, block_outputs)
+        modules = {
+            name: _read_onnx_module(folder, name, entry, expected_onnx, task)
+            for name, entry in listed_onnx.items()
+        }
+    found = fields_sha256({name: payload[name] for name in names})
     for name in sorted(set(digests) | set(found)):
         if digests.get(name) != found.get(name):
             raise bundle_lib.BundleError(
@@ -545,30 +599,51 @@ def _read_module(
 ) -> jax_export.Exported:
     """The module export.json lists as `name` with `entry` ({"file", "sha256"}), its
     name, file, bytes, contents and signature checked in that order."""
+    data, module_path = _module_bytes(folder, "modules", name, entry, SUFFIX, signatures, task)
+    exported = _deserialize(data, module_path)
+    check_signature(exported, signatures[name], module_path, block_outputs)
+    return exported
+
+
+def _read_onnx_module(folder: Path, name, entry, signatures: Mapping, task: str):
+    """The ONNX module export.json's `onnx_modules` lists as `name`: its name, file and
+    bytes checked as a StableHLO module's, then `speechkit.onnx_export.read`."""
+    data, module_path = _module_bytes(
+        folder, "onnx_modules", name, entry, onnx_export.SUFFIX, signatures, task
+    )
+    return onnx_export.read(data, module_path, signatures[name])
+
+
+def _module_bytes(
+    folder: Path, field: str, name, entry, suffix: str, signatures: Mapping, task: str
+) -> tuple[bytes, Path]:
+    """(bytes, path) of the file export.json's `field` lists as `name` with `entry`
+    ({"file", "sha256"}): the name, the entry, the file (inside the folder, regular) and
+    the sha256 of its bytes checked, in that order."""
     where = folder / MANIFEST
     if not _NAME.fullmatch(name):
         raise bundle_lib.BundleError(
-            f"{where}: modules: {_short(name)}: not a module name (letters, digits and _; "
-            f"its file is <name>{SUFFIX} in the export folder)"
+            f"{where}: {field}: {_short(name)}: not a module name (letters, digits and _; "
+            f"its file is <name>{suffix} in the export folder)"
         )
     if not isinstance(entry, dict) or sorted(entry) != ["file", "sha256"]:
         raise bundle_lib.BundleError(
-            f'{where}: modules.{name}: expected {{"file": ..., "sha256": ...}}, got {_short(entry)}'
+            f'{where}: {field}.{name}: expected {{"file": ..., "sha256": ...}}, got {_short(entry)}'
         )
-    file_name = f"{name}{SUFFIX}"
+    file_name = f"{name}{suffix}"
     if entry["file"] != file_name:
         raise bundle_lib.BundleError(
-            f"{where}: modules.{name}.file: expected {file_name!r}, got {_short(entry['file'])} "
-            f"(a module's file is <name>{SUFFIX} in the export folder)"
+            f"{where}: {field}.{name}.file: expected {file_name!r}, got {_short(entry['file'])} "
+            f"(a module's file is <name>{suffix} in the export folder)"
         )
     digest = entry["sha256"]
     if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
         raise bundle_lib.BundleError(
-            f"{where}: modules.{name}.sha256: expected 64 hex digits, got {_short(digest)}"
+            f"{where}: {field}.{name}.sha256: expected 64 hex digits, got {_short(digest)}"
         )
     if name not in signatures:
         raise bundle_lib.BundleError(
-            f"{where}: modules.{name}: not a module of a {task} export (those are "
+            f"{where}: {field}.{name}: not a module of a {task} export (those are "
             f"{', '.join(sorted(signatures))})"
         )
     module_path = folder / file_name
@@ -589,12 +664,10 @@ def _read_module(
         raise bundle_lib.BundleError(f"{module_path}: not readable ({err})") from None
     if hashlib.sha256(data).hexdigest() != digest:
         raise bundle_lib.BundleError(
-            f"{module_path}: sha256 differs from {MANIFEST}'s modules.{name}.sha256 (a changed "
+            f"{module_path}: sha256 differs from {MANIFEST}'s {field}.{name}.sha256 (a changed "
             "file, or parts of two different exports); refused before deserializing"
         )
-    exported = _deserialize(data, module_path)
-    check_signature(exported, signatures[name], module_path, block_outputs)
-    return exported
+    return data, module_path
 
 
 def check_signature(
@@ -719,14 +792,17 @@ def main(
         return 2
     compilation.enable_cache()
     try:
-        modules, payload = export_bundle(args.bundle, args.block_outputs, platforms)
+        modules, payload, onnx_modules = export_bundle(args.bundle, args.block_outputs, platforms)
     except ValueError as err:  # BundleError included
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for path in write_folder(args.out_dir, modules, payload):
-        exported = modules.get(path.name.removesuffix(SUFFIX))
-        if exported is None:
-            print(f"{path}: {payload['task']}, {len(payload['labels'])} labels")
-        else:
+    for path in write_folder(args.out_dir, modules, payload, onnx_modules):
+        if path.suffix == SUFFIX:
+            exported = modules[path.stem]
             print(f"{path}: {len(exported.in_avals)} inputs -> {len(exported.out_avals)} outputs")
+        elif path.suffix == onnx_export.SUFFIX:
+            graph = onnx_modules[path.stem].graph
+            print(f"{path}: {len(graph.input)} inputs -> {len(graph.output)} outputs (ONNX)")
+        else:
+            print(f"{path}: {payload['task']}, {len(payload['labels'])} labels")
     return 0

@@ -223,8 +223,14 @@ class FeatureStream:
     Pieces are computed in chunks of at most `chunk_frames` hops, one compiled shape.
     """
 
-    def __init__(self, config: FeatureConfig, chunk_frames: int):
+    def __init__(self, config: FeatureConfig, chunk_frames: int, log_mel=None):
+        """`log_mel(audio float32 [1, context + chunk], lengths int32 [1])` -> features
+        [1, frames, num_mels]: another implementation of `log_mel` for that one shape
+        (an ONNX front end, `speechkit.onnx_export.lower_frontend`); None: `log_mel`."""
         self.config, self.hop = config, config.hop_samples
+        self._log_mel = log_mel or (
+            lambda audio, lengths: _jitted_log_mel(audio, lengths, config)[0]
+        )
         self.context = -(-(config.window_samples - self.hop) // self.hop) * self.hop
         self.chunk = chunk_frames * self.hop
         self._history = np.zeros(self.context, np.float32)  # the stream's left padding
@@ -244,7 +250,7 @@ class FeatureStream:
         """A piece of whole hops -> its frames, framed with the history before it."""
         audio = np.concatenate([self._history, piece])
         padded = np.pad(audio, (0, self.context + self.chunk - len(audio)))
-        features, _ = _jitted_log_mel(padded[None], np.array([len(audio)]), self.config)
+        features = self._log_mel(padded[None], np.array([len(audio)], np.int32))
         skip = self.context // self.hop
         self._history = audio[len(audio) - self.context :]
         return np.asarray(features[0, skip : skip + len(piece) // self.hop])

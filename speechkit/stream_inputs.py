@@ -272,7 +272,7 @@ def add_stream_arguments(
     parse: argparse.ArgumentParser, model_help: str, inputs: str, step: str
 ) -> None:
     """The model and inputs (positional, the inputs named `inputs`), --format,
-    --block-ms (help naming what steps: `step`) and --realtime."""
+    --block-ms (help naming what steps: `step`), --realtime and --backend."""
     parse.add_argument("model", help=model_help)
     parse.add_argument(
         inputs,
@@ -289,6 +289,14 @@ def add_stream_arguments(
     )
     parse.add_argument(
         "--realtime", action="store_true", help="feed files at the pace of a live stream"
+    )
+    parse.add_argument(
+        "--backend",
+        choices=("jax", "onnx"),
+        default="jax",
+        help="what runs an export folder: jax (its StableHLO, compiled by XLA; the default) "
+        "or onnx (its ONNX modules, front end included, in onnxruntime on one thread); a "
+        "bundle runs with jax",
     )
 
 

@@ -242,7 +242,13 @@ def test_an_export_folder_detects_like_its_bundle(saved, tmp_path, capsys):
     out = tmp_path / "exported"
     assert export.main([str(tmp_path / "points"), str(out), "--block-outputs=5"]) == 0
     capsys.readouterr()
-    assert {p.name for p in out.iterdir()} == {"export.json", "forward.stablehlo", "step.stablehlo"}
+    modules = {"forward.stablehlo", "step.stablehlo", "frontend.onnx", "forward.onnx"}
+    assert {p.name for p in out.iterdir()} == {
+        "export.json",
+        *modules,
+        "step.onnx",
+        "detector.onnx",
+    }
 
     assert detect.main([str(out), str(wav), "--format=jsonl"]) == 0  # 200 ms blocks, as exported
     from_export = _rows(capsys.readouterr().out)
@@ -260,6 +266,18 @@ def test_an_export_folder_detects_like_its_bundle(saved, tmp_path, capsys):
     _same_detections(kept_from_export, kept)
     assert detect.main([str(out), str(wav), "--fa-per-hour=3"]) == 2
     assert f"{out} has no operating point for 3" in capsys.readouterr().err
+
+    # onnxruntime runs the ONNX front end and detector: the same printed table.
+    assert detect.main([str(out), str(wav)]) == 0
+    table = capsys.readouterr().out
+    assert detect.main([str(out), str(wav), "--backend=onnx"]) == 0
+    assert capsys.readouterr().out == table
+    assert detect.main([str(out), str(wav), "--format=jsonl", "--backend=onnx"]) == 0
+    _same_detections(_rows(capsys.readouterr().out), everything)
+    assert detect.main([str(out), str(wav), "--backend=onnx", "--min-score=0.5"]) == 2
+    assert "decides peaks from 0.3 (fixed when exporting" in capsys.readouterr().err
+    assert detect.main([str(tmp_path / "points"), str(wav), "--backend=onnx"]) == 2
+    assert "is a bundle; export it first" in capsys.readouterr().err
 
     # The exported block is fixed: --block-ms may only repeat it.
     assert detect.main([str(out), str(wav), "--format=jsonl", "--block-ms=200"]) == 0
