@@ -48,7 +48,19 @@ SUFFIX = ".onnx"
 ALLOWED_OPS = frozenset(
     {
         *("Abs", "Add", "And", "ArgMax", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "Cast"),
-        *("Ceil", "Concat", "Conv", "DFT", "Div", "Einsum", "Equal", "Erf", "Exp", "Expand"),
+        *(
+            "Ceil",
+            "Concat",
+            "Conv",
+            "CumSum",
+            "DFT",
+            "Div",
+            "Einsum",
+            "Equal",
+            "Erf",
+            "Exp",
+            "Expand",
+        ),
         *("Floor", "Gather", "Greater", "GreaterOrEqual", "Identity", "Less", "LessOrEqual"),
         *("Log", "Max", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "Range"),
         *("ReduceL2", "ReduceMax", "ReduceMin", "ReduceSum", "Reshape", "Scan", "Shape"),

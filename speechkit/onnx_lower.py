@@ -494,6 +494,11 @@ def _argmax(g, eqn, x):
     return g.node("Cast", [index], to=_onnx_type(eqn.params["index_dtype"]))
 
 
+def _cumsum(g, eqn, x):
+    axis = g.constant(eqn.params["axis"], np.int64)
+    return g.node("CumSum", [x, axis], reverse=int(eqn.params["reverse"]))
+
+
 def _dot_general(g, eqn, lhs, rhs):
     """As an Einsum: batch dims, then lhs free, then rhs free, as dot_general orders them."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
@@ -686,6 +691,7 @@ LOWERINGS: dict[str, Callable] = {
     "reduce_and": _reduce("ReduceMin"),
     "reduce_or": _reduce("ReduceMax"),
     "argmax": _argmax,
+    "cumsum": _cumsum,
     "dot_general": _dot_general,
     "conv_general_dilated": _conv,
     "reduce_window_max": _reduce_window("Max"),

@@ -118,8 +118,9 @@ def test_the_tracker_prints_the_same_from_the_export_folder(tiny, tmp_path, caps
     bundle.save(tmp_path / "bundle", net, params, labels.classes("questions"))
     assert export.main([str(tmp_path / "bundle"), str(tmp_path / "out"), "--block-outputs=5"]) == 0
     printed = capsys.readouterr().out
-    for name in ("forward.stablehlo", "step.stablehlo", "export.json"):
+    for name in ("forward.stablehlo", "step.stablehlo", "export.json", "step.onnx"):
         assert (tmp_path / "out" / name).is_file() and name in printed
+    assert "frontend.onnx: 2 inputs -> 2 outputs (ONNX)" in printed
     info, block_outputs, modules = export.read_folder(tmp_path / "out")
     assert (info.labels, info.model_config, block_outputs) == (
         labels.QUESTION_CLASSES,
@@ -131,15 +132,16 @@ def test_the_tracker_prints_the_same_from_the_export_folder(tiny, tmp_path, caps
     soundfile.write(tmp_path / "call.wav", noise * np.sin(np.arange(40000) / 3000), 16000)
     (tmp_path / "call.json").write_text(json.dumps([{"word": "hello", "start": 0.2, "end": 0.5}]))
     runs = []
-    for model_folder in ("bundle", "out"):
+    for model_folder, backend in (("bundle", "jax"), ("out", "jax"), ("out", "onnx")):
         args = [str(tmp_path / model_folder), str(tmp_path / "call.wav"), "--format=jsonl"]
-        assert track.main([*args, "--smoothing-frames=2"]) == 0
+        assert track.main([*args, "--smoothing-frames=2", f"--backend={backend}"]) == 0
         runs.append([json.loads(line) for line in capsys.readouterr().out.splitlines()])
     assert runs[0] and len(runs[0]) == len(runs[1])
-    for live, exported in zip(*runs, strict=True):
+    for live, exported in zip(*runs[:2], strict=True):
         assert live["label"] == exported["label"]
         for key in ("start", "end", "emitted"):
             assert live[key] == pytest.approx(exported[key]), key
+    assert runs[2] == runs[1]  # onnxruntime's front end and step: the same segments
     assert track.main([str(tmp_path / "out"), str(tmp_path / "call.wav"), "--block-ms=40"]) == 2
     assert "takes blocks of 200 ms" in capsys.readouterr().err
 
@@ -163,3 +165,41 @@ def test_an_export_folder_of_another_task_or_broken_is_refused(tiny, tmp_path):
         export.read_folder(tmp_path / "out")
     assert export.main([str(tmp_path / "none"), str(tmp_path / "out2")]) == 2
     assert not (tmp_path / "out2").exists()
+
+
+def test_onnx_modules_equal_the_live_model_through_their_bytes(tiny, tmp_path):
+    """The ONNX forward (any batch and length) and step (block by block, with its state)
+    in onnxruntime equal jax within 1e-4 (relative too: logits of tens)."""
+    from speechkit import onnx_export
+
+    net, params = tiny
+    bundle.save(tmp_path / "bundle", net, params, labels.classes("questions"))
+    _, _, info = bundle.load(tmp_path / "bundle")
+    signatures = export.onnx_signatures(info, 3)
+    modules = {
+        name: onnx_export.read(proto.SerializeToString(), f"{name}.onnx", signatures[name])
+        for name, proto in export.export_onnx(net, params, info, 3).items()
+    }
+    rng = np.random.default_rng(4)
+    for batch, outputs in ((1, 5), (3, 17)):
+        inputs, mask, present = _inputs(rng, batch, outputs)
+        found = modules["forward"].call(inputs=inputs, mask=mask, present=present)
+        want, want_mask = net.apply(params, inputs, mask, present)
+        np.testing.assert_array_equal(found["out_mask"], want_mask)
+        np.testing.assert_allclose(found["outputs"]["logits"], want["logits"], rtol=1e-4, atol=1e-4)
+    inputs, mask, present = _inputs(rng, 2, 12)
+    state = modules["step"].initial_state(2)
+    live_state = net.apply(params, 2, method=net.initial_state)
+    for block in range(4):
+        cut = {"audio": slice(12 * block, 12 * block + 12), "text": slice(6 * block, 6 * block + 6)}
+        block_inputs = {name: value[:, cut[name]] for name, value in inputs.items()}
+        block_mask = {name: value[:, cut[name]] for name, value in mask.items()}
+        found = modules["step"].call(
+            inputs=block_inputs, mask=block_mask, present=present, state=state
+        )
+        want, want_mask, live_state = net.apply(
+            params, block_inputs, block_mask, live_state, present, method=net.step
+        )
+        np.testing.assert_array_equal(found["out_mask"], want_mask)
+        np.testing.assert_allclose(found["outputs"]["logits"], want["logits"], rtol=1e-4, atol=1e-4)
+        state = found["new_state"]

@@ -310,3 +310,45 @@ def test_export_into_a_file_is_refused(exported, tmp_path, capsys):
     assert kws_export.main([str(exported.parent / "bundle"), str(target)]) == 2
     assert f"error: {target}: exists and is not a folder" in capsys.readouterr().err
     assert target.read_text() == "not a folder"
+
+
+def _refused_onnx(folder: Path, *fragments: str) -> None:
+    with pytest.raises(BundleError) as caught:
+        kws_export.read_folder(folder, backend="onnx")
+    for fragment in fragments:
+        assert fragment in str(caught.value), (fragment, str(caught.value))
+
+
+def test_own_onnx_modules_pass_their_checks_and_an_edited_one_is_refused(folder):
+    info, block_outputs, modules = kws_export.read_folder(folder, backend="onnx")
+    assert sorted(modules) == ["detector", "forward", "frontend", "step"]
+    data = bytearray((folder / "detector.onnx").read_bytes())
+    data[len(data) // 2] ^= 1
+    (folder / "detector.onnx").write_bytes(bytes(data))
+    _refused_onnx(folder, "detector.onnx: sha256 differs", "onnx_modules.detector.sha256")
+
+
+def test_a_forged_onnx_module_is_refused_by_its_checks(folder):
+    """A custom operator added to step.onnx, every checksum recomputed as a forger would:
+    refused by the operator allowlist before onnxruntime sees it."""
+    import onnx
+
+    step = onnx.load_from_string((folder / "step.onnx").read_bytes())
+    step.graph.node.insert(0, onnx.helper.make_node("Run", ["block"], ["r"], domain="evil"))
+    (folder / "step.onnx").write_bytes(step.SerializeToString())
+    payload = _manifest(folder)
+    payload["onnx_modules"]["step"]["sha256"] = hashlib.sha256(
+        (folder / "step.onnx").read_bytes()
+    ).hexdigest()
+    _write_manifest(folder, payload, forge=True)
+    _refused_onnx(folder, "step.onnx: operator evil.Run", "refused")
+
+
+def test_a_version_2_folder_reads_with_jax_and_names_the_missing_onnx(folder):
+    payload = _manifest(folder)
+    for name in payload.pop("onnx_modules"):
+        (folder / f"{name}.onnx").unlink()
+    payload["format_version"] = 2
+    _write_manifest(folder, payload, forge=True)
+    kws_export.read_folder(folder)
+    _refused_onnx(folder, "onnx_modules: none", "export the bundle again")
