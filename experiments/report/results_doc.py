@@ -653,7 +653,39 @@ def _benchmarks(provenance: dict, data: dict) -> list[str]:
                 f"{top} {share:.0%}",
             )
         )
-    return lines + ["", _source_line(sources["bench-cost"]), ""]
+    lines += ["", _source_line(sources["bench-cost"]), ""]
+    return lines + _export_backends(data["export_backends"], sources["export_backends"])
+
+
+def _export_backends(e: dict, source: dict) -> list[str]:
+    """The export streamed by jax (StableHLO) and by onnxruntime (ONNX), one core."""
+    lines = [
+        "### Export backends: StableHLO and ONNX",
+        "",
+        f"One core, a {e['stream_seconds']:.0f} s stream of 200 ms blocks through an export "
+        "folder of a default-size model (random weights): the front end on each block's "
+        "samples, then the step (AF-KWS: the detector, step and peak decoding). jax runs the "
+        f"StableHLO step; onnx runs the ONNX front end and step in onnxruntime "
+        f"{e['onnxruntime']} (one thread).",
+        "",
+        *header("model | backend | RTF | block latency median / p99 | max abs onnx - jax"),
+    ]
+    for key, name in (("afkws", "AF-KWS"), ("multiqt", "MultiQT")):
+        for backend, x in e[key]["backends"].items():
+            lines.append(
+                row(
+                    name,
+                    backend,
+                    f"{x['rtf']:.4f}",
+                    f"{x['block_ms_median']:.2f} / {x['block_ms_p99']:.2f} ms",
+                    f"{e[key]['max_abs_difference']:.1g}",
+                )
+            )
+    lines += ["", *header("model | file | bytes")]
+    for key, name in (("afkws", "AF-KWS"), ("multiqt", "MultiQT")):
+        for file_name, size in e[key]["file_bytes"].items():
+            lines.append(row(name, file_name, f"{size:,}"))
+    return lines + ["", _source_line(source), ""]
 
 
 TEXT_SOURCES = {"": "pocketsphinx", "ctc": "CTC words", "ctc_posteriors": "CTC posteriors"}
