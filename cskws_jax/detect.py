@@ -9,7 +9,10 @@ MODEL is a bundle folder (`cskws_jax.bundle.save`, e.g. WORKDIR/cskws/afkws/bund
 folder `python -m cskws_jax.export` wrote (recognised by its export.json: the network runs
 as the exported StableHLO step, no parameters or model code loaded, with the bundle's
 decoding settings and operating points from export.json; its block is fixed when
-exporting, so `--block-ms` may only repeat it).
+exporting, so `--block-ms` may only repeat it). `--backend onnx` runs an export folder's
+ONNX front end and detector (step and peak decoding) in onnxruntime instead
+(`cskws_jax.export.OnnxDetector`); it decides peaks from the exported minimum score, so
+`--min-score` may only repeat it.
 AUDIO is any mix of files, folders and `-` (`speechkit.stream_inputs`: WAV, FLAC, OGG at
 any sample rate and channel count, mixed to mono and resampled to the model's rate,
 16 kHz; folders searched recursively for those suffixes; `-` raw 16-bit little-endian

@@ -27,13 +27,16 @@ exports share (flat state, write / read, the export folder, the command line) ar
 
     python -m cskws_jax.export BUNDLE OUT_DIR [--block-outputs 5] [--platforms cpu,cuda]
 
-OUT_DIR gets forward.stablehlo, step.stablehlo and export.json (labels, front end,
+OUT_DIR gets forward.stablehlo, step.stablehlo, their ONNX twins forward.onnx and
+step.onnx, frontend.onnx (the log-mel front end of one block's samples) and detector.onnx
+(the step and peak decoding: `onnx_signatures`, `export_onnx`), and export.json (labels, front end,
 decoding settings with the bundle's operating points, block size, the sha256 of each
 module and field: `speechkit.export.write_folder`); `read_folder` reads it back, checked
 before any module runs (checksums, module files inside the folder, the custom-call
 allowlist, the modules' signatures against the fields: `signatures`, the front end's hop
 against the model's: `check_hop`), and `python -m cskws_jax.detect OUT_DIR AUDIO...`
-runs the exported step on audio.
+runs the exported step on audio (`--backend onnx`: the ONNX front end and detector in
+onnxruntime, `OnnxDetector`).
 
 Serializing needs the `flatbuffers` package (an optional dependency of jax.export).
 """

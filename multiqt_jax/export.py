@@ -24,7 +24,9 @@ through bytes.
 
     python -m multiqt_jax.export BUNDLE OUT_DIR [--block-outputs 5] [--platforms cpu,cuda]
 
-OUT_DIR gets forward.stablehlo, step.stablehlo and export.json (labels, front end,
+OUT_DIR gets forward.stablehlo, step.stablehlo, their ONNX twins forward.onnx and
+step.onnx, frontend.onnx (the audio front end of one block; `onnx_signatures`,
+`export_onnx`) and export.json (labels, front end,
 decoding, model config, block size, the sha256 of each module and field:
 `speechkit.export.write_folder`), everything `python -m multiqt_jax.track OUT_DIR
 CALL...` needs instead of the bundle (`read_folder`: checked before any module runs,

@@ -7,7 +7,8 @@ r"""Question (or symptom) tracking in calls with a trained MultiQT, streamed blo
 
 MODEL is a bundle folder (`multiqt_jax.bundle.save`, e.g. WORKDIR/multimodal/bundle-fold0)
 or a folder `python -m multiqt_jax.export` wrote (recognised by its export.json; the
-exported step runs, no model code). CALL is any mix of audio files, folders and `-`
+exported step runs, no model code; `--backend onnx`: its ONNX front end and step in
+onnxruntime). CALL is any mix of audio files, folders and `-`
 (`speechkit.stream_inputs`: WAV, FLAC, OGG at any rate and channel count, mixed to mono
 and resampled to the model's rate; folders searched recursively; `-` raw 16-bit PCM at
 16 kHz on standard input). Each call is one stream: the samples go through

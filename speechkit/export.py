@@ -26,7 +26,9 @@ be read, a host transfer (infeed, outfeed, send, recv), effects, disabled safety
 a vjp, more than one device or shardings (`check_module`): a `BundleError` naming the
 file and the call.
 
-An export folder (`write_folder`) holds one `<name>.stablehlo` per module and
+An export folder (`write_folder`) holds one `<name>.stablehlo` per module, one
+`<name>.onnx` per ONNX module (`speechkit.onnx_export`; `read_folder(..., backend="onnx")`
+reads those instead, each checked by `onnx_export.check_model` after its sha256) and
 export.json, written last, each file atomically: the format and its version, the task,
 the labels, the front end, the decoding settings and the model config as in a bundle
 (`speechkit.bundle`), the block size of the step, the bundle it came from, each module's
