@@ -61,7 +61,7 @@ from cskws_jax.streaming import StreamDetector
 from speechkit import audio_io, compilation, frontend, stream_inputs
 from speechkit import export as export_lib
 from speechkit.bundle import Bundle, BundleError
-from speechkit.stream_inputs import STDIN, InputError, Output, block_outputs
+from speechkit.stream_inputs import InputError, Output, block_outputs
 
 FIELDS = ("file", "keyword", "label", "start", "end", "score", "emitted")
 DEFAULT_BLOCK_MS = 200.0
@@ -293,10 +293,7 @@ def run_input(name: str, detector, info, args, out: Output) -> tuple[int, float]
     size = detector.block_frames["audio"] * info.features.hop_samples
     emit = lambda detection: out.write(name, detection)  # noqa: E731
     thresholds = operating_thresholds(info, args.fa_per_hour)
-    if name != STDIN:  # read block by block: memory does not grow with the file
-        checked = stream_inputs.file_checked_chunks(name, info.features, size, args.realtime)
-    else:
-        checked = stream_inputs.stdin_checked_chunks(info.features, size)
+    checked = stream_inputs.input_chunks(name, info.features, size, args)  # block by block
     count = detect_stream(checked, detector, info, args.refractory_s, emit, thresholds)
     checked.check()
     return count, checked.samples / rate
@@ -361,9 +358,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
+    listed = stream_inputs.listed_devices(argv)
+    if listed is not None:
+        return listed
     args = parser().parse_args(argv)
     compilation.enable_cache()
     try:
+        inputs = stream_inputs.stream_inputs_of(args, "audio")
         detector, info = load(args.model, args.block_ms, args.min_score, args.backend)
         operating_thresholds(info, args.fa_per_hour)  # a budget it lacks: before any audio
     except (BundleError, InputError) as err:
@@ -372,7 +373,7 @@ def main(argv=None) -> int:
     out = output(args.format, sys.stdout)
     out.header()
     return stream_inputs.run_all(
-        list(stream_inputs.expand_paths(args.audio)),
+        inputs,
         lambda name: run_input(name, detector, info, args, out),
         args,
         INPUT_ERRORS,

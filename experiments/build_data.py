@@ -325,7 +325,12 @@ def build(size: str, data_dir: str, corpora=DEFAULT_CORPORA, engine_set: str = "
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Example: python -m experiments.build_data --size quick --data_dir /data/tfds "
+        "(stj-build-data --size quick --data-dir /data/tfds). Exit status: 0 built; 2 bad "
+        "arguments or a synthesiser that is not installed.",
+    )
     parser.add_argument(
         "--size",
         choices=sorted(set(synthetic_calls.SIZES) | set(synthetic_kws.SIZES)),

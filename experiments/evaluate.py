@@ -1,5 +1,7 @@
 r"""Scores a trained bundle on a corpus: the experiments' evaluators, without training.
 
+Examples (`stj-evaluate` is the same command, its flags also spelled with -):
+
     python -m experiments.evaluate --bundle=/tmp/cskws/afkws/bundle \
         --dataset=folder_kws/shipped --manual_dir=/data/my_keywords --workdir=/tmp/eval
     python -m experiments.evaluate --bundle=/tmp/multiqt/multimodal \
@@ -43,7 +45,8 @@ split holding every call with its fold). With `--manual_dir` the corpus is (re)b
 from that folder first (a manual corpus's folder may have changed); without it, a
 corpus that is not prepared in `--data_dir` is built if its builder can (synthetic ones).
 The bundle's front end must be the corpus's (`features` of bundle.json). Writes
-WORKDIR/results.json and prints a table.
+WORKDIR/results.json and prints a table. Exit status: 0 scored; 2 a bundle, corpus or
+flags that cannot be used (the error names the file and the field).
 """
 
 from __future__ import annotations

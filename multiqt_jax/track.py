@@ -439,22 +439,22 @@ def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, floa
     size = tracker.audio_block * features.hop_samples
     emit = lambda segment: out.write(name, segment)  # noqa: E731
     source = text_source(args, tracker)
-    if name != STDIN and tracker.reads_text and not source.missing:
+    live = name == STDIN or args.mic is not None  # audio as it arrives: no text of the call
+    if not live and tracker.reads_text and not source.missing:
         # The call's text comes from the whole call (its words or their recognition).
         samples = stream_inputs.read_samples(name, features)
         text, present = call_text(name, samples, tracker, source)
         stream = CallStream(tracker, text, present, args.smoothing_frames)
         chunks = stream_inputs.file_chunks(samples, size, rate, args.realtime)
         return track_stream(chunks, stream, emit), len(samples) / rate
-    if name != STDIN:  # audio only: read block by block, memory does not grow with the call
-        checked = stream_inputs.file_checked_chunks(name, features, size, args.realtime)
-    else:
-        checked = stream_inputs.stdin_checked_chunks(features, size)
-        if tracker.reads_text and not args.no_text:
-            raise InputError(
-                f"{STDIN}: standard input carries audio only and the model reads text: give a "
-                "file with its text, or --no-text"
-            )
+    # audio only: read block by block, memory does not grow with the call
+    checked = stream_inputs.input_chunks(name, features, size, args)
+    if live and tracker.reads_text and not args.no_text:
+        source_name = "standard input" if name == STDIN else "the microphone"
+        raise InputError(
+            f"{name}: {source_name} carries audio only and the model reads text: give a "
+            "file with its text, or --no-text"
+        )
     present = np.array([[True, not tracker.reads_text]])
     stream = CallStream(tracker, None, present, args.smoothing_frames)
     count = track_stream(checked, stream, emit)
@@ -568,10 +568,13 @@ def _notes(args, tracker: Tracker) -> list[str]:
 
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
+    listed = stream_inputs.listed_devices(argv)
+    if listed is not None:
+        return listed
     args = parser().parse_args(argv)
-    args.inputs = list(stream_inputs.expand_paths(args.calls))
     compilation.enable_cache()
     try:
+        args.inputs = stream_inputs.stream_inputs_of(args, "calls")
         tracker = load(args.model, args.block_ms, args.backend)
         _check_text_arguments(args, tracker)
     except (BundleError, InputError) as err:

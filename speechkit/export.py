@@ -771,7 +771,11 @@ def main(
         prog=prog,
         description=f"Export {what} bundle's offline forward and streaming step as serialized "
         f"StableHLO (forward{SUFFIX}, step{SUFFIX}) with {MANIFEST} (labels, front end, "
-        "decoding, block size): a folder a streaming client runs without the bundle.",
+        "decoding, block size): a folder a streaming client runs without the bundle; the "
+        "same modules and the front end as ONNX (onnxruntime: --backend onnx).",
+        epilog=f"Example: {prog} outputs/reproduce/cskws/afkws/bundle exported/ "
+        "(stj-export BUNDLE OUT_DIR picks the task). Exit status: 0 written; 2 a bad bundle "
+        "or bad arguments.",
     )
     parse.add_argument("bundle", help="bundle folder")
     parse.add_argument("out_dir", help=f"folder for the modules and {MANIFEST}")

@@ -129,6 +129,72 @@ def stdin_chunks(stream, size: int) -> Iterator[np.ndarray]:
             yield np.frombuffer(data, "<i2").astype(np.float32) / 32768
 
 
+MIC = "mic"
+"""The input name of a microphone stream (`--mic`) in the output's `file` column."""
+
+
+def _sounddevice():
+    """The sounddevice module, or an InputError saying what to install."""
+    try:
+        import sounddevice
+    except OSError as err:  # the package is there, the PortAudio library is not
+        raise InputError(
+            f"--mic: sounddevice cannot load the PortAudio library ({err}); on Linux install "
+            "it (apt install libportaudio2); sounddevice's wheels carry it on Windows and macOS"
+        ) from None
+    except ImportError:
+        raise InputError("--mic: needs the sounddevice package (pip install sounddevice)") from None
+    return sounddevice
+
+
+def list_devices() -> str:
+    """The audio devices sounddevice sees, as it prints them (`--list-devices`)."""
+    return str(_sounddevice().query_devices())
+
+
+def device(text: str | None):
+    """`--mic`'s value -> sounddevice's device: None (the default input), an index, or a
+    name (or a part of one)."""
+    if not text:
+        return None
+    return int(text) if text.isdigit() else text
+
+
+def microphone_chunks(size: int, rate: int, device=None) -> Iterator[np.ndarray]:
+    """A live input device's samples, mono float32 chunks of `size` samples at `rate` Hz,
+    each as soon as it is recorded; the stream ends at Ctrl-C (KeyboardInterrupt), so the
+    caller can flush what it holds. An InputError when the device cannot record so."""
+    sd = _sounddevice()
+    try:
+        stream = sd.InputStream(
+            samplerate=rate, channels=1, dtype="float32", blocksize=size, device=device
+        )
+    except (sd.PortAudioError, ValueError) as err:
+        raise InputError(
+            f"--mic {device if device is not None else '(default device)'}: cannot record "
+            f"{rate} Hz mono ({err}); --list-devices lists the devices"
+        ) from None
+    with stream:
+        try:
+            while True:
+                block, _ = stream.read(size)  # overflows: samples lost, not delayed
+                yield np.asarray(block, np.float32).reshape(-1)
+        except KeyboardInterrupt:
+            return
+
+
+def input_chunks(name: str, features: frontend.FeatureConfig, size: int, args) -> CheckedChunks:
+    """The `CheckedChunks` of one input of a streaming command line: the microphone
+    (`args.mic` set, `name` is `MIC`), standard input (`-`) or a file, read block by
+    block (paced with `args.realtime`)."""
+    if getattr(args, "mic", None) is not None:
+        rate = features.sample_rate
+        return CheckedChunks(microphone_chunks(size, rate, device(args.mic)), MIC, features)
+    if name == STDIN:
+        return stdin_checked_chunks(features, size)
+    return file_checked_chunks(name, features, size, args.realtime)
+
+
 class CheckedChunks:
     """Chunks passed through, their length and peak recorded, for the checks of a
     stream whose end is not known in advance (`check`, once it has ended)."""
@@ -272,11 +338,12 @@ def add_stream_arguments(
     parse: argparse.ArgumentParser, model_help: str, inputs: str, step: str
 ) -> None:
     """The model and inputs (positional, the inputs named `inputs`), --format,
-    --block-ms (help naming what steps: `step`), --realtime and --backend."""
+    --block-ms (help naming what steps: `step`), --realtime, --mic, --list-devices and
+    --backend (`stream_inputs_of` checks the inputs against --mic)."""
     parse.add_argument("model", help=model_help)
     parse.add_argument(
         inputs,
-        nargs="+",
+        nargs="*",
         help="audio files (wav, flac, ogg; any rate and channels), folders (searched "
         "recursively), or - for raw 16-bit little-endian 16 kHz mono PCM on stdin",
     )
@@ -291,6 +358,18 @@ def add_stream_arguments(
         "--realtime", action="store_true", help="feed files at the pace of a live stream"
     )
     parse.add_argument(
+        "--mic",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DEVICE",
+        help="a live microphone instead of files (sounddevice; any platform): the default "
+        "input device, or DEVICE's index or name; Ctrl-C ends the stream",
+    )
+    parse.add_argument(
+        "--list-devices", action="store_true", help="list the audio devices --mic can use"
+    )
+    parse.add_argument(
         "--backend",
         choices=("jax", "onnx"),
         default="jax",
@@ -298,6 +377,34 @@ def add_stream_arguments(
         "or onnx (its ONNX modules, front end included, in onnxruntime on one thread); a "
         "bundle runs with jax",
     )
+
+
+def listed_devices(argv) -> int | None:
+    """With `--list-devices` among `argv` (None: the command line's): the devices
+    printed, then the exit status (0, or 2 without sounddevice / PortAudio); else None."""
+    argv = sys.argv[1:] if argv is None else argv
+    if "--list-devices" not in argv:
+        return None
+    try:
+        print(list_devices())
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def stream_inputs_of(args, inputs: str) -> list:
+    """The inputs to run: `[MIC]` with --mic (an InputError when files are named too),
+    else the named ones expanded (`expand_paths`; an InputError when there are none)."""
+    named = getattr(args, inputs)
+    if args.mic is not None:
+        if named:
+            raise InputError(f"--mic: records from a device; do not name {inputs} files too")
+        _sounddevice()  # what to install, before the model loads
+        return [MIC]
+    if not named:
+        raise InputError(f"no {inputs}: name files, folders or - (standard input), or use --mic")
+    return list(expand_paths(named))
 
 
 def add_run_arguments(parse: argparse.ArgumentParser, units: str, quiet_help: str) -> None:

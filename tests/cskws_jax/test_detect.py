@@ -293,3 +293,80 @@ def test_help_explains_the_inputs():
     for phrase in ("--keep-going", "--realtime", "raw 16-bit", "jsonl", "Exit status"):
         assert phrase in text
     assert "--fa-per-hour" in text and "false alarms per hour" in text
+
+
+class _FakeMicrophone:
+    """sounddevice's InputStream over a recorded waveform: `read(n)` returns the next n
+    samples as a [n, 1] block, then the user's Ctrl-C (KeyboardInterrupt) at its end."""
+
+    opened: list = []
+    samples = np.zeros(0, np.float32)
+
+    def __init__(self, samplerate, channels, dtype, blocksize, device):
+        type(self).opened.append((samplerate, channels, dtype, blocksize, device))
+        self.position = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def read(self, frames):
+        if self.position >= len(self.samples):
+            raise KeyboardInterrupt
+        block = self.samples[self.position : self.position + frames]
+        self.position += frames
+        return block[:, None], False
+
+
+def test_a_microphone_stream_prints_what_the_same_file_prints(saved, tmp_path, capsys, monkeypatch):
+    import types
+
+    folder, _, _, _ = saved
+    samples = (0.1 * np.random.default_rng(5).normal(size=16000 * 2)).astype(np.float32)
+    soundfile.write(tmp_path / "same.wav", samples, 16000, subtype="FLOAT")
+    assert detect.main([str(folder), str(tmp_path / "same.wav"), "--format=jsonl"]) == 0
+    from_file = _rows(capsys.readouterr().out)
+    fake = types.SimpleNamespace(
+        InputStream=_FakeMicrophone,
+        PortAudioError=RuntimeError,
+        query_devices=lambda: "  0 Fake microphone, ALSA (1 in, 0 out)",
+    )
+    monkeypatch.setitem(sys.modules, "sounddevice", fake)
+    _FakeMicrophone.samples = samples
+    assert detect.main([str(folder), "--mic", "2", "--format=jsonl"]) == 0
+    from_mic = _rows(capsys.readouterr().out)
+    assert _FakeMicrophone.opened == [(16000, 1, "float32", 3200, 2)]  # 200 ms blocks
+    assert len(from_file) > 3
+    for row in from_mic:
+        assert row.pop("file") == "mic"
+    assert from_mic == [{k: v for k, v in row.items() if k != "file"} for row in from_file]
+    assert detect.main([str(folder), "--list-devices"]) == 0
+    assert "Fake microphone" in capsys.readouterr().out
+    assert detect.main([str(folder), str(tmp_path / "same.wav"), "--mic"]) == 2
+    assert "--mic: records from a device; do not name audio files too" in capsys.readouterr().err
+    assert detect.main([str(folder)]) == 2
+    assert "no audio: name files, folders or - (standard input), or use --mic" in (
+        capsys.readouterr().err
+    )
+
+
+def test_without_portaudio_the_microphone_says_what_to_install(saved, capsys, monkeypatch):
+    import builtins
+
+    folder, _, _, _ = saved
+    monkeypatch.setitem(sys.modules, "sounddevice", None)  # import sounddevice fails
+    assert detect.main([str(folder), "--mic"]) == 2
+    assert "--mic: needs the sounddevice package" in capsys.readouterr().err
+    monkeypatch.delitem(sys.modules, "sounddevice")
+    real_import = builtins.__import__
+
+    def no_portaudio(name, *args, **kwargs):
+        if name == "sounddevice":
+            raise OSError("PortAudio library not found")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_portaudio)
+    assert detect.main([str(folder), "--list-devices"]) == 2
+    assert "apt install libportaudio2" in capsys.readouterr().err

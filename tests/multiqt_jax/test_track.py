@@ -290,6 +290,43 @@ def test_stdin_reads_raw_pcm_like_a_file_and_realtime_paces(saved, tmp_path, cap
     assert code == 1 and "-: standard input carries audio only" in err
 
 
+def test_a_microphone_streams_like_a_file(saved, tmp_path, capsys, monkeypatch):
+    """--mic through a simulated sounddevice stream (its samples, then Ctrl-C) prints
+    the file's segments; a text model needs --no-text there, as on standard input."""
+    import types
+
+    folder, net, params = saved["audio"]
+    samples = (np.random.default_rng(6).normal(size=3200 * 4) * 0.1).astype(np.float32)
+    wav = tmp_path / "same.wav"
+    soundfile.write(wav, samples, 16000, subtype="FLOAT")
+    expected = _expected(net, params, wav)
+
+    class Microphone:
+        def __init__(self, **settings):
+            assert settings["samplerate"] == 16000 and settings["blocksize"] == 3200
+            self.left = samples
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def read(self, frames):
+            if not len(self.left):
+                raise KeyboardInterrupt
+            block, self.left = self.left[:frames], self.left[frames:]
+            return block[:, None], False
+
+    fake = types.SimpleNamespace(InputStream=Microphone, PortAudioError=RuntimeError)
+    monkeypatch.setitem(sys.modules, "sounddevice", fake)
+    code, from_mic, _ = _run(capsys, folder, "--mic")
+    assert code == 0 and {row["file"] for row in from_mic} == {"mic"}
+    _assert_same(from_mic, expected)
+    code, _, err = _run(capsys, saved["text"][0], "--mic")
+    assert code == 1 and "mic: the microphone carries audio only" in err
+
+
 def test_bad_calls_stop_the_run_unless_keep_going(saved, tmp_path, capsys, bad_audio_folder):
     folder, *_ = saved["audio"]
     bad = bad_audio_folder(tmp_path / "in", lambda path: _call(path, 1.0, rate=8000))

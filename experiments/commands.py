@@ -1,0 +1,129 @@
+"""The user commands on the PATH (pyproject.toml's `[project.scripts]`), each the same as
+its `python -m` module:
+
+    stj-detect MODEL AUDIO...              python -m cskws_jax.detect
+    stj-track MODEL CALL...                python -m multiqt_jax.track
+    stj-export BUNDLE OUT_DIR              python -m cskws_jax.export or multiqt_jax.export,
+                                           by the bundle's task (bundle.json's "task")
+    stj-evaluate --bundle B --dataset D --workdir W     python -m experiments.evaluate
+    stj-build-data --size quick --data-dir D            python -m experiments.build_data
+
+One flag style: words joined by `-` (`--block-ms`, `--manual-dir`); evaluate and
+build-data, whose modules spell their flags with `_`, take either. Exit statuses (all
+five): 0 success; 1 one input of several was bad (the run goes on with `--keep-going`
+and lists it); 2 bad arguments, or a model folder, export, config or corpus that cannot
+be used (the error names the file and the field). The experiments' runners keep their
+`--config.*` overrides (`python -m experiments.<runner>`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+PREFIX = "stj-"
+COMMANDS = {
+    "stj-detect": "cskws_jax.detect",
+    "stj-track": "multiqt_jax.track",
+    "stj-export": "cskws_jax.export / multiqt_jax.export",
+    "stj-evaluate": "experiments.evaluate",
+    "stj-build-data": "experiments.build_data",
+}
+"""Command -> the module it runs."""
+EXPORTS = {"cskws": "cskws_jax.export", "multiqt": "multiqt_jax.export"}
+
+
+def detect() -> int:
+    from cskws_jax import detect as command
+    from speechkit import stream_inputs
+
+    return stream_inputs.main_in_pipe(command.main)
+
+
+def track() -> int:
+    from multiqt_jax import track as command
+    from speechkit import stream_inputs
+
+    return stream_inputs.main_in_pipe(command.main)
+
+
+EXPORT_USAGE = """usage: stj-export BUNDLE OUT_DIR [--block-outputs N] [--platforms cpu,cuda]
+
+Exports a bundle's offline forward and streaming step (StableHLO and ONNX) and its front
+end (ONNX) with the export of its task (bundle.json's "task"): python -m cskws_jax.export
+or python -m multiqt_jax.export, whose --help lists every option.
+
+Example: stj-export outputs/reproduce/cskws/afkws/bundle exported/
+Exit status: 0 written; 2 a bad bundle or bad arguments."""
+
+
+def export(argv=None) -> int:
+    """`stj-export BUNDLE OUT_DIR [options]`: the export of the bundle's task."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "-h" in argv or "--help" in argv:
+        print(EXPORT_USAGE)
+        return 0
+    positional = [arg for arg in argv if not arg.startswith("-")]
+    if not positional:
+        print(EXPORT_USAGE, file=sys.stderr)
+        return 2
+    task = _bundle_task(positional[0])
+    if task is None:
+        return 2
+    import importlib
+
+    return importlib.import_module(EXPORTS[task]).main(argv)
+
+
+def _bundle_task(path: str) -> str | None:
+    """bundle.json's task, or None after printing why it cannot be read."""
+    manifest = os.path.join(path, "bundle.json")
+    try:
+        with open(manifest, encoding="utf-8") as source:
+            task = json.load(source).get("task")
+    except FileNotFoundError:
+        print(f"error: {path}: no such bundle folder (no bundle.json)", file=sys.stderr)
+        return None
+    except (OSError, ValueError, AttributeError, RecursionError) as err:
+        print(f"error: {manifest}: not readable bundle JSON ({err})", file=sys.stderr)
+        return None
+    if task not in EXPORTS:
+        print(f"error: {manifest}: task: {task!r} is not one of {sorted(EXPORTS)}", file=sys.stderr)
+        return None
+    return task
+
+
+def snake_flags(argv, names=None) -> list[str]:
+    """argv with `--a-b[=v]` spelled `--a_b[=v]` where `a_b` is one of `names` (the flags
+    of a module that spells them with `_`; None: every flag); the rest as given."""
+    converted = []
+    for arg in argv:
+        flag, equals, value = arg.partition("=")
+        if flag.startswith("--") and "-" in flag[2:]:
+            snake = flag[2:].replace("-", "_")
+            if names is None or snake in names:
+                arg = f"--{snake}{equals}{value}"
+        converted.append(arg)
+    return converted
+
+
+def evaluate() -> int:
+    from absl import app, flags
+
+    from experiments import evaluate as command
+
+    if {"-h", "--help"} & set(sys.argv[1:]):  # absl's own --help exits with 1
+        print(command.__doc__)
+        print(flags.FLAGS.module_help("experiments.evaluate"))
+        print(f"  --workdir: {flags.FLAGS['workdir'].help}")
+        return 0
+    sys.argv = [sys.argv[0], *snake_flags(sys.argv[1:], set(flags.FLAGS))]
+    app.run(command.main)
+    return 0
+
+
+def build_data() -> int:
+    from experiments import build_data as command
+
+    return command.main(snake_flags(sys.argv[1:]))
