@@ -13,7 +13,7 @@ exporting, so `--block-ms` may only repeat it). `--backend onnx` runs an export 
 ONNX front end and detector (step and peak decoding) in onnxruntime instead
 (`cskws_jax.export.OnnxDetector`); it decides peaks from the exported minimum score, so
 `--min-score` may only repeat it.
-AUDIO is any mix of files, folders and `-` (`speechkit.stream_inputs`: WAV, FLAC, OGG at
+AUDIO is any mix of files, folders and `-` (`speechkit.stream_inputs`: WAV, FLAC, OGG, Opus, MP3 at
 any sample rate and channel count, mixed to mono and resampled to the model's rate,
 16 kHz; folders searched recursively for those suffixes; `-` raw 16-bit little-endian
 PCM at 16 kHz mono on standard input, e.g. a microphone pipe). Each input is one stream:
@@ -58,7 +58,7 @@ import numpy as np
 
 from cskws_jax import bundle, export
 from cskws_jax.streaming import StreamDetector
-from speechkit import audio_io, compilation, frontend, stream_inputs
+from speechkit import audio_io, compilation, frontend, progress, stream_inputs
 from speechkit import export as export_lib
 from speechkit.bundle import Bundle, BundleError
 from speechkit.stream_inputs import InputError, Output, block_outputs
@@ -266,6 +266,7 @@ def output(form: str, stream) -> Output:
             f"{d.keyword:<16} {d.start:>8.2f} {d.end:>8.2f} {d.score:>6.3f} {d.emitted:>8.2f}"
             f"  {name}"
         ),
+        event=("start", "end", "keyword"),
     )
 
 
@@ -362,6 +363,7 @@ def main(argv=None) -> int:
     if listed is not None:
         return listed
     args = parser().parse_args(argv)
+    progress.quiet(args.quiet)
     compilation.enable_cache()
     try:
         inputs = stream_inputs.stream_inputs_of(args, "audio")

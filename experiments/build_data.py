@@ -41,7 +41,7 @@ from cskws_jax.datasets import synthetic_kws
 from multiqt_jax import labels
 from multiqt_jax.datasets import recogniser_speech, synthetic_calls
 from multiqt_jax.datasets.features import NUM_FOLDS, recognised_words
-from speechkit import asr, compilation, files, lm, tts
+from speechkit import asr, compilation, files, lm, progress, tts
 
 SPEED_TEXTS = (
     "Where are you calling from? My father fell down the stairs.",
@@ -355,7 +355,11 @@ def main(argv=None) -> int:
         help="synthesisers (speechkit.tts.ENGINE_SETS): pip (espeak-ng and Piper, the "
         "default) or festival (adds Debian's Festival; its packages must be installed)",
     )
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress bars (drawn on a terminal only)"
+    )
     args = parser.parse_args(argv)
+    progress.quiet(args.quiet)
     corpora = tuple(name for name in args.corpora.split(",") if name)
     compilation.enable_cache()
     build(args.size, os.path.expanduser(args.data_dir), corpora, args.engine_set)

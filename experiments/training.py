@@ -33,6 +33,7 @@ import jax
 import numpy as np
 
 from experiments import checkpoints, common
+from speechkit import progress
 
 
 def fetch_losses(losses: Sequence, dtype=None) -> np.ndarray:
@@ -94,10 +95,14 @@ def run_loop(
     elif describe is not None:
         log(f"{name}: {describe(state)}")
     recent, started = [], time.perf_counter()
-    with common.Curves(workdir, enabled=writer) as curves:
+    with (
+        common.Curves(workdir, enabled=writer) as curves,
+        progress.bar(loop.steps, f"{name} training", "step", initial=start) as shown,
+    ):
         for index in range(start, loop.steps):
             state, loss = step(state, [next(it) for it in iterators], index)
             recent.append(loss)
+            shown.update(1)
             done, last = index + 1, None
             if done % loop.log_every == 0 or done == loop.steps:
                 rows = _host(fetch, recent)

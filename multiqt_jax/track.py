@@ -9,7 +9,7 @@ MODEL is a bundle folder (`multiqt_jax.bundle.save`, e.g. WORKDIR/multimodal/bun
 or a folder `python -m multiqt_jax.export` wrote (recognised by its export.json; the
 exported step runs, no model code; `--backend onnx`: its ONNX front end and step in
 onnxruntime). CALL is any mix of audio files, folders and `-`
-(`speechkit.stream_inputs`: WAV, FLAC, OGG at any rate and channel count, mixed to mono
+(`speechkit.stream_inputs`: WAV, FLAC, OGG, Opus, MP3 at any rate and channel count, mixed to mono
 and resampled to the model's rate; folders searched recursively; `-` raw 16-bit PCM at
 16 kHz on standard input). Each call is one stream: the samples go through
 `speechkit.frontend.FeatureStream` and the model's streaming step (`MultiQT.step`), one
@@ -68,7 +68,16 @@ import numpy as np
 from multiqt_jax import bundle, decode, export, input_pipeline, model
 from multiqt_jax.datasets import annotated_calls
 from multiqt_jax.datasets.features import word_fields
-from speechkit import asr, audio_io, compilation, frontend, onnx_export, stream_inputs, streaming
+from speechkit import (
+    asr,
+    audio_io,
+    compilation,
+    frontend,
+    onnx_export,
+    progress,
+    stream_inputs,
+    streaming,
+)
 from speechkit import export as export_lib
 from speechkit.bundle import Bundle, BundleError
 from speechkit.ctc import bundle as ctc_bundle
@@ -572,6 +581,7 @@ def main(argv=None) -> int:
     if listed is not None:
         return listed
     args = parser().parse_args(argv)
+    progress.quiet(args.quiet)
     compilation.enable_cache()
     try:
         args.inputs = stream_inputs.stream_inputs_of(args, "calls")

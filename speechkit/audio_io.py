@@ -20,6 +20,10 @@ import soundfile
 
 from speechkit import dsp, errors, files
 
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3")
+"""The audio files folders are searched for (the commands' inputs, the manual-folder
+corpora): what the libsndfile bundled with soundfile reads (1.2: MP3 and Ogg Opus too)."""
+
 
 class AudioFileError(errors.InvalidInput):
     """An audio file that cannot be used; the message names the file."""

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from speechkit import errors, files
+from speechkit import errors, files, progress
 
 ITEM_SUFFIX = ".npz"
 DESCRIPTION = "item"  # the npz member holding the item's JSON description (UTF-8 bytes)
@@ -365,8 +365,11 @@ def render_cached(
         started, totals = time.perf_counter(), {}
         tasks = [(i, render_one, jobs[i]) for i in todo]
         context = multiprocessing.get_context("forkserver")
-        with context.Pool(workers) as pool:
-            for done, (index, item) in enumerate(pool.imap_unordered(_run, tasks), 1):
+        with (
+            context.Pool(workers) as pool,
+            progress.bar(len(todo), f"[{name}] render", "item") as shown,
+        ):
+            for index, item in pool.imap_unordered(_run, tasks):
                 _write_item(paths[index], item, codec)
                 # Read back: a rendered item is the same object a later build reads.
                 try:
@@ -375,16 +378,11 @@ def render_cached(
                     raise TypeError(f"[{name}] an item render_one made: {err}") from None
                 for stage, seconds in getattr(item, "stage_seconds", {}).items():
                     totals[stage] = totals.get(stage, 0.0) + seconds
-                elapsed = time.perf_counter() - started
-                print(
-                    f"\r[{name}] rendered {done}/{len(todo)} ({elapsed:.0f} s)",
-                    end="",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                shown.update(1)
+        elapsed = time.perf_counter() - started
         print(
-            f"\n[{name}] stage seconds (summed over workers): "
-            + ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in totals.items()),
+            f"[{name}] rendered {len(todo)} items in {elapsed:.0f} s; stage seconds (summed over "
+            "workers): " + ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in totals.items()),
             file=sys.stderr,
         )
     return items

@@ -12,13 +12,15 @@ The command lines share their options (`add_stream_arguments`, `add_run_argument
 their output (`Output`: a table, JSON lines or CSV, a line as each item is decided), the
 stream loop (`stream_items`) and the run over every input (`run_all`).
 
-Files: WAV, FLAC, OGG, any sample rate and channel count (mixed to mono and resampled
-to the front end's rate, block by block: memory does not grow with a file's length, and
-the samples equal those of the whole file read at once); folders are searched
-recursively for those suffixes; `-` is raw 16-bit little-endian mono PCM at 16 kHz on
-standard input. Every problem is an `InputError` or a `speechkit.audio_io.AudioFileError`
-whose message names the input; a stream whose features stop being finite (a finite but
-huge float sample) is refused at the time where they break.
+Files: WAV, FLAC, OGG (Vorbis, Opus), MP3 (`speechkit.audio_io.AUDIO_SUFFIXES`), any
+sample rate and channel count (mixed to mono and resampled to the front end's rate,
+block by block: memory does not grow with a file's length, and the samples equal those
+of the whole file read at once); folders are searched recursively for those suffixes;
+`-` is raw 16-bit little-endian mono PCM at 16 kHz on standard input; `--mic` a live
+input device (sounddevice: `microphone_chunks`). Every problem is an `InputError` or a
+`speechkit.audio_io.AudioFileError` whose message names the input; a stream whose
+features stop being finite (a finite but huge float sample) is refused at the time where
+they break.
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-from speechkit import audio_io, errors, frontend
+from speechkit import audio_io, errors, frontend, progress
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
-FORMATS = ("table", "jsonl", "csv")
+AUDIO_SUFFIXES = audio_io.AUDIO_SUFFIXES
+FORMATS = ("table", "jsonl", "csv", "tsv", "audacity")
+EVENT_HEADER = ("filename", "onset", "offset", "event_label")
+"""The tsv format's columns: DCASE's event lists, as sed_eval / dcase_util read them."""
 MICROPHONE = "arecord -q -f S16_LE -r 16000 -c 1 -t raw"  # raw 16 kHz PCM for `-`
 STDIN = "-"
 STDIN_RATE = 16_000  # Hz: raw PCM on standard input is 16-bit little-endian mono at this rate
@@ -344,7 +348,7 @@ def add_stream_arguments(
     parse.add_argument(
         inputs,
         nargs="*",
-        help="audio files (wav, flac, ogg; any rate and channels), folders (searched "
+        help="audio files (wav, flac, ogg, opus, mp3; any rate and channels), folders (searched "
         "recursively), or - for raw 16-bit little-endian 16 kHz mono PCM on stdin",
     )
     parse.add_argument("--format", choices=FORMATS, default="table", help="output format")
@@ -412,14 +416,20 @@ def add_run_arguments(parse: argparse.ArgumentParser, units: str, quiet_help: st
     parse.add_argument(
         "--keep-going", action="store_true", help=f"skip bad {units} (listed at the end)"
     )
-    parse.add_argument("--quiet", action="store_true", help=quiet_help)
+    parse.add_argument(
+        "--quiet", action="store_true", help=f"{quiet_help}; no progress bar (drawn on a terminal)"
+    )
 
 
 class Output:
-    """Writes items (dataclasses) to a text stream as a table, JSON lines or CSV, a line
-    as soon as an item is decided (the stream is flushed). A row is the input's name
-    (`file`) and the item's fields, those in `rounded` to 6 decimals, in the order of
-    `fields`; the table has the line `header`, then `table_line(name, item)` each."""
+    """Writes items (dataclasses) to a text stream as a table, JSON lines, CSV, an event
+    list (tsv) or an Audacity label track, a line as soon as an item is decided (the
+    stream is flushed). A row is the input's name (`file`) and the item's fields, those
+    in `rounded` to 6 decimals, in the order of `fields`; the table has the line
+    `header`, then `table_line(name, item)` each. The events name an item's fields
+    `event` (start, end, label): tsv writes `EVENT_HEADER`, then file, onset, offset and
+    label per row, tab-separated; audacity writes start, end and label per row (no file:
+    one input per label track)."""
 
     def __init__(
         self,
@@ -429,16 +439,22 @@ class Output:
         rounded: Sequence[str],
         header: str,
         table_line: Callable[[str, object], str],
+        event: Sequence[str] = ("start", "end", "label"),
     ):
         self.form, self.stream, self.fields, self.rounded = form, stream, tuple(fields), rounded
-        self.table_header, self.table_line = header, table_line
-        self._csv = csv.writer(stream, lineterminator="\n") if form == "csv" else None
+        self.table_header, self.table_line, self.event = header, table_line, tuple(event)
+        tabs = form in ("tsv", "audacity")
+        self._csv = (
+            csv.writer(stream, lineterminator="\n", delimiter="\t" if tabs else ",")
+            if form in ("csv", "tsv", "audacity")
+            else None
+        )
 
     def header(self) -> None:
         if self.form == "table":
             self._line(self.table_header)
-        elif self.form == "csv":
-            self._csv.writerow(self.fields)
+        elif self.form in ("csv", "tsv"):
+            self._csv.writerow(self.fields if self.form == "csv" else EVENT_HEADER)
             self.stream.flush()
 
     def write(self, name: str, item) -> None:
@@ -448,10 +464,16 @@ class Output:
         row = {"file": name, **dataclasses.asdict(item)}
         for key in self.rounded:
             row[key] = round(row[key], 6)
+        start, end, label = (row[key] for key in self.event)
         if self.form == "jsonl":
             self._line(json.dumps({key: row[key] for key in self.fields}))
-        elif self.form == "csv":
-            self._csv.writerow([row[key] for key in self.fields])
+        elif self.form in ("csv", "tsv", "audacity"):
+            values = {
+                "csv": [row[key] for key in self.fields],
+                "tsv": [name, f"{start:.6f}", f"{end:.6f}", label],
+                "audacity": [f"{start:.6f}", f"{end:.6f}", label],
+            }
+            self._csv.writerow(values[self.form])
             self.stream.flush()
         else:
             text = {key: printable(value) for key, value in row.items() if isinstance(value, str)}
@@ -479,23 +501,27 @@ def run_inputs(
     `args.quiet`. Returns what was wrong with the bad ones (`errors`); without
     `args.keep_going` the first bad one's error is raised."""
     skipped = []
-    for number, item in enumerate(inputs, start=1):
-        started = time.perf_counter()
-        try:
-            if isinstance(item, InputError):
-                raise item
-            count, seconds = run(item)
-        except errors as err:
-            if not args.keep_going:
-                raise
-            skipped.append(str(err))
-            continue
-        if len(inputs) > 1 and not args.quiet:
-            print(
-                f"[{number}/{len(inputs)}] {item}: {count} {units} in {seconds:.1f} s of "
-                f"audio ({time.perf_counter() - started:.1f} s)",
-                file=sys.stderr,
-            )
+    several = len(inputs) > 1 and not args.quiet
+    with progress.bar(len(inputs), "inputs", "input", shown=several) as shown:
+        for number, item in enumerate(inputs, start=1):
+            started = time.perf_counter()
+            try:
+                if isinstance(item, InputError):
+                    raise item
+                count, seconds = run(item)
+            except errors as err:
+                if not args.keep_going:
+                    raise
+                skipped.append(str(err))
+                continue
+            finally:
+                shown.update(1)
+            if several:
+                shown.write(
+                    f"[{number}/{len(inputs)}] {item}: {count} {units} in {seconds:.1f} s of "
+                    f"audio ({time.perf_counter() - started:.1f} s)",
+                    file=sys.stderr,
+                )
     return skipped
 
 

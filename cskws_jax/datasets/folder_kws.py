@@ -72,7 +72,7 @@ from cskws_jax.datasets.features import (
 )
 from speechkit import audio_io, corpus, errors, files, frontend
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
+AUDIO_SUFFIXES = audio_io.AUDIO_SUFFIXES
 FOLDER_ANNOTATION = "keywords.json"  # one per folder: file name -> intervals
 KEYWORD_LIST = "keyword_list.json"  # config "from_folder": {"keywords": [...]}
 TIME_TOLERANCE_S = 0.05  # an interval may end this much after the audio; it is clipped

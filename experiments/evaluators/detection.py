@@ -34,7 +34,7 @@ import numpy as np
 
 import metrics
 from cskws_jax import train
-from speechkit import checks
+from speechkit import checks, progress
 
 CURVE_POINTS = 400
 PR_IOU, DET_IOU = 0.5, 0.05
@@ -52,13 +52,17 @@ def _stack(dicts: list[dict]) -> dict[str, np.ndarray]:
 
 
 def _run(detect: Callable, batches: Sequence, timed: bool) -> tuple[list[dict], float]:
-    if timed:
-        for batch in batches:  # compile every shape once, outside the timing
-            jax.block_until_ready(detect(batch))
-    found, started = [], time.perf_counter()
-    for batch in batches:
-        found.append(jax.block_until_ready(detect(batch)))
-    seconds = time.perf_counter() - started
+    passes = 2 if timed else 1
+    with progress.bar(passes * len(batches), "detection", "batch") as shown:
+        if timed:
+            for batch in batches:  # compile every shape once, outside the timing
+                jax.block_until_ready(detect(batch))
+                shown.update(1)
+        found, started = [], time.perf_counter()
+        for batch in batches:
+            found.append(jax.block_until_ready(detect(batch)))
+            shown.update(1)
+        seconds = time.perf_counter() - started
     return [jax.tree_util.tree_map(np.asarray, f) for f in found], seconds
 
 

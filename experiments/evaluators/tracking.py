@@ -30,6 +30,7 @@ import jax
 import numpy as np
 
 import metrics
+from speechkit import progress
 
 SCORES = ("timestep", "instance")
 PARTS = ("precision", "recall", "f1")
@@ -71,7 +72,7 @@ def evaluate_smoothed(
     if "raw" in smoothers:
         raise ValueError("tracking.evaluate_smoothed: smoothers: 'raw' names the unsmoothed labels")
     total, lags = None, {}
-    for batch in batches:
+    for batch in progress.wrap(batches, "tracking", "batch"):
         pred, gold, mask = predict(batch)
         labelled = {"raw": pred} | {name: fn(pred, mask) for name, fn in smoothers.items()}
         found = {

@@ -37,7 +37,7 @@ from multiqt_jax.datasets.features import FEATURES, NUM_FOLDS, call_features, wo
 from multiqt_jax.datasets.render import paint_span
 from speechkit import asr, audio_io, corpus, errors, files, frontend
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
+AUDIO_SUFFIXES = audio_io.AUDIO_SUFFIXES
 TIME_TOLERANCE_S = 0.05  # annotations may end this much past the audio
 
 

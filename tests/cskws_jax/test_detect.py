@@ -370,3 +370,35 @@ def test_without_portaudio_the_microphone_says_what_to_install(saved, capsys, mo
     monkeypatch.setattr(builtins, "__import__", no_portaudio)
     assert detect.main([str(folder), "--list-devices"]) == 2
     assert "apt install libportaudio2" in capsys.readouterr().err
+
+
+def test_a_folder_of_mp3_and_opus_files_is_read(saved, tmp_path, capsys):
+    folder, _, _, _ = saved
+    samples = (0.1 * np.random.default_rng(7).normal(size=16000)).astype(np.float32)
+    (tmp_path / "in").mkdir()
+    soundfile.write(tmp_path / "in" / "a.mp3", samples, 16000, format="MP3")
+    soundfile.write(tmp_path / "in" / "b.opus", samples, 16000, format="OGG", subtype="OPUS")
+    assert detect.main([str(folder), str(tmp_path / "in"), "--format=jsonl"]) == 0
+    progress = capsys.readouterr().err  # a line per input read to its end
+    assert "[1/2]" in progress and "a.mp3" in progress and "in 1.0 s of audio" in progress
+    assert "[2/2]" in progress and "b.opus" in progress
+    assert sorted(stream_inputs.expand_paths([str(tmp_path / "in")])) == [
+        str(tmp_path / "in" / "a.mp3"),
+        str(tmp_path / "in" / "b.opus"),
+    ]
+
+
+def test_event_lists_and_audacity_labels_hold_the_detections(saved, capsys):
+    folder, _, _, wav = saved
+    assert detect.main([str(folder), str(wav), "--format=jsonl"]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert detect.main([str(folder), str(wav), "--format=tsv"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert lines[0] == ["filename", "onset", "offset", "event_label"]
+    assert lines[1:] == [
+        [str(wav), f"{r['start']:.6f}", f"{r['end']:.6f}", r["keyword"]] for r in rows
+    ]
+    assert detect.main([str(folder), str(wav), "--format=audacity"]) == 0
+    labels = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert labels == [[f"{r['start']:.6f}", f"{r['end']:.6f}", r["keyword"]] for r in rows]
+    assert len(rows) > 3
