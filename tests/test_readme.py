@@ -159,13 +159,25 @@ def test_make_targets_exist():
 
 
 def _module_commands() -> list[tuple[str, str, list[str]]]:
-    """(document, module, arguments) of every `python -m module ...` in a bash block."""
+    """(document, module, arguments) of every `python -m module ...` in a bash block, and
+    of every `stj-...` command (experiments.commands; stj-export as cskws_jax.export,
+    flags spelled with - as the module spells them)."""
+    from experiments import commands
+
+    modules = {**commands.COMMANDS, "stj-export": "cskws_jax.export"}
     found = []
     for path in DOCS:
         for command in _commands(path):
             for i, token in enumerate(command[:-1]):
                 if token == "-m" and re.search(r"python[\d.]*$", command[max(i - 1, 0)]):
                     found.append((_name(path), command[i + 1], command[i + 2 :]))
+                    break
+                if token in modules:
+                    module = modules[token]
+                    arguments = command[i + 1 :]
+                    if module.startswith("experiments."):
+                        arguments = commands.snake_flags(arguments)
+                    found.append((_name(path), module, arguments))
                     break
     return found
 

@@ -119,8 +119,12 @@ class Espeak:
 
 @functools.lru_cache(maxsize=1)
 def variants() -> tuple[str, ...]:
-    """Names of the voice variants shipped with the wheel (`voices.EspeakVoice.variant`)."""
-    import espeakng_loader
+    """Names of the voice variants shipped with the wheel (`voices.EspeakVoice.variant`);
+    none without it (the `synth` extra)."""
+    try:
+        import espeakng_loader
+    except ImportError:
+        return ()
 
     folder = os.path.join(espeakng_loader.get_data_path(), "voices", "!v")
     return tuple(sorted(os.listdir(folder)))

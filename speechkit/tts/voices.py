@@ -211,4 +211,7 @@ def require_engine(engine: str) -> None:
         return
     if engine == "festival":
         festival.require()
-    raise RuntimeError(f"speech engine {engine!r} is not installed (pip install the project)")
+    raise RuntimeError(
+        f"speech engine {engine!r} is not installed: it comes with the synth extra "
+        "(pip install 'speech-tracking-jax[synth]'; make test and make demo install it)"
+    )
