@@ -1,6 +1,7 @@
 """speechkit.tts: real espeak-ng synthesis, word timings, determinism, voices."""
 
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -149,3 +150,16 @@ def test_draw_speaker_per_engine():
         tts.SpeakerConfig(warp=(1.0, 2.0))
     with pytest.raises(ValueError, match="PiperVoice.model"):
         tts.PiperVoice(model="amy")
+
+
+def test_an_engine_missing_from_the_install_names_the_synth_extra(monkeypatch):
+    from speechkit.tts import espeak, voices
+
+    monkeypatch.setitem(sys.modules, "espeakng_loader", None)  # not installed
+    espeak.variants.cache_clear()
+    try:
+        assert espeak.variants() == ()
+        with pytest.raises(RuntimeError, match=r"synth extra \(pip install 'speech-tracking-jax"):
+            voices.require_engine("espeak")
+    finally:
+        espeak.variants.cache_clear()
