@@ -69,6 +69,7 @@ WHEEL_PACKAGES = (
     "einops",
     "sentencepiece",
     "ml-collections",  # experiments' configs, which benchmarks.train reads
+    "tqdm",  # speechkit.progress, the training loop's progress bar
 )
 # two pytest processes side by side (about equal time on CPU)
 TEST_GROUPS = (

@@ -65,7 +65,11 @@ from speechkit.stream_inputs import InputError, Output, block_outputs
 
 FIELDS = ("file", "keyword", "label", "start", "end", "score", "emitted")
 DEFAULT_BLOCK_MS = 200.0
-INPUT_ERRORS = (audio_io.AudioFileError, InputError)
+INPUT_ERRORS = (
+    audio_io.AudioFileError,
+    InputError,
+    BundleError,
+)  # BundleError: an ONNX module failing as it runs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -362,7 +366,7 @@ def main(argv=None) -> int:
     listed = stream_inputs.listed_devices(argv)
     if listed is not None:
         return listed
-    args = parser().parse_args(argv)
+    args = parser().parse_intermixed_args(argv)  # files after options too (nargs="*")
     progress.quiet(args.quiet)
     compilation.enable_cache()
     try:

@@ -64,7 +64,7 @@ def export(argv=None) -> int:
     if "-h" in argv or "--help" in argv:
         print(EXPORT_USAGE)
         return 0
-    positional = [arg for arg in argv if not arg.startswith("-")]
+    positional = _positional(argv, valued={"--block-outputs", "--platforms"})
     if not positional:
         print(EXPORT_USAGE, file=sys.stderr)
         return 2
@@ -74,6 +74,19 @@ def export(argv=None) -> int:
     import importlib
 
     return importlib.import_module(EXPORTS[task]).main(argv)
+
+
+def _positional(argv, valued) -> list[str]:
+    """The arguments that are not options or the values of the `valued` options."""
+    found, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in valued:
+            skip = True
+        elif not arg.startswith("-"):
+            found.append(arg)
+    return found
 
 
 def _bundle_task(path: str) -> str | None:
@@ -118,7 +131,17 @@ def evaluate() -> int:
         print(flags.FLAGS.module_help("experiments.evaluate"))
         print(f"  --workdir: {flags.FLAGS['workdir'].help}")
         return 0
-    sys.argv = [sys.argv[0], *snake_flags(sys.argv[1:], set(flags.FLAGS))]
+    argv = [sys.argv[0], *snake_flags(sys.argv[1:], set(flags.FLAGS))]
+    try:  # absl exits with 1 on a bad flag; the commands' status for bad arguments is 2
+        flags.FLAGS(argv)
+    except flags.Error as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    missing = [name for name in ("bundle", "dataset", "workdir") if not flags.FLAGS[name].value]
+    if missing:
+        print(f"error: --{', --'.join(missing)}: required (--help)", file=sys.stderr)
+        return 2
+    sys.argv = argv
     app.run(command.main)
     return 0
 

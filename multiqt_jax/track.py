@@ -88,7 +88,12 @@ FIELDS = ("file", "label", "class_id", "start", "end", "emitted")
 ASR_CHOICES = ("none", "pocketsphinx", "ctc")
 BACKGROUND = 0  # class id of the background ("none") class
 DEFAULT_BLOCK_MS = 200.0
-INPUT_ERRORS = (audio_io.AudioFileError, annotated_calls.AnnotationError, InputError)
+INPUT_ERRORS = (  # BundleError: an ONNX module failing while it runs
+    audio_io.AudioFileError,
+    annotated_calls.AnnotationError,
+    InputError,
+    BundleError,
+)
 _smooth = jax.jit(decode.step, static_argnames="config")
 
 
@@ -580,7 +585,7 @@ def main(argv=None) -> int:
     listed = stream_inputs.listed_devices(argv)
     if listed is not None:
         return listed
-    args = parser().parse_args(argv)
+    args = parser().parse_intermixed_args(argv)  # files after options too (nargs="*")
     progress.quiet(args.quiet)
     compilation.enable_cache()
     try:

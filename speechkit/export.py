@@ -541,6 +541,11 @@ def read_folder(
                 f"{again})"
             )
         expected_onnx = onnx_signatures(info, block_outputs)
+        if sorted(listed_onnx) != sorted(expected_onnx):
+            raise bundle_lib.BundleError(
+                f"{where}: onnx_modules: {sorted(listed_onnx)}; a {task} export holds "
+                f"{sorted(expected_onnx)} ({again})"
+            )
         modules = {
             name: _read_onnx_module(folder, name, entry, expected_onnx, task)
             for name, entry in listed_onnx.items()
@@ -801,6 +806,9 @@ def main(
         modules, payload, onnx_modules = export_bundle(args.bundle, args.block_outputs, platforms)
     except ValueError as err:  # BundleError included
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except NotImplementedError as err:  # a primitive the ONNX lowering does not know
+        print(f"error: ONNX export: {err}", file=sys.stderr)
         return 2
     for path in write_folder(args.out_dir, modules, payload, onnx_modules):
         if path.suffix == SUFFIX:

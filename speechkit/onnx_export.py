@@ -20,10 +20,15 @@ tensors stored outside the file (external data: a path the runtime would open), 
 functions, training parts, an operator domain other than ONNX's own or an opset other
 than `speechkit.onnx_lower.OPSET`, an operator off `ALLOWED_OPS` (what the lowering
 emits: no control flow but Scan, no custom operators), inputs and outputs other than the
-signature's, or an intermediate tensor whose size ONNX's shape inference cannot bound or
-finds above `MAX_ELEMENTS` at the signature's sizes (symbolic ones at
-`REFERENCE_SIZES`). Each refusal is a `speechkit.bundle.BundleError` naming the file and
-what it found.
+signature's, a graph `onnx.checker` refuses, a file over `MAX_FILE_BYTES`, or a tensor
+that ONNX's shape inference finds to hold more than `MAX_ELEMENTS` at the signature's
+sizes (symbolic ones at `REFERENCE_SIZES`). Each refusal is a
+`speechkit.bundle.BundleError` naming the file and what it found. Sizes that inference
+cannot find are bounded when the module runs: every session allocates from one arena of
+`MAX_BYTES` and an allocation past it fails the call with an error (`Module.call` raises
+it as a `BundleError`) instead of taking the machine's memory. onnxruntime folds what
+is computed from constants alone while it creates the session, outside that arena, so
+every such tensor must have a size inference finds (`_check_sizes`).
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ ALLOWED_OPS = frozenset(
         ),
         *("Floor", "Gather", "Greater", "GreaterOrEqual", "Identity", "Less", "LessOrEqual"),
         *("Log", "Max", "Min", "Mod", "Mul", "Neg", "Not", "Or", "Pad", "Pow", "Range"),
+        "Reciprocal",
         *("ReduceL2", "ReduceMax", "ReduceMin", "ReduceSum", "Reshape", "Scan", "Shape"),
         *("Sigmoid", "Sign", "Slice", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Transpose"),
         *("Unsqueeze", "Where"),
@@ -75,6 +81,9 @@ signature's sizes, where shape inference finds its size."""
 MAX_BYTES = 1 << 30
 """The memory onnxruntime may allocate for tensors, all sessions of the process together
 (an arena, `Module`): an allocation past it fails the call with an error."""
+MAX_FILE_BYTES = 1 << 28
+"""The largest ONNX file read (256 MiB; the default AF-KWS modules are about 3 MB):
+a file is copied a few times while it is checked."""
 REFERENCE_SIZES = {"b": 1, "t": 1500}
 """The symbolic sizes `check_model` bounds memory at: one stream, a minute of 40 ms
 output frames."""
@@ -290,11 +299,12 @@ def _short(value, limit: int = 160) -> str:
 
 
 def _check_sizes(model: onnx.ModelProto, where) -> None:
-    """No tensor of the top-level graph that ONNX's shape inference (with data
-    propagation) sizes, the symbolic sizes of the inputs set to `REFERENCE_SIZES`, holds
-    more than `MAX_ELEMENTS` elements. Sizes it cannot find (a slice at a computed
-    start) are bounded when the module runs: its session allocates from an arena of
-    `MAX_BYTES` (`Module`)."""
+    """No tensor that ONNX's shape inference (with data propagation) sizes, the symbolic
+    sizes of the inputs set to `REFERENCE_SIZES`, holds more than `MAX_ELEMENTS`
+    elements, in the graph or a Scan's body. Sizes it cannot find (a slice at a computed
+    start) are bounded when the module runs, in the arena of `MAX_BYTES` (`Module`),
+    except a tensor computed from constants alone, which onnxruntime computes while it
+    creates the session: such a tensor's size must be found."""
     fixed = onnx.ModelProto()
     fixed.CopyFrom(model)
     for value in fixed.graph.input:
@@ -309,15 +319,37 @@ def _check_sizes(model: onnx.ModelProto, where) -> None:
         raise bundle_lib.BundleError(
             f"{where}: not a valid ONNX graph ({type(err).__name__}: {first[:200]})"
         ) from None
-    for value in [*inferred.graph.value_info, *inferred.graph.output]:
-        dims = value.type.tensor_type.shape.dim
-        known = [d.dim_value for d in dims if d.HasField("dim_value")]
-        elements = int(np.prod(known, dtype=np.float64))
-        if elements > MAX_ELEMENTS:
-            raise bundle_lib.BundleError(
-                f"{where}: tensor {value.name!r} holds at least {elements} elements at "
-                f"{REFERENCE_SIZES}; refused (at most {MAX_ELEMENTS})"
-            )
+    constants: set[str] = set()
+    for graph in _graphs(inferred.graph):
+        sizes = {value.name: _elements(value) for value in [*graph.value_info, *graph.output]}
+        for name, elements in sizes.items():
+            if elements is not None and elements > MAX_ELEMENTS:
+                raise bundle_lib.BundleError(
+                    f"{where}: tensor {name!r} holds {elements} elements at "
+                    f"{REFERENCE_SIZES}; refused (at most {MAX_ELEMENTS})"
+                )
+        constants |= {tensor.name for tensor in graph.initializer}
+        for node in graph.node:  # in order: a node's inputs come before it
+            if node.input and all(name in constants for name in node.input if name):
+                for name in node.output:
+                    if sizes.get(name) is None:
+                        raise bundle_lib.BundleError(
+                            f"{where}: tensor {name!r} ({node.op_type} of constants alone) has "
+                            "a size shape inference cannot find; refused (onnxruntime would "
+                            "compute it while loading, outside the memory cap)"
+                        )
+                    constants.add(name)
+
+
+def _elements(value: onnx.ValueInfoProto) -> int | None:
+    """The element count of a value whose sizes are all known, else None."""
+    tensor = value.type.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    dims = tensor.shape.dim
+    if any(not d.HasField("dim_value") for d in dims):
+        return None
+    return int(np.prod([d.dim_value for d in dims], dtype=np.float64))
 
 
 _TOKEN = re.compile(r"\s*(\d{1,9}|[a-z]\w{0,7}|[-+*])")
@@ -377,7 +409,9 @@ class Module:
         options.log_severity_level = 3  # errors only: not the shape-merge warnings
         self.signature, self.where = signature, where
         self.session = onnxruntime.InferenceSession(
-            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+            model.SerializeToString(),
+            options,
+            providers=["CPUExecutionProvider"],
         )
 
     def call(self, **arguments) -> dict:
@@ -425,6 +459,10 @@ def _register_arena() -> None:
 def read(data: bytes, where, signature: Signature, threads: int = 1) -> Module:
     """A module from the bytes of an ONNX file, checked (`check_model`) before onnxruntime
     sees it."""
+    if len(data) > MAX_FILE_BYTES:
+        raise bundle_lib.BundleError(
+            f"{where}: {len(data)} bytes; refused (an ONNX module of at most {MAX_FILE_BYTES})"
+        )
     model = parse(data, where)
     check_model(model, signature, where)
     return Module(model, signature, threads, where)

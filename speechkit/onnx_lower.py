@@ -36,7 +36,10 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 18
-CALLS = ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "remat")
+CALLS = (
+    *("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call"),
+    *("remat2", "checkpoint"),
+)
 """Primitives whose body is inlined: `jit` calls, custom derivatives (only the primal
 runs), rematerialisation."""
 _DIM = re.compile(r"(?:(\d+)\*)?([A-Za-z_]\w*)")
@@ -152,11 +155,21 @@ class _Dim:
     def __rsub__(self, other):
         return self._op("Sub", other, swap=True)
 
-    def __floordiv__(self, other):  # sizes are >= 0: truncation is the floor
-        return self._op("Div", other)
+    def __floordiv__(self, other):  # rounded down, as jax's sizes: (a - a mod b) / b
+        remainder = self % other
+        return _Dim(
+            self.graph,
+            self.graph.node("Div", [(self - remainder).name, self.graph.dim_tensor(other)]),
+        )
 
-    def __mod__(self, other):
+    def __rfloordiv__(self, other):
+        return _Dim(self.graph, self.graph.dim_tensor(other)) // self
+
+    def __mod__(self, other):  # Mod with fmod=0: the divisor's sign, as Python's %
         return self._op("Mod", other)
+
+    def __rmod__(self, other):
+        return self._op("Mod", other, swap=True)
 
     def __divmod__(self, other):
         return self // other, self % other
@@ -312,6 +325,8 @@ class _Graph:
             inputs[params["num_consts"] : params["num_consts"] + params["num_carry"]],
             inputs[params["num_consts"] + params["num_carry"] :],
         )
+        if not xs:
+            raise NotImplementedError(f"{self.where}: a scan without inputs to scan over")
         sub = _Graph(self)
         jaxpr = body.jaxpr
         sub.bind_consts(jaxpr.constvars, body.consts)
@@ -382,6 +397,16 @@ def _rem(g, eqn, x, y):
 
 def _log1p(g, eqn, x):
     return g.node("Log", [g.node("Add", [x, g.constant(1, eqn.invars[0].aval.dtype)])])
+
+
+def _rsqrt(g, eqn, x):
+    return g.node("Reciprocal", [g.node("Sqrt", [x])])
+
+
+def _dim_as_value(g, eqn):
+    """A symbolic size as a value (a dynamic slice's start, an average's count)."""
+    size = g.node("Squeeze", [g.dim_tensor(eqn.params["dim"])])
+    return g.node("Cast", [size], to=_onnx_type(_out(eqn).dtype))
 
 
 def _integer_pow(g, eqn, x):
@@ -467,6 +492,11 @@ def _pad(g, eqn, x, value):
 
 def _iota(g, eqn):
     dtype, shape, dimension = eqn.params["dtype"], eqn.params["shape"], eqn.params["dimension"]
+    if all(isinstance(size, int) for size in shape):  # a constant, computed here
+        line = np.arange(shape[dimension], dtype=dtype)
+        view = [1] * len(shape)
+        view[dimension] = shape[dimension]
+        return g.constant(np.broadcast_to(line.reshape(view), shape).copy())
     size = g.node("Squeeze", [g.dim_tensor(shape[dimension])])
     line = g.node("Range", [g.constant(0, np.int64), size, g.constant(1, np.int64)])
     line = g.node("Cast", [line], to=_onnx_type(dtype))
@@ -550,13 +580,16 @@ def _conv(g, eqn, lhs, rhs):
 def _reduce_window(op: str) -> Callable:
     """A windowed reduction as the `op` over the window's shifted slices of the operand
     padded with the reduction's identity (peak picking's windows are a few frames)."""
-    identity = {"Max": -np.inf, "Min": np.inf, "Add": 0}[op]
 
     def lower(g, eqn, x):
         p = eqn.params
         if any(d != 1 for d in (*p["base_dilation"], *p["window_dilation"])):
             raise NotImplementedError(f"{g.where}: a dilated window")
         dtype = eqn.invars[0].aval.dtype
+        limits = np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
+        low = -np.inf if np.issubdtype(dtype, np.floating) else limits.min
+        high = np.inf if np.issubdtype(dtype, np.floating) else limits.max
+        identity = {"Max": low, "Min": high, "Add": 0}[op]
         pads = [int(lo) for lo, _ in p["padding"]] + [int(hi) for _, hi in p["padding"]]
         padded = g.node("Pad", [x, g.constant(pads, np.int64), g.constant(identity, dtype)])
         shape = _out(eqn).shape
@@ -586,13 +619,15 @@ def _gather(g, eqn, operand, indices):
     """`x[..., idx, ...]` along one axis (`jnp.take`, the front end's framing) as Gather."""
     numbers = eqn.params["dimension_numbers"]
     shape = eqn.invars[0].aval.shape
+    slice_sizes = eqn.params["slice_sizes"]
     if not numbers.collapsed_slice_dims and eqn.invars[1].aval.shape == (
         len(numbers.start_index_map),
     ):  # one window of slice_sizes at the given start: a slice of symbolic size
-        starts = g.node("Cast", [indices], to=TensorProto.INT64)
-        sizes = [eqn.params["slice_sizes"][axis] for axis in numbers.start_index_map]
-        ends = g.node("Add", [starts, g.shape_tensor(sizes)])
-        return g.node("Slice", [operand, starts, ends, g.axes(numbers.start_index_map)])
+        others = [a for a in range(len(shape)) if a not in numbers.start_index_map]
+        if any(not _same_size(slice_sizes[a], shape[a]) for a in others):
+            raise NotImplementedError(f"{g.where}: a window gather that cuts other axes")
+        axes = list(numbers.start_index_map)
+        return _window(g, operand, indices, axes, [slice_sizes[a] for a in axes], shape)
     (axis,) = numbers.start_index_map
     full = all(
         s == d or k == axis
@@ -621,6 +656,32 @@ def _gather(g, eqn, operand, indices):
     jax_axes = [next(kept) if d in numbers.offset_dims else next(batch) for d in range(rank)]
     perm = [onnx_axes.index(a) for a in jax_axes]
     return taken if perm == sorted(perm) else g.node("Transpose", [taken], perm=perm)
+
+
+def _window(g, operand, starts, axes, sizes, shape):
+    """operand[starts : starts + sizes] on `axes`, each start clamped as jax clamps it,
+    into [0, size of the axis - window], so that the window fits."""
+    sizes = g.shape_tensor(sizes)
+    last = g.node("Sub", [g.shape_tensor([shape[a] for a in axes]), sizes])
+    starts = g.node("Cast", [starts], to=TensorProto.INT64)
+    zeros = g.constant([0] * len(axes), np.int64)
+    starts = g.node("Min", [g.node("Max", [starts, zeros]), last])
+    ends = g.node("Add", [starts, sizes])
+    return g.node("Slice", [operand, starts, ends, g.axes(axes)])
+
+
+def _dynamic_slice(g, eqn, operand, *starts):
+    shape = eqn.invars[0].aval.shape
+    axes = list(range(len(shape)))
+    start = g.node("Concat", [g.node("Unsqueeze", [s, g.axes([0])]) for s in starts], axis=0)
+    return _window(g, operand, start, axes, eqn.params["slice_sizes"], shape)
+
+
+def _same_size(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # symbolic sizes jax cannot compare
+        return False
 
 
 def _fft(g, eqn, x):
@@ -665,6 +726,8 @@ LOWERINGS: dict[str, Callable] = {
     "tanh": _elementwise("Tanh"),
     "sign": _elementwise("Sign"),
     "sqrt": _elementwise("Sqrt"),
+    "rsqrt": _rsqrt,
+    "square": lambda g, eqn, x: g.node("Mul", [x, x]),
     "floor": _elementwise("Floor"),
     "ceil": _elementwise("Ceil"),
     "erf": _elementwise("Erf"),
@@ -685,6 +748,7 @@ LOWERINGS: dict[str, Callable] = {
     "slice": _slice,
     "pad": _pad,
     "iota": _iota,
+    "dim_as_value": _dim_as_value,
     "reduce_sum": _reduce("ReduceSum"),
     "reduce_max": _reduce("ReduceMax"),
     "reduce_min": _reduce("ReduceMin"),
@@ -698,6 +762,7 @@ LOWERINGS: dict[str, Callable] = {
     "reduce_window_min": _reduce_window("Min"),
     "reduce_window_sum": _reduce_window("Add"),
     "gather": _gather,
+    "dynamic_slice": _dynamic_slice,
     "fft": _fft,
 }
 """Primitive name -> rule(graph, equation, *input tensor names) -> output name(s)."""

@@ -26,12 +26,15 @@ they break.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -178,13 +181,29 @@ def microphone_chunks(size: int, rate: int, device=None) -> Iterator[np.ndarray]
             f"--mic {device if device is not None else '(default device)'}: cannot record "
             f"{rate} Hz mono ({err}); --list-devices lists the devices"
         ) from None
-    with stream:
+    stop = {"asked": False}
+    with stream, _ctrl_c_ends(stop):
         try:
-            while True:
+            while not stop["asked"]:
                 block, _ = stream.read(size)  # overflows: samples lost, not delayed
                 yield np.asarray(block, np.float32).reshape(-1)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # while waiting for the device
             return
+
+
+@contextlib.contextmanager
+def _ctrl_c_ends(stop: dict):
+    """While open, Ctrl-C (SIGINT) sets `stop["asked"]` instead of interrupting, so a
+    stream ends after the block being processed and its caller can flush (main thread
+    only; elsewhere Ctrl-C interrupts as usual)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.update(asked=True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def input_chunks(name: str, features: frontend.FeatureConfig, size: int, args) -> CheckedChunks:
@@ -399,7 +418,8 @@ def listed_devices(argv) -> int | None:
 
 def stream_inputs_of(args, inputs: str) -> list:
     """The inputs to run: `[MIC]` with --mic (an InputError when files are named too),
-    else the named ones expanded (`expand_paths`; an InputError when there are none)."""
+    else the named ones expanded (`expand_paths`; an InputError when there are none, or
+    when an Audacity label track would hold several)."""
     named = getattr(args, inputs)
     if args.mic is not None:
         if named:
@@ -408,7 +428,13 @@ def stream_inputs_of(args, inputs: str) -> list:
         return [MIC]
     if not named:
         raise InputError(f"no {inputs}: name files, folders or - (standard input), or use --mic")
-    return list(expand_paths(named))
+    expanded = list(expand_paths(named))
+    if args.format == "audacity" and len(expanded) > 1:
+        raise InputError(
+            f"--format audacity: a label track holds one input, got {len(expanded)}; run one "
+            "at a time, or use --format tsv (a file column)"
+        )
+    return expanded
 
 
 def add_run_arguments(parse: argparse.ArgumentParser, units: str, quiet_help: str) -> None:

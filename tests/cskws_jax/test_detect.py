@@ -297,7 +297,8 @@ def test_help_explains_the_inputs():
 
 class _FakeMicrophone:
     """sounddevice's InputStream over a recorded waveform: `read(n)` returns the next n
-    samples as a [n, 1] block, then the user's Ctrl-C (KeyboardInterrupt) at its end."""
+    samples as a [n, 1] block; with the last one the user presses Ctrl-C (a SIGINT
+    while that block is processed: the stream ends after it)."""
 
     opened: list = []
     samples = np.zeros(0, np.float32)
@@ -313,10 +314,12 @@ class _FakeMicrophone:
         return False
 
     def read(self, frames):
-        if self.position >= len(self.samples):
-            raise KeyboardInterrupt
+        import signal
+
         block = self.samples[self.position : self.position + frames]
         self.position += frames
+        if self.position >= len(self.samples):
+            signal.raise_signal(signal.SIGINT)
         return block[:, None], False
 
 

@@ -352,3 +352,10 @@ def test_a_version_2_folder_reads_with_jax_and_names_the_missing_onnx(folder):
     _write_manifest(folder, payload, forge=True)
     kws_export.read_folder(folder)
     _refused_onnx(folder, "onnx_modules: none", "export the bundle again")
+
+
+def test_an_onnx_module_missing_from_the_list_is_refused(folder):
+    payload = _manifest(folder)
+    del payload["onnx_modules"]["detector"]
+    _write_manifest(folder, payload, forge=True)
+    _refused_onnx(folder, "onnx_modules: ['forward', 'frontend', 'step']; a cskws export holds")

@@ -16,13 +16,16 @@ from speechkit import onnx_lower
 def _run(fn, *args, specs=None):
     """(onnxruntime's outputs, jax's) of fn(*args), lowered with `specs` (default: the
     arguments' own shapes)."""
-    specs = specs or [jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype) for a in args]
+    specs = specs or [
+        jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype), x)
+        for x in args
+    ]
     names = [f"a{i}" for i in range(len(args))]
     out = jax.jit(fn)(*args)
     outputs = out if isinstance(out, tuple) else (out,)
     model = onnx_lower.lower(
         lambda **kw: (lambda r: r if isinstance(r, tuple) else (r,))(
-            fn(*(jnp.asarray(v) for v in kw.values()))
+            fn(*(jax.tree_util.tree_map(jnp.asarray, v) for v in kw.values()))
         ),
         dict(zip(names, specs, strict=True)),
         [f"r{i}" for i in range(len(outputs))],
@@ -30,7 +33,11 @@ def _run(fn, *args, specs=None):
     session = onnxruntime.InferenceSession(
         model.SerializeToString(), providers=["CPUExecutionProvider"]
     )
-    found = session.run(None, {n: np.asarray(a) for n, a in zip(names, args, strict=True)})
+    feed = {}
+    for name, arg in zip(names, args, strict=True):
+        leaves = jax.tree_util.tree_leaves(arg)
+        feed |= dict(zip(onnx_lower.leaf_names(name, arg), map(np.asarray, leaves), strict=True))
+    found = session.run(None, feed)
     return found, [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)]
 
 
@@ -191,3 +198,37 @@ def test_a_primitive_without_a_lowering_is_named():
 def test_outputs_named_as_inputs_are_refused():
     with pytest.raises(ValueError, match="outputs named as inputs"):
         onnx_lower.lower(lambda x: (x,), {"x": jax.ShapeDtypeStruct((4,), jnp.float32)}, ["x"])
+
+
+@pytest.mark.parametrize("kind", ["cmn", "cmvn", "pcen"])
+def test_every_input_normaliser_lowers(kind):
+    """The models' causal normalisers (a scan, rsqrt, powers) with their state."""
+    from speechkit import normalise
+
+    config = normalise.NormaliseConfig(kind, time_s=0.05)
+    features = _normal(2, 9, 4) - 3.0
+    mask = np.ones((2, 9), bool)
+    mask[1, 6:] = False
+    state = normalise.initial_state(config, 2, 4)
+
+    def fn(features, mask, state):
+        return normalise.normalise(config, features, mask, state, hop_s=0.01)
+
+    found, want = _run(fn, features, mask, state)
+    for got, expected in zip(found, want, strict=True):
+        np.testing.assert_allclose(got, expected, atol=1e-4, rtol=1e-4)  # rsqrt: ~5e-5
+
+
+def test_sizes_round_down_and_windows_clamp_as_jax():
+    """A symbolic size whose numerator can be negative rounds down (jax's //), and a
+    window gather whose start would overrun the axis is moved back inside it."""
+    batch, frames = jax.export.symbolic_shape("b, t")
+    specs = [jax.ShapeDtypeStruct((batch, frames), jnp.float32)]
+
+    def fn(x):
+        kept = (x.shape[1] - 3) // 4 + 1  # 0 for t = 1 and 2
+        late = jax.lax.dynamic_slice_in_dim(x, 5, x.shape[1] // 2, axis=1)
+        return jnp.zeros((x.shape[0], kept)), late
+
+    for shape in ((1, 1), (2, 2), (1, 7), (3, 12)):
+        _check(fn, _normal(*shape), specs=specs)
