@@ -258,7 +258,8 @@ class KeywordStream:
 
 
 def output(form: str, stream) -> Output:
-    """Detections written to `stream` as a table, JSON lines or CSV, a line as soon as
+    """Detections written to `stream` as a table, JSON lines, CSV, an event list or an
+    Audacity label track (`speechkit.stream_inputs.Output`), a line as soon as
     a detection is decided."""
     return Output(
         form,

@@ -424,7 +424,8 @@ class CallStream:
 
 
 def output(form: str, stream) -> Output:
-    """Segments written to `stream` as a table, JSON lines or CSV, a line as soon as a
+    """Segments written to `stream` as a table, JSON lines, CSV, an event list or an
+    Audacity label track (`speechkit.stream_inputs.Output`), a line as soon as a
     segment closes."""
     return Output(
         form,
