@@ -7,13 +7,13 @@
 
 The format (a folder of bundle.json and params.npz, nothing executable) and its
 checks are `speechkit.bundle`'s. The task parts: the model config is a
-`cskws_jax.model.AfKwsConfig` (with its tuple of `cskws_jax.model.Stage`), the decoding
-settings a `cskws_jax.train.PeakDecodingConfig`, the labels the keywords in class order
+`cskws_jax.config.AfKwsConfig` (with its tuple of `cskws_jax.config.Stage`), the decoding
+settings a `cskws_jax.config.PeakDecodingConfig`, the labels the keywords in class order
 (`num_keywords` of them), and the features the log-mel front end the model was trained on
 (`cskws_jax.datasets.features.FEATURES` for the project's corpora). `load` refuses a
 bundle of another task, and parameters whose shapes differ from what the config's model
 has; `python -m cskws_jax.detect` runs a bundle on audio files. The decoding settings
-may hold operating points (`cskws_jax.train.OperatingPoint`: per-keyword thresholds for a
+may hold operating points (`cskws_jax.config.OperatingPoint`: per-keyword thresholds for a
 false-alarm budget, chosen by `cskws_jax.operating_points.choose`), each with one
 threshold per label; bundles saved before them load with none.
 """
@@ -26,12 +26,13 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from cskws_jax import model, train
+from cskws_jax import config, model
 from cskws_jax.datasets.features import FEATURES
 from speechkit import bundle as bundle_lib
 from speechkit.frontend import FeatureConfig
 
-TASK = "cskws"
+TASK = config.TASK
+check_operating_points = config.check_operating_points
 
 
 def save(
@@ -39,7 +40,7 @@ def save(
     net: model.AfKws,
     params,
     keywords,
-    decode_config: train.PeakDecodingConfig | None = None,
+    decode_config: config.PeakDecodingConfig | None = None,
     corpus: str = "",
     features: FeatureConfig = FEATURES,
 ) -> Path:
@@ -62,39 +63,13 @@ def load(path: str | os.PathLike) -> tuple[model.AfKws, dict, bundle_lib.Bundle]
     return net, params, info
 
 
-def check_operating_points(decoding: train.PeakDecodingConfig, num_keywords: int, where: str):
-    """Each operating point holds one threshold per keyword."""
-    for index, point in enumerate(decoding.operating_points):
-        if len(point.thresholds) != num_keywords:
-            raise bundle_lib.BundleError(
-                f"{where}: decoding.operating_points[{index}].thresholds: "
-                f"{len(point.thresholds)} thresholds, labels has {num_keywords} keywords"
-            )
-
-
-def expected_params(config: model.AfKwsConfig):
+def expected_params(model_config: config.AfKwsConfig):
     """The parameter tree of `AfKws(config)`: `jax.ShapeDtypeStruct` leaves, nothing
     computed."""
-    net = model.AfKws(config)
-    frames = 4 * config.output_stride
-    audio = jax.ShapeDtypeStruct((1, frames, config.features), jnp.float32)
+    net = model.AfKws(model_config)
+    frames = 4 * model_config.output_stride
+    audio = jax.ShapeDtypeStruct((1, frames, model_config.features), jnp.float32)
     return jax.eval_shape(lambda x: net.init(jax.random.key(0), {"audio": x}), audio)
 
 
-def _check_parts(config: model.AfKwsConfig, features: FeatureConfig, keywords, where: str):
-    """The keywords and the front end fit the model config."""
-    if len(keywords) != config.num_keywords:
-        raise bundle_lib.BundleError(
-            f"{where}: labels: {len(keywords)} keywords, model_config.num_keywords is "
-            f"{config.num_keywords}"
-        )
-    if features.num_mels != config.features:
-        raise bundle_lib.BundleError(
-            f"{where}: features.num_mels: {features.num_mels}, model_config.features is "
-            f"{config.features}"
-        )
-
-
-TASK_FORMAT = bundle_lib.TaskFormat(
-    TASK, model.AfKws, model.AfKwsConfig, train.PeakDecodingConfig, expected_params, _check_parts
-)
+TASK_FORMAT = bundle_lib.TaskFormat.of(config.TASK_FIELDS, model.AfKws, expected_params)

@@ -40,7 +40,6 @@ training.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
@@ -50,146 +49,13 @@ import jax.numpy as jnp
 import numpy as np
 import sequence_layers.jax as sl
 
+from cskws_jax.config import AfKwsConfig, Stage  # noqa: F401 (model.Stage)
 from cskws_jax.datasets.features import FEATURES
-from speechkit import accelerator, checks, dataclass_json, frontend, streaming
+from speechkit import accelerator, frontend, streaming
 from speechkit import normalise as normalise_lib
 from speechkit.optim import parameter_count
 
 HEATMAP_PRIOR = 0.1  # initial centre probability (CenterNet's bias init)
-
-
-@dataclasses.dataclass(frozen=True)
-class Stage:
-    channels: int
-    stride: int
-    blocks: int  # residual blocks, the first one strided
-    dilation: int = 1
-
-
-@dataclasses.dataclass(frozen=True)
-class AfKwsConfig:
-    """Every size of the detector; hashable (a static argument of jit)."""
-
-    num_keywords: int = 20
-    unknown_class: bool = True
-    features: int = FEATURES.num_mels  # log-mel bands of the input
-    stem_channels: int = 64
-    kernel: int = 5
-    stages: tuple[Stage, ...] = (
-        Stage(64, 2, 1),
-        Stage(96, 2, 2),
-        Stage(128, 1, 2, dilation=2),
-        Stage(128, 1, 1, dilation=4),
-    )
-    head_channels: int = 64
-    delay: int = 8  # output frames of look-ahead (x output_stride x 10 ms)
-    # Matmul / convolution precision everywhere the model is applied: "highest" (float32;
-    # stream == offline on GPU/TPU), "high" or "default" (TF32 / bfloat16: faster training).
-    precision: str = "highest"
-    # Causal per-band normalisation of the log-mel input (`speechkit.normalise`: "none",
-    # "cmn", "cmvn" or "pcen") and its running means' time constant in seconds.
-    normalise: str = dataclasses.field(default="none", metadata={dataclass_json.OPTIONAL: True})
-    normalise_time_s: float = dataclasses.field(
-        default=2.0, metadata={dataclass_json.OPTIONAL: True}
-    )
-    # Cepstral smoothing of each input frame before it: keep the first `envelope` DCT
-    # coefficients of the bands (`speechkit.frontend.envelope_matrix`; 0: off).
-    envelope: int = dataclasses.field(default=0, metadata={dataclass_json.OPTIONAL: True})
-
-    def __post_init__(self):
-        field = "AfKwsConfig.{}".format
-        accelerator.check_precision(self.precision, field("precision"))
-        checks.require_choice(field("normalise"), self.normalise, normalise_lib.KINDS)
-        checks.require_number(field("normalise_time_s"), self.normalise_time_s, above=0)
-        checks.require_int(field("envelope"), self.envelope, at_least=0, at_most=self.features)
-        checks.require_int(field("num_keywords"), self.num_keywords, at_least=1)
-        for name in ("features", "stem_channels", "kernel", "head_channels"):
-            checks.require_int(field(name), getattr(self, name), at_least=1)
-        if not self.stages:
-            raise ValueError(f"{field('stages')}: expected at least one stage, got {self.stages!r}")
-        for i, stage in enumerate(self.stages):
-            for part in ("channels", "stride", "blocks", "dilation"):
-                checks.require_int(field(f"stages[{i}].{part}"), getattr(stage, part), at_least=1)
-        checks.require_int(field("delay"), self.delay, at_least=0)
-        self._check_sizes(field)
-
-    def _check_sizes(self, field) -> None:
-        """The sizes' upper bounds (`speechkit.checks`): the output hop, the receptive
-        field and the look-ahead span at most `speechkit.checks.MAX_CONTEXT_S` of audio,
-        and the parameters fit in memory. Exact integer arithmetic, in closed form per
-        stage, so absurd sizes (a dilation of 1e6, 1e5 blocks, a delay of 1e9) are named
-        in microseconds."""
-        hop, kernel = FEATURES.hop_s, self.kernel
-        checks.require_context(field("kernel"), kernel, hop, "the stem's kernel")
-        frames, stride = kernel, 1  # the stem's receptive field, then each stage's
-        for i, stage in enumerate(self.stages):
-            blocks, dilation = stage.blocks, stage.dilation
-            own = checks.receptive_field(
-                [(kernel, stage.stride, 1, 1), (kernel, 1, dilation, 1)]
-                + [(kernel, 1, 1, blocks - 1), (kernel, 1, dilation, blocks - 1)]
-            )
-            frames += (own - 1) * stride
-            stride *= stage.stride
-            checks.require_context(
-                field(f"stages[{i}].stride"), stride, hop, f"the output hop after stage {i}"
-            )
-            sizes = {"kernel": kernel, f"stages[{i}].blocks": blocks}
-            sizes[f"stages[{i}].dilation"] = dilation
-            checks.require_context(
-                field(max(sizes, key=sizes.get)),  # the largest of the sizes it grows with
-                frames,
-                hop,
-                f"the receptive field up to stage {i} (kernel {kernel}, blocks "
-                f"{checks.count_text(blocks)}, dilation {checks.count_text(dilation)})",
-            )
-        frames += 2 * stride  # the head's kernel-3 convolution
-        checks.require_context(field("stages"), frames, hop, "the receptive field")
-        checks.require_context(
-            field("delay"), self.delay * stride, hop, f"the look-ahead (delay x stride {stride})"
-        )
-        checks.require_parameter_memory(field, self.parameter_parts())
-
-    def parameter_parts(self) -> dict[str, tuple[int, int]]:
-        """(arrays, scalars) of the model's parameters, by the field that sizes them:
-        "stem_channels" (the stem), "stages[i]" (stage i's blocks and shortcut),
-        "head_channels" (the head convolution and the length / offset head) and
-        "num_keywords" (the heatmap head). In closed form, so a config of a million
-        blocks costs nothing; the counts are those of `AfKws(config).init`
-        (tests/speechkit/test_bundle_hostile.py), and a bundle whose arrays do not add up
-        to them is refused before its model is built."""
-        kernel, width = self.kernel, self.stem_channels
-        parts = {"stem_channels": (2, kernel * self.features * width + width)}
-        for i, stage in enumerate(self.stages):
-            channels, blocks = stage.channels, stage.blocks
-            conv = kernel * channels * channels + channels
-            arrays = 4 * blocks
-            scalars = kernel * width * channels + channels + conv + 2 * (blocks - 1) * conv
-            if stage.stride != 1 or width != channels:  # the first block's shortcut
-                arrays, scalars = arrays + 2, scalars + width * channels + channels
-            parts[f"stages[{i}]"] = (arrays, scalars)
-            width = channels
-        head = self.head_channels
-        parts["head_channels"] = (4, 3 * width * head + head + 2 * head + 2)
-        parts["num_keywords"] = (2, (head + 1) * self.num_classes)
-        return parts
-
-    @property
-    def num_classes(self) -> int:
-        """Heatmap classes: the keywords, then the unknown class if used."""
-        return self.num_keywords + int(self.unknown_class)
-
-    @property
-    def normalisation(self) -> normalise_lib.NormaliseConfig:
-        return normalise_lib.NormaliseConfig(self.normalise, self.normalise_time_s)
-
-    @property
-    def output_stride(self) -> int:
-        return math.prod(s.stride for s in self.stages)
-
-    @property
-    def lax_precision(self) -> jax.lax.Precision | None:
-        """The `precision` argument of every layer (None: JAX's default)."""
-        return accelerator.lax_precision(self.precision)
 
 
 def streaming_spec(config: AfKwsConfig) -> streaming.StreamingSpec:

@@ -49,7 +49,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 import metrics
-from cskws_jax.train import OperatingPoint
+from cskws_jax.config import OperatingPoint
 from speechkit import checks
 
 DET_IOU = 0.05  # matching threshold of the outcomes: that of FRR (docs/metrics.md)
@@ -240,7 +240,7 @@ def keyword_thresholds(found: Outcomes, fa_per_hour) -> tuple[float, ...]:
 
 
 def choose(found: Outcomes, budgets: Sequence, split: str = "") -> tuple[OperatingPoint, ...]:
-    """One `cskws_jax.train.OperatingPoint` per budget (FA/h, > 0, distinct), chosen on
+    """One `cskws_jax.config.OperatingPoint` per budget (FA/h, > 0, distinct), chosen on
     `found`; `split` names the data (stored with them)."""
     budgets = [_budget(f"budgets[{i}]", b) for i, b in enumerate(budgets)]
     if len(set(budgets)) != len(budgets):

@@ -20,16 +20,16 @@ energy domain at a random SNR per example.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from cskws_jax import decode, losses, model, targets
+from cskws_jax.config import OperatingPoint, PeakDecodingConfig  # noqa: F401 (train's names)
 from cskws_jax.datasets.features import FEATURES
 from speechkit import augment as augment_lib
-from speechkit import checks, dataclass_json
+from speechkit import checks
 from speechkit.optim import OptimizerConfig, TrainState
 
 
@@ -66,90 +66,6 @@ class AugmentConfig:
     def masks(self) -> augment_lib.MaskConfig:
         return augment_lib.MaskConfig(
             self.freq_masks, self.max_freq_width, self.time_masks, self.max_time_width
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class OperatingPoint:
-    """Per-keyword score thresholds that meet a system false-alarm budget on labelled
-    data (chosen by `cskws_jax.operating_points.choose`): a detection of keyword k is kept
-    when its score >= thresholds[k]."""
-
-    fa_per_hour: float  # the budget: false alarms per hour of audio, all keywords together
-    thresholds: tuple[float, ...]  # one per keyword, in class order
-    split: str = ""  # the data they were chosen on, e.g. "synthetic_kws/quick:test"
-    hours: float = 0.0  # hours of audio in that data
-
-    def __post_init__(self):
-        checks.require_number("OperatingPoint.fa_per_hour", self.fa_per_hour, above=0)
-        checks.require_number("OperatingPoint.hours", self.hours, at_least=0)
-        if not isinstance(self.thresholds, tuple) or not self.thresholds:
-            raise TypeError(
-                f"OperatingPoint.thresholds: expected a non-empty tuple of numbers, got "
-                f"{self.thresholds!r}"
-            )
-        for index, value in enumerate(self.thresholds):
-            checks.require_number(f"OperatingPoint.thresholds[{index}]", value)
-
-
-@dataclasses.dataclass(frozen=True)
-class PeakDecodingConfig:
-    """Peak decoding settings, and the operating points a bundle offers
-    (`python -m cskws_jax.detect --fa-per-hour B`; distinct budgets, each with one
-    threshold per keyword; () when none were chosen, as in bundles saved before them)."""
-
-    max_detections: int = 64
-    radius: int = 1
-    min_score: float = 0.05
-    operating_points: tuple[OperatingPoint, ...] = dataclasses.field(
-        default=(), metadata={dataclass_json.OPTIONAL: True}
-    )
-
-    def __post_init__(self):
-        checks.require_int("PeakDecodingConfig.max_detections", self.max_detections, at_least=1)
-        checks.require_memory(  # what decoding pads each example's detections to
-            "PeakDecodingConfig.max_detections",
-            20 * self.max_detections,
-            "one example's detections (five 4-byte fields each)",
-        )
-        checks.require_int("PeakDecodingConfig.radius", self.radius, at_least=0)
-        checks.require_context(  # an output frame is at least one feature frame (10 ms)
-            "PeakDecodingConfig.radius",
-            2 * self.radius + 1,
-            FEATURES.hop_s,
-            "the peak window (2 x radius + 1 output frames, each at least one feature frame)",
-        )
-        checks.require_number("PeakDecodingConfig.min_score", self.min_score, at_least=0, at_most=1)
-        points = self.operating_points
-        if not isinstance(points, tuple) or not all(isinstance(p, OperatingPoint) for p in points):
-            raise TypeError(
-                "PeakDecodingConfig.operating_points: expected a tuple of OperatingPoint, "
-                f"got {points!r}"
-            )
-        budgets = [p.fa_per_hour for p in points]
-        for index, point in enumerate(points):
-            if budgets.index(point.fa_per_hour) != index:
-                raise ValueError(
-                    f"PeakDecodingConfig.operating_points[{index}].fa_per_hour: budget "
-                    f"{point.fa_per_hour:g} FA/h is stored twice"
-                )
-            if len(point.thresholds) != len(points[0].thresholds):
-                raise ValueError(
-                    f"PeakDecodingConfig.operating_points[{index}].thresholds: "
-                    f"{len(point.thresholds)} thresholds, operating_points[0] has "
-                    f"{len(points[0].thresholds)}"
-                )
-
-    def operating_point(self, fa_per_hour: float) -> OperatingPoint:
-        """The stored operating point of budget `fa_per_hour`; a ValueError listing the
-        stored budgets when there is none."""
-        for point in self.operating_points:
-            if math.isclose(point.fa_per_hour, fa_per_hour, rel_tol=1e-9):
-                return point
-        stored = ", ".join(f"{p.fa_per_hour:g}" for p in self.operating_points)
-        raise ValueError(
-            f"fa_per_hour: no operating point for {fa_per_hour:g} FA/h; "
-            + (f"stored budgets: {stored}" if stored else "none are stored")
         )
 
 

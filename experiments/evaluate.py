@@ -21,7 +21,7 @@ The task comes from the bundle (bundle.json's "task"):
   Operating points: WORKDIR/det.json holds the corpus split's DET curves (pooled and per
   scored keyword, `experiments.scoring.keywords.det_record`), and results.json's
   "operating_points"
-  what each operating point stored in the bundle (`cskws_jax.train.PeakDecodingConfig.
+  what each operating point stored in the bundle (`cskws_jax.config.PeakDecodingConfig.
   operating_points`) gives on the split: per budget the false alarms it allows on the
   split's hours (`cskws_jax.operating_points.allowed_false_alarms`), the thresholds of the
   scored keywords (taken from the bundle's class order), and their false alarms, hits,
@@ -270,7 +270,7 @@ def scored_thresholds(thresholds, match: KeywordMatch) -> tuple[float, ...]:
 
 def kws_operating_points(folder: str, points, match: KeywordMatch, split: str) -> dict:
     """results.json's "operating_points": what each of the bundle's `points`
-    (`cskws_jax.train.OperatingPoint`) gives on the detections that
+    (`cskws_jax.config.OperatingPoint`) gives on the detections that
     `experiments.scoring.keywords.score_detector` saved in `folder` (labels: scored ids);
     writes `folder/det.json` (the split's DET curves, named `split`)."""
     found, _ = kws_scoring.write_det(folder, match.scored, split)

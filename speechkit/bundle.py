@@ -54,7 +54,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
-from flax.core import meta
 
 from speechkit import checks, errors, files
 from speechkit.dataclass_json import from_dict
@@ -172,25 +171,57 @@ def save(
     return folder
 
 
-@dataclasses.dataclass(frozen=True)
-class TaskFormat:
-    """One task's bundle parts, so that each task's `save` / `load` is one call here.
+FULL_INSTALL = "pip install 'speech-tracking-jax[full]'"
+"""The install a bundle (model code: flax, sequence-layers) needs; the light one
+(`speech-tracking-jax[infer]`) runs export folders (`speechkit.export`)."""
 
-    model_type: the (flax) model class, built as `model_type(config)`;
-    model_config_type: its config dataclass; a `parameter_parts` method of it (config ->
-      {field: (arrays, scalars)}, counted without building the model) is `load`'s
-      `parameter_parts`;
-    expected_params: model config -> its parameter tree of shapes (see `load`);
+
+def model_code_missing(error: ModuleNotFoundError, what: str) -> BundleError:
+    """The error for `what` (e.g. "out/bundle: a bundle") needing the model code that
+    the light install lacks (`error`, importing it)."""
+    return BundleError(
+        f"{what} runs with the model code, which needs {error.name} (not installed: this is "
+        f"the light install, which runs export folders): {FULL_INSTALL}, or run an export "
+        "folder of it (python -m cskws_jax.export / multiqt_jax.export BUNDLE OUT_DIR)"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskFields:
+    """What one task's bundle.json and export.json fields are, without its model code
+    (so an export folder is read by the light install, `speechkit.export.read_folder`).
+
+    model_config_type: the model's config dataclass;
+    decoding_type: its decoding settings' dataclass;
     check_parts: (model config, features, labels, where) -> None, raising
       `BundleError` when the labels or the front end do not fit the model config.
     """
 
     task: str
-    model_type: type
     model_config_type: type
     decoding_type: type
-    expected_params: Callable[[typing.Any], typing.Any]
     check_parts: Callable[..., None]
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskFormat(TaskFields):
+    """One task's bundle parts, so that each task's `save` / `load` is one call here:
+    its `TaskFields` and
+
+    model_type: the (flax) model class, built as `model_type(config)`; a
+      `parameter_parts` method of the config type (config -> {field: (arrays, scalars)},
+      counted without building the model) is `load`'s `parameter_parts`;
+    expected_params: model config -> its parameter tree of shapes (see `load`).
+    """
+
+    model_type: type
+    expected_params: Callable[[typing.Any], typing.Any]
+
+    @classmethod
+    def of(cls, fields: TaskFields, model_type: type, expected_params: Callable) -> TaskFormat:
+        """The format of a task with these fields, model class and parameter shapes."""
+        parts = {field.name: getattr(fields, field.name) for field in dataclasses.fields(fields)}
+        return cls(**parts, model_type=model_type, expected_params=expected_params)
 
     def save(self, path, net, params, labels, decoding, corpus: str, features) -> Path:
         """`save` of `net`'s config and `params`; `labels` name its outputs in order;
@@ -253,7 +284,7 @@ def flatten(params) -> dict[str, np.ndarray]:
         else:
             flat[prefix] = np.asarray(node)
 
-    visit(meta.unbox(params), "")
+    visit(_unboxed(params), "")
     return dict(sorted(flat.items()))
 
 
@@ -298,7 +329,7 @@ def load(
         with `.shape` and `.dtype`, e.g. `jax.eval_shape` of its init).
       parameter_parts: model config -> {the field that sizes a part of the model:
         (arrays, scalars)}, counted without building it (e.g.
-        `cskws_jax.model.AfKwsConfig.parameter_parts`); when given, a config whose model
+        `cskws_jax.config.AfKwsConfig.parameter_parts`); when given, a config whose model
         has another number of arrays than bundle.json lists is refused before
         `expected_params` builds it.
 
@@ -618,7 +649,7 @@ def check_params(flat: Mapping[str, np.ndarray], expected, where: str) -> None:
     """The arrays {tree path: array} have exactly the paths, shapes and dtypes of
     `expected` (a tree of objects with `.shape` and `.dtype`); a BundleError names
     `where` and the first path that differs."""
-    wanted = dict(_leaves(meta.unbox(expected)))
+    wanted = dict(_leaves(_unboxed(expected)))
     for name, leaf in wanted.items():
         if name not in flat:
             raise BundleError(f"{where}: {name}: missing; the config's model has it")
@@ -632,6 +663,14 @@ def check_params(flat: Mapping[str, np.ndarray], expected, where: str) -> None:
     extra = sorted(set(flat) - set(wanted))
     if extra:
         raise BundleError(f"{where}: {extra[0]}: not a parameter of the config's model")
+
+
+def _unboxed(tree):
+    """`tree` without flax's metadata boxes; flax is imported here, not at the top, so
+    that reading an export folder (`speechkit.export`) needs no training stack."""
+    from flax.core import meta
+
+    return meta.unbox(tree)
 
 
 def _leaves(tree, prefix: str = ""):

@@ -21,12 +21,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from fractions import Fraction
 
 import numpy as np
-from scipy import signal as scipy_signal
 
 TELEPHONE_RATE = 8_000  # Hz
 TELEPHONE_BAND = (300.0, 3400.0)  # Hz
 WIDEBAND_RATE = 16_000  # Hz: "HD voice" (G.722-like) calls
 WIDEBAND_BAND = (50.0, 7000.0)  # Hz
+
+
+def _scipy_signal():
+    """scipy.signal, imported on first use: it takes over a second, and reading audio at
+    the model's rate (most files) needs none of it."""
+    from scipy import signal
+
+    return signal
 
 
 def as_waveform(name: str, waveform) -> np.ndarray:
@@ -111,7 +118,7 @@ def resample(waveform, from_rate: int, to_rate: int) -> np.ndarray:
     if from_rate == to_rate:
         return waveform
     ratio = Fraction(to_rate, from_rate)
-    out = scipy_signal.resample_poly(waveform, ratio.numerator, ratio.denominator)
+    out = _scipy_signal().resample_poly(waveform, ratio.numerator, ratio.denominator)
     return out.astype(np.float32)
 
 
@@ -147,7 +154,7 @@ def resample_stream(blocks: Iterable[np.ndarray], from_rate: int, to_rate: int) 
     def piece(end: int) -> np.ndarray:
         first = max(0, begin - margin)
         window = pending[first - offset : end + margin - offset]
-        out = scipy_signal.resample_poly(window, up, down).astype(np.float32)
+        out = _scipy_signal().resample_poly(window, up, down).astype(np.float32)
         skip = begin * up // down - first * up // down
         return out[skip : skip + -(-end * up // down) - begin * up // down]
 
@@ -186,8 +193,10 @@ def telephone(waveform, sample_rate: int, output_rate: int | None = None) -> np.
     Samples beyond [-1, 1] clip in the mu-law coder, as on a real line.
     """
     narrow = resample(waveform, sample_rate, TELEPHONE_RATE)
-    sos = scipy_signal.butter(4, TELEPHONE_BAND, btype="bandpass", fs=TELEPHONE_RATE, output="sos")
-    filtered = scipy_signal.sosfilt(sos, narrow)
+    sos = _scipy_signal().butter(
+        4, TELEPHONE_BAND, btype="bandpass", fs=TELEPHONE_RATE, output="sos"
+    )
+    filtered = _scipy_signal().sosfilt(sos, narrow)
     line = mu_law_decode(mu_law_encode(filtered))
     return resample(line, TELEPHONE_RATE, output_rate or sample_rate)
 
@@ -196,7 +205,7 @@ def wideband_telephone(waveform, sample_rate: int, output_rate: int | None = Non
     """A wide-band ("HD voice", G.722-like) line: 16 kHz, 50-7000 Hz band-pass
     (4th-order Butterworth), 14-bit quantisation, then to `output_rate`."""
     wide = resample(waveform, sample_rate, WIDEBAND_RATE)
-    sos = scipy_signal.butter(4, WIDEBAND_BAND, btype="bandpass", fs=WIDEBAND_RATE, output="sos")
+    sos = _scipy_signal().butter(4, WIDEBAND_BAND, btype="bandpass", fs=WIDEBAND_RATE, output="sos")
     levels = 2**13
-    line = np.round(np.clip(scipy_signal.sosfilt(sos, wide), -1.0, 1.0) * levels) / levels
+    line = np.round(np.clip(_scipy_signal().sosfilt(sos, wide), -1.0, 1.0) * levels) / levels
     return resample(line.astype(np.float32), WIDEBAND_RATE, output_rate or sample_rate)

@@ -132,7 +132,7 @@ def render_one(job: UtteranceJob) -> Utterance:
 
 class SyntheticKwsBuilderConfig(tfds.core.BuilderConfig):
     """A TFDS builder config of `SyntheticKws` (a corpus size and its render settings; the
-    model's config is `cskws_jax.model.AfKwsConfig`). `name` defaults to the size."""
+    model's config is `cskws_jax.config.AfKwsConfig`). `name` defaults to the size."""
 
     def __init__(
         self,

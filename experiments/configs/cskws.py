@@ -13,11 +13,11 @@ Run (any field can be overridden, e.g. --config.train.steps=500):
 
 Presets: smoke (the whole pipeline in under a minute, for tests), quick (the main job),
 full (accelerator scale). Each section maps field for field onto the dataclass it
-builds (`experiments.common.build`): `model` -> `cskws_jax.model.AfKwsConfig` (the
+builds (`experiments.common.build`): `model` -> `cskws_jax.config.AfKwsConfig` (the
 runner sets num_keywords from the corpus and unknown_class per model; `stages` are
 (channels, stride, blocks, dilation) tuples), `augment` -> `cskws_jax.train.AugmentConfig`
 (gain, VTLP, equaliser, noise, SpecAugment-style masks),
-`loss` -> `cskws_jax.losses.LossConfig`, `decode` -> `cskws_jax.train.PeakDecodingConfig`,
+`loss` -> `cskws_jax.losses.LossConfig`, `decode` -> `cskws_jax.config.PeakDecodingConfig`,
 `optimizer` -> `speechkit.optim.OptimizerConfig` (total_steps = train.steps), `window`
 -> `cskws_jax.baselines.WindowConfig`; `eval` holds the evaluation batch size, the
 false-alarm budgets of the operating points (`eval.fa_budgets`, FA per hour) and the

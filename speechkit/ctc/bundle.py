@@ -90,6 +90,8 @@ def _check_parts(config: model.CtcConfig, features: FeatureConfig, names, where:
         )
 
 
-TASK_FORMAT = bundle_lib.TaskFormat(
-    TASK, model.CtcRecogniser, model.CtcConfig, DecodingConfig, expected_params, _check_parts
+TASK_FORMAT = bundle_lib.TaskFormat.of(
+    bundle_lib.TaskFields(TASK, model.CtcConfig, DecodingConfig, _check_parts),
+    model.CtcRecogniser,
+    expected_params,
 )
