@@ -12,7 +12,8 @@ decoding settings and operating points from export.json; its block is fixed when
 exporting, so `--block-ms` may only repeat it). `--backend onnx` runs an export folder's
 ONNX front end and detector (step and peak decoding) in onnxruntime instead
 (`cskws_jax.export.OnnxDetector`); it decides peaks from the exported minimum score, so
-`--min-score` may only repeat it.
+`--min-score` may only repeat it. An export folder runs in the light install
+(`pip install '.[infer]'`); a bundle needs the full one (`.[full]`: the model code).
 AUDIO is any mix of files, folders and `-` (`speechkit.stream_inputs`: WAV, FLAC, OGG, Opus, MP3 at
 any sample rate and channel count, mixed to mono and resampled to the model's rate,
 16 kHz; folders searched recursively for those suffixes; `-` raw 16-bit little-endian
@@ -30,7 +31,7 @@ export prints those of its bundle (tests/cskws_jax/test_detect.py).
 of the last printed detection of the same keyword (first come, first kept).
 
 `--fa-per-hour B` runs the model at one of its bundle's stored operating points
-(`cskws_jax.train.PeakDecodingConfig.operating_points`, chosen by
+(`cskws_jax.config.PeakDecodingConfig.operating_points`, chosen by
 `cskws_jax.operating_points.choose` on labelled data, e.g. the test split by
 `experiments.cskws`): a detection of keyword k is printed only when its score >= that
 point's threshold for k (before the refractory window), which held B false alarms per hour
@@ -56,11 +57,11 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from cskws_jax import bundle, export
+from cskws_jax import export
 from cskws_jax.streaming import StreamDetector
 from speechkit import audio_io, compilation, frontend, progress, stream_inputs
 from speechkit import export as export_lib
-from speechkit.bundle import Bundle, BundleError
+from speechkit.bundle import Bundle, BundleError, model_code_missing
 from speechkit.stream_inputs import InputError, Output, block_outputs
 
 FIELDS = ("file", "keyword", "label", "start", "end", "score", "emitted")
@@ -93,7 +94,12 @@ class Detection:
 
 def from_bundle(path, block_ms: float | None, min_score: float | None):
     """(detector, info) of a bundle folder's live model, stepping blocks of `block_ms`
-    (None: 200 ms), peaks from `min_score` (None: the bundle's)."""
+    (None: 200 ms), peaks from `min_score` (None: the bundle's). Needs the model code
+    (the full install)."""
+    try:
+        from cskws_jax import bundle
+    except ModuleNotFoundError as err:
+        raise model_code_missing(err, f"{path}: a bundle") from None
     net, params, info = bundle.load(path)
     hop_s = info.features.hop_s * net.config.output_stride
     outputs = block_outputs(DEFAULT_BLOCK_MS if block_ms is None else block_ms, hop_s)
@@ -104,11 +110,11 @@ def from_bundle(path, block_ms: float | None, min_score: float | None):
 def from_export(path, block_ms: float | None, min_score: float | None):
     """(detector, info) of an export folder's step; its block is fixed at export time,
     so `block_ms` must be None or that block's length."""
-    info, outputs, modules = export.read_folder(path)
+    info, outputs, modules, facts = export.read_folder(path)
     if "step" not in modules:
         raise BundleError(f"{Path(path) / export_lib.MANIFEST}: modules: no 'step'")
     exported = modules["step"]
-    _check_block(path, info, outputs, block_ms)
+    stream_inputs.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
 
     def model_step(inputs, mask, state):
         return exported.call(inputs["audio"], mask["audio"], state)
@@ -116,6 +122,7 @@ def from_export(path, block_ms: float | None, min_score: float | None):
     min_score = info.decoding.min_score if min_score is None else min_score
     detector = StreamDetector.from_step(
         info.model_config,
+        facts.spec,
         model_step,
         lambda batch_size: export.initial_state(exported, batch_size),
         outputs,
@@ -129,26 +136,14 @@ def from_onnx(path, block_ms: float | None, min_score: float | None):
     """(detector, info) of an export folder's ONNX modules (`export.OnnxDetector`): its
     block and its peak threshold are fixed at export time, so `block_ms` and `min_score`
     must be None or those."""
-    info, outputs, modules = export.read_folder(path, backend="onnx")
-    _check_block(path, info, outputs, block_ms)
+    info, outputs, modules, facts = export.read_folder(path, backend="onnx")
+    stream_inputs.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
     if min_score is not None and min_score != info.decoding.min_score:
         raise InputError(
             f"--min-score: {min_score:g}; the ONNX detector in {path} decides peaks from "
             f"{info.decoding.min_score:g} (fixed when exporting; --backend jax takes any)"
         )
-    return export.OnnxDetector(info, outputs, modules), info
-
-
-def _check_block(path, info, outputs: int, block_ms: float | None) -> None:
-    """An InputError unless `block_ms` is None or the export's block of `outputs` frames."""
-    hop_s = info.features.hop_s * info.model_config.output_stride
-    wanted = None if block_ms is None else block_outputs(block_ms, hop_s)
-    if wanted is not None and wanted != outputs:
-        raise InputError(
-            f"--block-ms: {block_ms:g} ms; the step exported in {path} takes blocks of "
-            f"{outputs * hop_s * 1000:g} ms (export again with --block-outputs {wanted} for "
-            f"{block_ms:g} ms blocks)"
-        )
+    return export.OnnxDetector(info, outputs, modules, facts), info
 
 
 def load(
@@ -157,11 +152,7 @@ def load(
     """For an export folder (with export.json) `from_export` (backend "jax") or
     `from_onnx` ("onnx"), else `from_bundle` (a bundle runs with jax only)."""
     if not export_lib.is_folder(path):
-        if backend != "jax":
-            raise InputError(
-                f"--backend {backend}: {path} is a bundle; export it first (python -m "
-                f"cskws_jax.export {path} OUT_DIR) and run OUT_DIR"
-            )
+        stream_inputs.require_export(path, backend, "cskws")
         return from_bundle(path, block_ms, min_score)
     if backend == "onnx":
         return from_onnx(path, block_ms, min_score)

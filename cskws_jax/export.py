@@ -29,14 +29,15 @@ exports share (flat state, write / read, the export folder, the command line) ar
 
 OUT_DIR gets forward.stablehlo, step.stablehlo, their ONNX twins forward.onnx and
 step.onnx, frontend.onnx (the log-mel front end of one block's samples) and detector.onnx
-(the step and peak decoding: `onnx_signatures`, `export_onnx`), and export.json (labels, front end,
-decoding settings with the bundle's operating points, block size, the sha256 of each
-module and field: `speechkit.export.write_folder`); `read_folder` reads it back, checked
-before any module runs (checksums, module files inside the folder, the custom-call
-allowlist, the modules' signatures against the fields: `signatures`, the front end's hop
-against the model's: `check_hop`), and `python -m cskws_jax.detect OUT_DIR AUDIO...`
-runs the exported step on audio (`--backend onnx`: the ONNX front end and detector in
-onnxruntime, `OnnxDetector`).
+(the step and peak decoding: `onnx_signatures`, `export_onnx`), and export.json (labels,
+front end, decoding settings with the bundle's operating points, block size, the model
+facts: `model_facts`, the sha256 of each module and field:
+`speechkit.export.write_folder`); `read_folder` reads it back without the model code
+(the light install), checked before any module runs (checksums, module files inside the
+folder, the custom-call allowlist, the modules' signatures against the fields:
+`signatures`, the front end's hop against the model's: `check_hop`), and `python -m
+cskws_jax.detect OUT_DIR AUDIO...` runs the exported step on audio (`--backend onnx`:
+the ONNX front end and detector in onnxruntime, `OnnxDetector`).
 
 Serializing needs the `flatbuffers` package (an optional dependency of jax.export).
 """
@@ -49,18 +50,23 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import export as jax_export
 
-from cskws_jax import bundle, model
+from cskws_jax.config import TASK_FIELDS, AfKwsConfig, check_operating_points
+from cskws_jax.datasets.features import FEATURES
 from cskws_jax.streaming import StreamDetector
-from speechkit import checks, onnx_export
+from speechkit import checks, onnx_export, streaming
 from speechkit import export as shared
-from speechkit.bundle import Bundle, BundleError
-from speechkit.export import initial_state, read, write
+from speechkit.bundle import Bundle, BundleError, model_code_missing
+from speechkit.export import ModelFacts, initial_state, read, write
+
+if TYPE_CHECKING:
+    from cskws_jax.model import AfKws
 
 __all__ = [
     "OnnxDetector",
@@ -71,6 +77,7 @@ __all__ = [
     "from_bundle",
     "initial_state",
     "input_specs",
+    "model_facts",
     "onnx_signatures",
     "output_specs",
     "read",
@@ -80,7 +87,7 @@ __all__ = [
 ]
 
 
-def input_specs(config: model.AfKwsConfig, outputs, batch=1) -> tuple[object, object]:
+def input_specs(config: AfKwsConfig, outputs, batch=1) -> tuple[object, object]:
     """(features, mask) as `jax.ShapeDtypeStruct`s for `outputs` output frames (an int or
     a symbolic dimension) of `batch` streams."""
     length = config.output_stride * outputs
@@ -88,7 +95,7 @@ def input_specs(config: model.AfKwsConfig, outputs, batch=1) -> tuple[object, ob
     return features, jax.ShapeDtypeStruct((batch, length), jnp.bool_)
 
 
-def output_specs(config: model.AfKwsConfig, outputs, batch) -> tuple[dict, object]:
+def output_specs(config: AfKwsConfig, outputs, batch) -> tuple[dict, object]:
     """(heads, out_mask) as `jax.ShapeDtypeStruct`s for `outputs` output frames."""
     frames = jax.ShapeDtypeStruct((batch, outputs), jnp.float32)
     heatmap = jax.ShapeDtypeStruct((batch, outputs, config.num_classes), jnp.float32)
@@ -97,7 +104,7 @@ def output_specs(config: model.AfKwsConfig, outputs, batch) -> tuple[dict, objec
 
 
 def export_forward(
-    net: model.AfKws, params, platforms: Sequence[str] | None = None
+    net: AfKws, params, platforms: Sequence[str] | None = None
 ) -> jax_export.Exported:
     """The whole-sequence call with `params` baked in; see the module docstring."""
     batch, frames = jax_export.symbolic_shape("b, t")
@@ -110,7 +117,7 @@ def export_forward(
 
 
 def export_step(
-    net: model.AfKws, params, block_outputs: int = 5, platforms: Sequence[str] | None = None
+    net: AfKws, params, block_outputs: int = 5, platforms: Sequence[str] | None = None
 ) -> jax_export.Exported:
     """The streaming step for blocks of `block_outputs` output frames, with `params`
     baked in and a flat list as state; see the module docstring."""
@@ -126,12 +133,28 @@ def export_step(
     return shared.export_step(step, specs, zeros, platforms, "AfKws.initial_state")
 
 
-def signatures(info: Bundle, block_outputs: int) -> dict[str, shared.Signature]:
-    """{"forward", "step"}: what the modules of an export with export.json's `info` and
-    `block_outputs` take and return (`speechkit.export.Signature`; the step's state
-    from `AfKws.initial_state`: `speechkit.export.module_signatures`)."""
+def signatures(info: Bundle, block_outputs: int, facts: ModelFacts) -> dict[str, shared.Signature]:
+    """{"forward", "step"}: what the modules of an export with export.json's `info`,
+    `block_outputs` and `facts` take and return (`speechkit.export.Signature`; the step's
+    state `facts`' "step": `speechkit.export.module_signatures`)."""
+    config = info.model_config
+    return shared.module_signatures(config, input_specs, output_specs, block_outputs, facts)
+
+
+def model_facts(info: Bundle, block_outputs: int) -> ModelFacts:
+    """What an export stores of the model code (`speechkit.export.ModelFacts`): the
+    streaming spec of `AfKws(info.model_config)`, and the state arrays of its step
+    ("step") and of the detector of `block_outputs` with `info.decoding` ("detector").
+    Needs the model code (the full install)."""
+    from cskws_jax import model
+
     net = model.AfKws(info.model_config)
-    return shared.module_signatures(net, input_specs, output_specs, block_outputs)
+    detector = _detector(info.model_config, info.decoding, block_outputs, net)
+    states = {
+        "step": lambda n: net.apply({}, n, method=net.initial_state),
+        "detector": detector.initial_state,
+    }
+    return shared.model_facts(streaming.spec_of(net), states)
 
 
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
@@ -140,17 +163,18 @@ def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = 
     return modules["forward"], modules["step"]
 
 
-def _detector(config: model.AfKwsConfig, decoding, block_outputs: int, net=None, params=None):
+def _detector(config: AfKwsConfig, decoding, block_outputs: int, net: AfKws, params=None):
     """The `StreamDetector` the detector module runs: the bundle's peak radius and
-    minimum score (`decoding`), the model itself, or (no `net`) only its shapes."""
-    net = model.AfKws(config) if net is None else net
+    minimum score (`decoding`), the model itself (`params`), or (None) only its shapes."""
     params = {} if params is None else params
     return StreamDetector(net, params, block_outputs, decoding.radius, decoding.min_score)
 
 
-def onnx_signatures(info: Bundle, block_outputs: int) -> dict[str, onnx_export.Signature]:
+def onnx_signatures(
+    info: Bundle, block_outputs: int, facts: ModelFacts
+) -> dict[str, onnx_export.Signature]:
     """{"frontend", "forward", "step", "detector"}: the ONNX modules of an export with
-    export.json's `info` and `block_outputs` (`speechkit.onnx_export.Signature`):
+    export.json's `info`, `block_outputs` and `facts` (`speechkit.onnx_export.Signature`):
 
     - frontend: `speechkit.onnx_export.frontend_signature` for blocks of this step;
     - forward: features, mask [b, 4 t, ...] -> heads, out_mask [b, t, ...];
@@ -166,10 +190,7 @@ def onnx_signatures(info: Bundle, block_outputs: int) -> dict[str, onnx_export.S
     heads, out_mask = output_specs(config, frames, batch)
     block, block_mask = input_specs(config, block_outputs, batch)
     block_heads, block_out_mask = output_specs(config, block_outputs, batch)
-    net = model.AfKws(config)
-    state = onnx_export.state_specs(lambda n: net.apply({}, n, method=net.initial_state))
-    detector = _detector(config, info.decoding, block_outputs, net)
-    detector_state = onnx_export.state_specs(detector.initial_state)
+    state, detector_state = facts.state("step", batch), facts.state("detector", batch)
     position = jax.ShapeDtypeStruct((batch, block_outputs), jnp.float32)
     found = {
         "peak": jax.ShapeDtypeStruct((batch, block_outputs, config.num_keywords), jnp.bool_),
@@ -195,9 +216,9 @@ def onnx_signatures(info: Bundle, block_outputs: int) -> dict[str, onnx_export.S
     }
 
 
-def export_onnx(net: model.AfKws, params, info: Bundle, block_outputs: int) -> dict:
+def export_onnx(net: AfKws, params, info: Bundle, block_outputs: int) -> dict:
     """{name: onnx.ModelProto} of `onnx_signatures`, parameters baked in."""
-    signature = onnx_signatures(info, block_outputs)
+    signature = onnx_signatures(info, block_outputs, model_facts(info, block_outputs))
     model_state = jax.tree_util.tree_structure(net.apply(params, 1, method=net.initial_state))
     detector = _detector(net.config, info.decoding, block_outputs, net, params)
     detector_state = jax.tree_util.tree_structure(detector.initial_state(1))
@@ -226,23 +247,31 @@ def export_onnx(net: model.AfKws, params, info: Bundle, block_outputs: int) -> d
     }
 
 
+def _load(path):
+    try:
+        from cskws_jax import bundle  # the model code: exporting needs the full install
+    except ModuleNotFoundError as err:
+        raise model_code_missing(err, f"{path}: exporting a bundle") from None
+    return bundle.load(path)
+
+
 _export_bundle = functools.partial(
     shared.export_bundle,
-    load=bundle.load,
+    load=_load,
     export_forward=export_forward,
     export_step=export_step,
+    facts_of=model_facts,
     export_onnx=export_onnx,
 )
 """(path, block_outputs, platforms) -> ({"forward", "step"}, export.json payload, {name:
 onnx.ModelProto})."""
 
 
-def read_folder(
-    path: str | os.PathLike, backend: str = "jax"
-) -> tuple[Bundle, int, dict[str, jax_export.Exported]]:
-    """(info, block_outputs, {"forward", "step"}) of a folder the command line wrote
-    (backend "onnx": {"frontend", "forward", "step", "detector"}, ONNX modules in
-    onnxruntime sessions, `speechkit.onnx_export.Module`); info as a bundle's
+def read_folder(path: str | os.PathLike, backend: str = "jax") -> shared.Export:
+    """The `speechkit.export.Export` (info, block_outputs, {"forward", "step"}, facts)
+    of a folder the command line wrote (backend "onnx": {"frontend", "forward", "step",
+    "detector"}, ONNX modules in onnxruntime sessions, `speechkit.onnx_export.Module`),
+    read without the model code (`model_facts` from export.json); info as a bundle's
     (`cskws_jax.bundle.load`): keywords, features, decoding (with its operating points),
     model config. A `speechkit.bundle.BundleError` names the file and the field for
     anything missing, an export of another task, keywords, a front end or operating
@@ -250,12 +279,14 @@ def read_folder(
     (checksums, names, custom calls, signatures; for ONNX `speechkit.onnx_export`'s
     checks)."""
 
-    def check(info: Bundle, where: str) -> None:
-        bundle.check_operating_points(info.decoding, len(info.labels), where)
-        check_hop(info, where)
+    def check(info: Bundle, facts: ModelFacts, where: str) -> None:
+        check_operating_points(info.decoding, len(info.labels), where)
+        audio = (FEATURES.hop_s, info.model_config.output_stride)
+        facts.require({"audio": audio}, ("step", "detector"), where)
+        check_hop(info, facts, where)
 
     return shared.read_task_folder(
-        path, bundle.TASK_FORMAT, signatures, check, backend, onnx_signatures
+        path, TASK_FIELDS, signatures, model_facts, check, backend, onnx_signatures
     )
 
 
@@ -266,10 +297,10 @@ class OnnxDetector:
     `initial_state(batch_size)`, `step(inputs, mask, state)` -> (found, decided, state),
     and `feature_stream(features)`, the front end's `FeatureStream`."""
 
-    def __init__(self, info: Bundle, block_outputs: int, modules: dict):
+    def __init__(self, info: Bundle, block_outputs: int, modules: dict, facts: ModelFacts):
         self.config, self.block_outputs = info.model_config, block_outputs
         self._detector, self._frontend = modules["detector"], modules["frontend"]
-        model_spec = model.streaming_spec(self.config)
+        model_spec = facts.spec
         latency = model_spec.output_latency + info.decoding.radius
         self.spec = dataclasses.replace(model_spec, output_latency=latency)
         self.block_frames = {"audio": block_outputs * self.config.output_stride}
@@ -289,11 +320,11 @@ class OnnxDetector:
         return onnx_export.feature_stream(features, self.block_frames["audio"], self._frontend)
 
 
-def check_hop(info: Bundle, where: str) -> None:
+def check_hop(info: Bundle, facts: ModelFacts, where: str) -> None:
     """The front end's hop is the one the model's streaming spec takes its frames at
-    (`AfKws.streaming_spec`): the exported step knows frames, not seconds, so another
-    hop would put every detection at the wrong time."""
-    hop_s = model.streaming_spec(info.model_config).inputs["audio"].hop_s
+    (`AfKws.streaming_spec`, stored in `facts`): the exported step knows frames, not
+    seconds, so another hop would put every detection at the wrong time."""
+    hop_s = facts.spec.inputs["audio"].hop_s
     if not math.isclose(info.features.hop_s, hop_s, rel_tol=1e-9):
         raise BundleError(
             f"{where}: features.hop_ms: {info.features.hop_ms:g}; the model takes frames every "

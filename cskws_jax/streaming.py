@@ -7,8 +7,8 @@
     detections, emitted = detector.detect(features, mask)     # or a whole batch at once
 
 `StreamDetector` is a `speechkit.streaming.BlockRunner` whose step is the model's step
-followed by peak decoding; `StreamDetector.from_step(config, step, initial_state, ...)`
-takes the model's step as a function instead (an exported step: `python -m
+followed by peak decoding; `StreamDetector.from_step(config, spec, step, initial_state, ...)`
+takes the model's step (and its streaming spec) as a function instead (an exported step: `python -m
 cskws_jax.detect EXPORT_DIR`). A block holds `block_frames["audio"]` (= block_outputs *
 output_stride) log-mel frames of 10 ms; any multiple of output_stride works (each new
 size compiles once). `found` holds, for each output position decided in that step, the
@@ -28,14 +28,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from cskws_jax import decode as decode_lib
-from cskws_jax import model as model_lib
+from cskws_jax.config import AfKwsConfig
 from speechkit import streaming
+
+if TYPE_CHECKING:
+    from cskws_jax.model import AfKws
 
 
 class StreamDetector(streaming.BlockRunner):
@@ -44,7 +48,7 @@ class StreamDetector(streaming.BlockRunner):
 
     def __init__(
         self,
-        net: model_lib.AfKws,
+        net: AfKws,
         params,
         block_outputs: int = 1,
         radius: int = 1,
@@ -56,30 +60,38 @@ class StreamDetector(streaming.BlockRunner):
         def model_initial_state(batch_size: int):
             return net.apply(params, batch_size, method=net.initial_state)
 
-        self._setup(net.config, model_step, model_initial_state, block_outputs, radius, min_score)
+        spec = streaming.spec_of(net)
+        self._setup(
+            net.config, spec, model_step, model_initial_state, block_outputs, radius, min_score
+        )
 
     @classmethod
     def from_step(
         cls,
-        config: model_lib.AfKwsConfig,
+        config: AfKwsConfig,
+        model_spec: streaming.StreamingSpec,
         model_step,
         model_initial_state,
         block_outputs: int = 1,
         radius: int = 1,
         min_score: float = 0.1,
     ) -> StreamDetector:
-        """A detector over another implementation of `AfKws(config)`'s streaming step:
-        model_step(inputs, mask, state) -> (heads, head_mask, state) on blocks of
-        `block_outputs` output frames, model_initial_state(batch_size) -> state (e.g.
-        an exported step, `cskws_jax.export`)."""
+        """A detector over another implementation of `AfKws(config)`'s streaming step,
+        whose streaming spec is `model_spec`: model_step(inputs, mask, state) -> (heads,
+        head_mask, state) on blocks of `block_outputs` output frames,
+        model_initial_state(batch_size) -> state (e.g. an exported step, whose spec its
+        export stores: `cskws_jax.export`; no model code needed)."""
         detector = cls.__new__(cls)
-        detector._setup(config, model_step, model_initial_state, block_outputs, radius, min_score)
+        detector._setup(
+            config, model_spec, model_step, model_initial_state, block_outputs, radius, min_score
+        )
         return detector
 
-    def _setup(self, config, model_step, model_initial_state, block_outputs, radius, min_score):
+    def _setup(
+        self, config, model_spec, model_step, model_initial_state, block_outputs, radius, min_score
+    ):
         self.config, self.radius, self.min_score = config, radius, min_score
         self._model_step, self._model_initial_state = model_step, model_initial_state
-        model_spec = model_lib.streaming_spec(config)
         spec = dataclasses.replace(model_spec, output_latency=model_spec.output_latency + radius)
         super().__init__(self._decide, self._initial_state_of, spec, block_outputs)
 

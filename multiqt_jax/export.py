@@ -42,16 +42,27 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 from jax import export as jax_export
 
-from multiqt_jax import bundle, model
-from speechkit import checks, onnx_export
+from multiqt_jax.config import (
+    AUDIO_HOP_S,
+    MODALITIES,
+    TASK_FIELDS,
+    TEXT_HOP_S,
+    MultiQTConfig,
+    check_tracking,
+)
+from speechkit import checks, onnx_export, streaming
 from speechkit import export as shared
-from speechkit.bundle import Bundle, BundleError
-from speechkit.export import initial_state, read, write
+from speechkit.bundle import Bundle, BundleError, model_code_missing
+from speechkit.export import ModelFacts, initial_state, read, write
+
+if TYPE_CHECKING:
+    from multiqt_jax.model import MultiQT
 
 __all__ = [
     "check_hop",
@@ -61,6 +72,7 @@ __all__ = [
     "from_bundle",
     "initial_state",
     "input_specs",
+    "model_facts",
     "onnx_signatures",
     "output_specs",
     "read",
@@ -70,27 +82,32 @@ __all__ = [
 ]
 
 
-def input_specs(config: model.MultiQTConfig, outputs, batch=1) -> tuple[dict, dict, object]:
+def input_specs(config: MultiQTConfig, outputs, batch=1) -> tuple[dict, dict, object]:
     """(inputs, mask, present) as `jax.ShapeDtypeStruct`s for `outputs` output frames
     (an int or a symbolic dimension) of `batch` streams."""
-    spec = model.streaming_spec(config)
     widths = {"audio": config.audio_features, "text": config.text_symbols}
     inputs, mask = {}, {}
     for name in config.modalities:
-        frames = spec.inputs[name].block * outputs
+        frames = _blocks(config)[name][1] * outputs
         inputs[name] = jax.ShapeDtypeStruct((batch, frames, widths[name]), jnp.float32)
         mask[name] = jax.ShapeDtypeStruct((batch, frames), jnp.bool_)
-    return inputs, mask, jax.ShapeDtypeStruct((batch, len(model.MODALITIES)), jnp.bool_)
+    return inputs, mask, jax.ShapeDtypeStruct((batch, len(MODALITIES)), jnp.bool_)
 
 
-def output_specs(config: model.MultiQTConfig, outputs, batch) -> tuple[dict, object]:
+def _blocks(config: MultiQTConfig) -> dict[str, tuple[float, int]]:
+    """{modality: (frame hop in s, frames per output frame)} of the config's model."""
+    blocks = {"audio": (AUDIO_HOP_S, config.audio_stride), "text": (TEXT_HOP_S, config.text_stride)}
+    return {name: blocks[name] for name in config.modalities}
+
+
+def output_specs(config: MultiQTConfig, outputs, batch) -> tuple[dict, object]:
     """({"logits"}, out_mask) as `jax.ShapeDtypeStruct`s for `outputs` output frames."""
     logits = jax.ShapeDtypeStruct((batch, outputs, config.num_classes), jnp.float32)
     return {"logits": logits}, jax.ShapeDtypeStruct((batch, outputs), jnp.bool_)
 
 
 def export_forward(
-    net: model.MultiQT, params, platforms: Sequence[str] | None = None
+    net: MultiQT, params, platforms: Sequence[str] | None = None
 ) -> jax_export.Exported:
     """The whole-call forward with `params` baked in; see the module docstring."""
     batch, frames = jax_export.symbolic_shape("b, t")
@@ -103,7 +120,7 @@ def export_forward(
 
 
 def export_step(
-    net: model.MultiQT, params, block_outputs: int = 5, platforms: Sequence[str] | None = None
+    net: MultiQT, params, block_outputs: int = 5, platforms: Sequence[str] | None = None
 ) -> jax_export.Exported:
     """The streaming step for blocks of `block_outputs` output frames, with `params`
     baked in and a flat list as state; see the module docstring."""
@@ -119,12 +136,23 @@ def export_step(
     return shared.export_step(step, specs, zeros, platforms, "MultiQT.initial_state")
 
 
-def signatures(info: Bundle, block_outputs: int) -> dict[str, shared.Signature]:
-    """{"forward", "step"}: what the modules of an export with export.json's `info` and
-    `block_outputs` take and return (`speechkit.export.Signature`; the step's state
-    from `MultiQT.initial_state`: `speechkit.export.module_signatures`)."""
+def signatures(info: Bundle, block_outputs: int, facts: ModelFacts) -> dict[str, shared.Signature]:
+    """{"forward", "step"}: what the modules of an export with export.json's `info`,
+    `block_outputs` and `facts` take and return (`speechkit.export.Signature`; the step's
+    state `facts`' "step": `speechkit.export.module_signatures`)."""
+    config = info.model_config
+    return shared.module_signatures(config, input_specs, output_specs, block_outputs, facts)
+
+
+def model_facts(info: Bundle, block_outputs: int) -> ModelFacts:
+    """What an export stores of the model code (`speechkit.export.ModelFacts`): the
+    streaming spec of `MultiQT(info.model_config)` and its step's state arrays ("step").
+    Needs the model code (the full install)."""
+    from multiqt_jax import model
+
     net = model.MultiQT(info.model_config)
-    return shared.module_signatures(net, input_specs, output_specs, block_outputs)
+    state = {"step": lambda n: net.apply({}, n, method=net.initial_state)}
+    return shared.model_facts(streaming.spec_of(net), state)
 
 
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
@@ -133,9 +161,11 @@ def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = 
     return modules["forward"], modules["step"]
 
 
-def onnx_signatures(info: Bundle, block_outputs: int) -> dict[str, onnx_export.Signature]:
+def onnx_signatures(
+    info: Bundle, block_outputs: int, facts: ModelFacts
+) -> dict[str, onnx_export.Signature]:
     """{"frontend", "forward", "step"}: the ONNX modules of an export with export.json's
-    `info` and `block_outputs` (`speechkit.onnx_export.Signature`):
+    `info`, `block_outputs` and `facts` (`speechkit.onnx_export.Signature`):
 
     - frontend: `speechkit.onnx_export.frontend_signature` for this step's audio block;
     - forward: inputs, mask, present -> outputs ({"logits"}), out_mask;
@@ -148,8 +178,7 @@ def onnx_signatures(info: Bundle, block_outputs: int) -> dict[str, onnx_export.S
     outputs, out_mask = output_specs(config, frames, batch)
     block, block_mask, block_present = input_specs(config, block_outputs, batch)
     block_outputs_, block_out_mask = output_specs(config, block_outputs, batch)
-    net = model.MultiQT(config)
-    state = onnx_export.state_specs(lambda n: net.apply({}, n, method=net.initial_state))
+    state = facts.state("step", batch)
     return {
         "frontend": onnx_export.frontend_signature(
             info.features, _audio_frames(info, block_outputs)
@@ -168,13 +197,13 @@ def onnx_signatures(info: Bundle, block_outputs: int) -> dict[str, onnx_export.S
 def _audio_frames(info: Bundle, block_outputs: int) -> int:
     """10 ms audio frames per step of `block_outputs` output frames (the tracker's
     block, `multiqt_jax.track.Tracker.audio_block`)."""
-    hop_s = model.streaming_spec(info.model_config).output_hop_s
-    return round(block_outputs * hop_s / info.features.hop_s)
+    hop_s, block = next(iter(_blocks(info.model_config).values()))
+    return round(block_outputs * hop_s * block / info.features.hop_s)
 
 
-def export_onnx(net: model.MultiQT, params, info: Bundle, block_outputs: int) -> dict:
+def export_onnx(net: MultiQT, params, info: Bundle, block_outputs: int) -> dict:
     """{name: onnx.ModelProto} of `onnx_signatures`, parameters baked in."""
-    signature = onnx_signatures(info, block_outputs)
+    signature = onnx_signatures(info, block_outputs, model_facts(info, block_outputs))
     tree = jax.tree_util.tree_structure(net.apply(params, 1, method=net.initial_state))
 
     def forward(inputs, mask, present):
@@ -192,47 +221,57 @@ def export_onnx(net: model.MultiQT, params, info: Bundle, block_outputs: int) ->
     }
 
 
+def _load(path):
+    try:
+        from multiqt_jax import bundle  # the model code: exporting needs the full install
+    except ModuleNotFoundError as err:
+        raise model_code_missing(err, f"{path}: exporting a bundle") from None
+    return bundle.load(path)
+
+
 _export_bundle = functools.partial(
     shared.export_bundle,
-    load=bundle.load,
+    load=_load,
     export_forward=export_forward,
     export_step=export_step,
+    facts_of=model_facts,
     export_onnx=export_onnx,
 )
 """(path, block_outputs, platforms) -> ({"forward", "step"}, export.json payload, {name:
 onnx.ModelProto})."""
 
 
-def read_folder(
-    path: str | os.PathLike, backend: str = "jax"
-) -> tuple[Bundle, int, dict[str, jax_export.Exported]]:
-    """(info, block_outputs, {"forward", "step"}) of a folder the command line wrote
-    (backend "onnx": {"frontend", "forward", "step"}, ONNX modules in onnxruntime
-    sessions, `speechkit.onnx_export.Module`); info as a bundle's
+def read_folder(path: str | os.PathLike, backend: str = "jax") -> shared.Export:
+    """The `speechkit.export.Export` (info, block_outputs, {"forward", "step"}, facts)
+    of a folder the command line wrote (backend "onnx": {"frontend", "forward", "step"},
+    ONNX modules in onnxruntime sessions, `speechkit.onnx_export.Module`), read without
+    the model code (`model_facts` from export.json); info as a bundle's
     (`multiqt_jax.bundle.load`): labels, features, decoding, model config. A
     `speechkit.bundle.BundleError` names the file for anything missing, an export of
     another task, labels or a front end that do not fit the model, or anything
     `speechkit.export.read_folder` refuses (checksums, names, custom calls, signatures;
     for ONNX `speechkit.onnx_export`'s checks)."""
     return shared.read_task_folder(
-        path, bundle.TASK_FORMAT, signatures, _check_info, backend, onnx_signatures
+        path, TASK_FIELDS, signatures, model_facts, _check_info, backend, onnx_signatures
     )
 
 
-def _check_info(info: Bundle, where: str) -> None:
-    """The front end's hop (`check_hop`) and the smoothing's background class."""
+def _check_info(info: Bundle, facts: ModelFacts, where: str) -> None:
+    """The front end's hop (`check_hop`), the smoothing's background class and the
+    stored model facts' inputs and state."""
     check_hop(info, where)
-    bundle.check_tracking(info.decoding, len(info.labels), where)
+    check_tracking(info.decoding, len(info.labels), where)
+    facts.require(_blocks(info.model_config), ("step",), where)
 
 
 def check_hop(info: Bundle, where: str) -> None:
     """The front end's hop is the audio frame period the model takes
-    (`multiqt_jax.model.AUDIO_HOP_S`; the tracker's clock, text-only models too): the
+    (`multiqt_jax.config.AUDIO_HOP_S`; the tracker's clock, text-only models too): the
     exported step knows frames, not seconds."""
-    if not math.isclose(info.features.hop_s, model.AUDIO_HOP_S, rel_tol=1e-9):
+    if not math.isclose(info.features.hop_s, AUDIO_HOP_S, rel_tol=1e-9):
         raise BundleError(
             f"{where}: features.hop_ms: {info.features.hop_ms:g}; the model takes audio frames "
-            f"every {model.AUDIO_HOP_S * 1000:g} ms"
+            f"every {AUDIO_HOP_S * 1000:g} ms"
         )
 
 

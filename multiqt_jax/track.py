@@ -8,7 +8,8 @@ r"""Question (or symptom) tracking in calls with a trained MultiQT, streamed blo
 MODEL is a bundle folder (`multiqt_jax.bundle.save`, e.g. WORKDIR/multimodal/bundle-fold0)
 or a folder `python -m multiqt_jax.export` wrote (recognised by its export.json; the
 exported step runs, no model code; `--backend onnx`: its ONNX front end and step in
-onnxruntime). CALL is any mix of audio files, folders and `-`
+onnxruntime; both run in the light install, `pip install '.[infer]'`, except a text
+model's text, which the full install builds). CALL is any mix of audio files, folders and `-`
 (`speechkit.stream_inputs`: WAV, FLAC, OGG, Opus, MP3 at any rate and channel count, mixed to mono
 and resampled to the model's rate; folders searched recursively; `-` raw 16-bit PCM at
 16 kHz on standard input). Each call is one stream: the samples go through
@@ -65,13 +66,14 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from multiqt_jax import bundle, decode, export, input_pipeline, model
-from multiqt_jax.datasets import annotated_calls
+from multiqt_jax import decode, export
+from multiqt_jax.config import MultiQTConfig
 from multiqt_jax.datasets.features import word_fields
 from speechkit import (
     asr,
     audio_io,
     compilation,
+    errors,
     frontend,
     onnx_export,
     progress,
@@ -79,9 +81,7 @@ from speechkit import (
     streaming,
 )
 from speechkit import export as export_lib
-from speechkit.bundle import Bundle, BundleError
-from speechkit.ctc import bundle as ctc_bundle
-from speechkit.ctc.recognise import Recogniser
+from speechkit.bundle import FULL_INSTALL, Bundle, BundleError, model_code_missing
 from speechkit.stream_inputs import STDIN, InputError, Output, block_outputs
 
 FIELDS = ("file", "label", "class_id", "start", "end", "emitted")
@@ -90,7 +90,7 @@ BACKGROUND = 0  # class id of the background ("none") class
 DEFAULT_BLOCK_MS = 200.0
 INPUT_ERRORS = (  # BundleError: an ONNX module failing while it runs
     audio_io.AudioFileError,
-    annotated_calls.AnnotationError,
+    errors.InvalidInput,  # annotated_calls.AnnotationError: a bad words or posteriors file
     InputError,
     BundleError,
 )
@@ -124,6 +124,7 @@ class Tracker:
     initial_state: Callable[[], object]
     info: Bundle  # labels, features, decoding, model_config
     block_outputs: int
+    spec: streaming.StreamingSpec  # the model's (an export's stored one)
     frontend_module: object = None  # an ONNX front end (`from_onnx`); None: jax's
 
     def feature_stream(self) -> frontend.FeatureStream:
@@ -135,12 +136,8 @@ class Tracker:
         )
 
     @property
-    def config(self) -> model.MultiQTConfig:
+    def config(self) -> MultiQTConfig:
         return self.info.model_config
-
-    @functools.cached_property
-    def spec(self) -> streaming.StreamingSpec:
-        return model.streaming_spec(self.config)
 
     @property
     def block_frames(self) -> dict[str, int]:
@@ -158,10 +155,15 @@ class Tracker:
 
 
 def from_bundle(path, block_ms: float | None) -> Tracker:
-    """The live model of a bundle folder, stepping blocks of `block_ms` (None: 200 ms)."""
+    """The live model of a bundle folder, stepping blocks of `block_ms` (None: 200 ms).
+    Needs the model code (the full install)."""
+    try:
+        from multiqt_jax import bundle
+    except ModuleNotFoundError as err:
+        raise model_code_missing(err, f"{path}: a bundle") from None
     net, params, info = bundle.load(path)
-    hop_s = model.streaming_spec(net.config).output_hop_s
-    outputs = block_outputs(DEFAULT_BLOCK_MS if block_ms is None else block_ms, hop_s)
+    spec = streaming.spec_of(net)
+    outputs = block_outputs(DEFAULT_BLOCK_MS if block_ms is None else block_ms, spec.output_hop_s)
 
     @jax.jit
     def step(inputs, mask, present, state):
@@ -170,54 +172,41 @@ def from_bundle(path, block_ms: float | None) -> Tracker:
     def initial_state():
         return net.apply(params, 1, method=net.initial_state)
 
-    return Tracker(step, initial_state, info, outputs)
+    return Tracker(step, initial_state, info, outputs, spec)
 
 
 def from_export(path, block_ms: float | None) -> Tracker:
     """The exported step of an export folder; its block is fixed at export time, so
     `block_ms` must be None or that block's length."""
-    info, outputs, modules = export.read_folder(path)
+    info, outputs, modules, facts = export.read_folder(path)
     if "step" not in modules:
         raise BundleError(f"{Path(path) / export_lib.MANIFEST}: modules: no 'step'")
     exported = modules["step"]
-    _check_block(path, info, outputs, block_ms)
-    return Tracker(jax.jit(exported.call), lambda: export.initial_state(exported, 1), info, outputs)
+    stream_inputs.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
+    initial_state = functools.partial(export.initial_state, exported, 1)
+    return Tracker(jax.jit(exported.call), initial_state, info, outputs, facts.spec)
 
 
 def from_onnx(path, block_ms: float | None) -> Tracker:
     """The ONNX step and front end of an export folder, run by onnxruntime; its block is
     fixed at export time, as `from_export`'s."""
-    info, outputs, modules = export.read_folder(path, backend="onnx")
-    _check_block(path, info, outputs, block_ms)
+    info, outputs, modules, facts = export.read_folder(path, backend="onnx")
+    stream_inputs.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
     module = modules["step"]
 
     def step(inputs, mask, present, state):
         found = module.call(inputs=inputs, mask=mask, present=present, state=state)
         return found["outputs"], found["out_mask"], found["new_state"]
 
-    return Tracker(step, lambda: module.initial_state(1), info, outputs, modules["frontend"])
-
-
-def _check_block(path, info: Bundle, outputs: int, block_ms: float | None) -> None:
-    """An InputError unless `block_ms` is None or the export's block of `outputs` frames."""
-    if block_ms is not None:
-        hop_s = model.streaming_spec(info.model_config).output_hop_s
-        if block_outputs(block_ms, hop_s) != outputs:
-            raise InputError(
-                f"--block-ms: {block_ms:g} ms; the step exported in {path} takes blocks of "
-                f"{outputs * hop_s * 1000:g} ms (export again with --block-outputs)"
-            )
+    initial_state = functools.partial(module.initial_state, 1)
+    return Tracker(step, initial_state, info, outputs, facts.spec, modules["frontend"])
 
 
 def load(path, block_ms: float | None, backend: str = "jax") -> Tracker:
     """For an export folder (with export.json) `from_export` (backend "jax") or
     `from_onnx` ("onnx"), else `from_bundle` (a bundle runs with jax only)."""
     if not export_lib.is_folder(path):
-        if backend != "jax":
-            raise InputError(
-                f"--backend {backend}: {path} is a bundle; export it first (python -m "
-                f"multiqt_jax.export {path} OUT_DIR) and run OUT_DIR"
-            )
+        stream_inputs.require_export(path, backend, "multiqt")
         return from_bundle(path, block_ms)
     if backend == "onnx":
         return from_onnx(path, block_ms)
@@ -257,6 +246,7 @@ def call_text(name: str, samples: np.ndarray, tracker: Tracker, source: TextSour
             f"{stem}.json beside it (timed words), --posteriors FILE.npy or {stem}.npy beside "
             "it (character posteriors), or --no-text (text marked missing)"
         )
+    input_pipeline, _ = text_code()
     text = input_pipeline.text_input(record, frames, tracker.info.decoding.causal_text)
     return text, np.ones((1, 2), bool)
 
@@ -265,6 +255,7 @@ def _text_record(name: str, samples, frames: int, source: TextSource) -> dict | 
     """The record fields `input_pipeline.text_input` reads (asr_* words,
     text_posteriors) from the first source there is (module docstring); None: none."""
     stem = os.path.splitext(name)[0]
+    _, annotated_calls = text_code()
     if source.posteriors_file:
         return _posteriors_record(source.posteriors_file, frames)
     if source.words_file:
@@ -272,8 +263,8 @@ def _text_record(name: str, samples, frames: int, source: TextSource) -> dict | 
     elif source.recogniser == "pocketsphinx":
         words = list(asr.recognise(samples).words)
     elif source.recogniser == "ctc":
-        features = frontend.waveform_log_mel(samples, ctc_bundle.FEATURES)
         recogniser = _ctc_recogniser(source.ctc_bundle)
+        features = frontend.waveform_log_mel(samples, _ctc_code()[0].FEATURES)
         if source.ctc_posteriors:
             return {**word_fields([]), "text_posteriors": recogniser.posteriors([features])[0]}
         words = list(recogniser.transcribe([features])[0].words)
@@ -286,12 +277,41 @@ def _text_record(name: str, samples, frames: int, source: TextSource) -> dict | 
     return {**word_fields(words), "text_posteriors": np.zeros((0, asr.NUM_SYMBOLS), np.float32)}
 
 
+def text_code():
+    """(multiqt_jax.input_pipeline, multiqt_jax.datasets.annotated_calls): the training
+    pipeline's text code, which a model that reads text needs (the full install; an
+    InputError saying so in the light one)."""
+    try:
+        from multiqt_jax import input_pipeline
+        from multiqt_jax.datasets import annotated_calls
+    except ModuleNotFoundError as err:
+        raise InputError(
+            f"the model reads text, and its text input is built by the training pipeline's "
+            f"code, which needs {err.name} (not installed: the light install): "
+            f"{FULL_INSTALL}, or --no-text (text marked missing)"
+        ) from None
+    return input_pipeline, annotated_calls
+
+
+def _ctc_code():
+    """(speechkit.ctc.bundle, speechkit.ctc.recognise.Recogniser): the recogniser's
+    model code (the full install; a BundleError saying so in the light one)."""
+    try:
+        from speechkit.ctc import bundle
+        from speechkit.ctc.recognise import Recogniser
+    except ModuleNotFoundError as err:
+        raise model_code_missing(err, "--asr ctc: the recogniser") from None
+    return bundle, Recogniser
+
+
 @functools.cache
-def _ctc_recogniser(path: str) -> Recogniser:
-    return Recogniser.load(path)
+def _ctc_recogniser(path: str):
+    """The `speechkit.ctc.recognise.Recogniser` of a recogniser bundle folder."""
+    return _ctc_code()[1].load(path)
 
 
 def _posteriors_record(path: str, frames: int) -> dict:
+    _, annotated_calls = text_code()
     posteriors = annotated_calls.read_posteriors(path, frames // 2)
     return {**word_fields([]), "text_posteriors": posteriors}
 
@@ -543,9 +563,11 @@ def _check_text_arguments(args, tracker: Tracker) -> None:
     if args.ctc_bundle and args.asr != "ctc":
         raise InputError("--ctc-bundle FOLDER: only with --asr ctc")
     if args.asr == "ctc" and not args.ctc_bundle:
-        args.ctc_bundle = ctc_bundle.SHIPPED  # the recogniser that ships with the toolkit
+        args.ctc_bundle = _ctc_code()[0].SHIPPED  # the recogniser that ships with the toolkit
     if args.ctc_bundle:
         _ctc_recogniser(args.ctc_bundle)  # a bad recogniser bundle stops the run here
+    if tracker.reads_text and not args.no_text:
+        text_code()  # a light install stops the run here
     if args.no_text and tracker.config.modalities == ("text",):
         raise InputError("--no-text: the model reads text only")
     if args.smoothing_frames is not None and args.smoothing_frames < 1:

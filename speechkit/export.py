@@ -31,19 +31,25 @@ An export folder (`write_folder`) holds one `<name>.stablehlo` per module, one
 reads those instead, each checked by `onnx_export.check_model` after its sha256) and
 export.json, written last, each file atomically: the format and its version, the task,
 the labels, the front end, the decoding settings and the model config as in a bundle
-(`speechkit.bundle`), the block size of the step, the bundle it came from, each module's
-file and the sha256 of its bytes, and the sha256 of each of these fields
+(`speechkit.bundle`), the block size of the step, the bundle it came from, the model
+facts (`ModelFacts`: the streaming spec and the shapes of each step's state, computed
+from the model code when exporting, so that reading and running the folder needs none:
+the light install), each module's file and the sha256 of its bytes, and the sha256 of
+each of these fields
 (`fields_sha256`: export.json is not to be edited; export the bundle again). `read_folder`
 rebuilds and checks them, each problem a `speechkit.bundle.BundleError` naming the file
 and the field: unknown or missing fields; a module name other than letters, digits and
 `_`, or a file that is not `<name>.stablehlo` in the folder (a symlink leaving it
 included); a module whose bytes differ from their sha256 (checked before deserializing);
-a module refused by `check_module`; a module whose arguments and results are not what
-the task's `Signature` built from the fields says (shapes, strides, block size, the
-step's state); a field whose sha256 differs. Checksums catch damage and edits, not a
+a module refused by `check_module`; model facts out of bounds or not what the model
+config makes (`ModelFacts.from_dict`, `ModelFacts.require`); a module whose arguments and
+results are not what the task's `Signature` built from the fields says (shapes, strides,
+block size, the step's state); a field whose sha256 differs. Checksums catch damage and edits, not a
 forger who recomputes them; what keeps a forged module from running native code is the
 custom-call allowlist. Folders written before the checksums (no `format_version`) are
-refused with a message to export again. `main` is the command line of both tasks'
+refused with a message to export again; those of versions 2 and 3 (no model facts) are
+read with the model code (the task's `facts_of`), which the light install refuses with
+what to install. `main` is the command line of both tasks'
 exports.
 
 Serializing needs the `flatbuffers` package (an optional dependency of jax.export).
@@ -55,9 +61,11 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import re
 import sys
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -67,15 +75,18 @@ import numpy as np
 from jax import export as jax_export
 
 from speechkit import bundle as bundle_lib
-from speechkit import checks, compilation, files, onnx_export
+from speechkit import checks, compilation, files, onnx_export, streaming
 from speechkit.dataclass_json import from_dict
 from speechkit.frontend import FeatureConfig
 
 MANIFEST = "export.json"
 FORMAT = "speechkit-export"
-FORMAT_VERSION = 3  # 3: ONNX modules; 2: the modules' and fields' sha256 (1: none of them)
-READABLE_VERSIONS = (2, 3)
-"""Folders of version 2 are read as before; they hold no ONNX modules."""
+FORMAT_VERSION = 4
+"""4: `model_facts` (read without the model code); 3: ONNX modules; 2: the modules' and
+fields' sha256 (1: none of them)."""
+READABLE_VERSIONS = (2, 3, 4)
+"""Folders of versions 2 and 3 are read as before, their model facts from the model code
+(the full install); version 2 holds no ONNX modules."""
 SUFFIX = ".stablehlo"
 BACKENDS = ("jax", "onnx")
 """What runs an export folder's modules: jax (its StableHLO, compiled by XLA) or
@@ -105,9 +116,13 @@ _FIELDS = (
     "block_outputs",
     "modules",
     "onnx_modules",
+    "model_facts",
 )
 """export.json's fields, each covered by its `fields_sha256` entry (a version 2 folder
-has no `onnx_modules`)."""
+has no `onnx_modules`, one before version 4 no `model_facts`)."""
+_ADDED_IN = {"onnx_modules": 3, "model_facts": 4}
+MAX_STATE_ARRAYS = 4096  # a step's state arrays; the project's models have a few dozen
+MAX_STATE_RANK = 8
 # A custom call as MLIR prints it: `stablehlo.custom_call @target(...)` (the target
 # quoted when it is not a plain identifier), or in the generic form
 # `"stablehlo.custom_call"(...) <{call_target_name = "target", ...}>`.
@@ -283,20 +298,23 @@ def export_bundle(
     load: Callable,
     export_forward: Callable,
     export_step: Callable,
+    facts_of: Callable,
     export_onnx: Callable | None = None,
 ) -> tuple[dict[str, jax_export.Exported], dict, dict]:
     """({"forward", "step"}, export.json payload, {name: onnx.ModelProto}) of the bundle
     folder `path`: `load(path)` -> (net, params, info) is the task's bundle loader,
     `export_forward(net, params, platforms)` and `export_step(net, params, block_outputs,
-    platforms)` its exporters, `export_onnx(net, params, info, block_outputs)` its ONNX
-    modules (a task binds them with `functools.partial` and hands the result to `main`)."""
+    platforms)` its exporters, `facts_of(info, block_outputs)` its `ModelFacts`,
+    `export_onnx(net, params, info, block_outputs)` its ONNX modules (a task binds them
+    with `functools.partial` and hands the result to `main`)."""
     net, params, info = load(path)
     modules = {
         "forward": export_forward(net, params, platforms),
         "step": export_step(net, params, block_outputs, platforms),
     }
     onnx_modules = {} if export_onnx is None else export_onnx(net, params, info, block_outputs)
-    return modules, manifest(info, block_outputs), onnx_modules
+    payload = manifest(info, block_outputs, facts_of(info, block_outputs))
+    return modules, payload, onnx_modules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,18 +331,164 @@ class Signature:
     state: Sequence | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelFacts:
+    """What reading and running an export needs of the model code, computed when
+    exporting (`model_facts`) and stored in export.json's `model_facts` field (format
+    version 4), so that the light install reads and runs an export without it.
+
+    spec: the model's `speechkit.streaming.StreamingSpec` (each input's hop, block and
+      receptive field; the output latency);
+    states: {name: ((shape, dtype), ...)}, the flat state arrays of each stateful module
+      ("step": the model's; AF-KWS's "detector": the model's and peak decoding's), with
+      "b" at the batch's axes.
+    """
+
+    spec: streaming.StreamingSpec
+    states: Mapping[str, tuple[tuple[tuple, str], ...]]
+
+    def state(self, name: str, batch) -> list[jax.ShapeDtypeStruct]:
+        """State `name`'s arrays for `batch` streams (an int or a symbolic size)."""
+        return [
+            jax.ShapeDtypeStruct(tuple(batch if size == "b" else size for size in shape), dtype)
+            for shape, dtype in self.states[name]
+        ]
+
+    def to_dict(self) -> dict:
+        """export.json's `model_facts` value."""
+        inputs = {name: dataclasses.asdict(spec) for name, spec in self.spec.inputs.items()}
+        return {
+            "streaming_spec": {"inputs": inputs, "output_latency": self.spec.output_latency},
+            "states": {
+                name: [{"shape": list(shape), "dtype": dtype} for shape, dtype in leaves]
+                for name, leaves in self.states.items()
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, value, where) -> ModelFacts:
+        """`to_dict`'s value back, every part checked: a `BundleError` naming `where` and
+        the part (at most `MAX_STATE_ARRAYS` arrays per state, each of rank at most
+        `MAX_STATE_RANK`, of float32, int32 or bool, all of them fitting in memory)."""
+        field = "model_facts"
+        try:
+            _require_keys(value, ("streaming_spec", "states"), field)
+            spec = value["streaming_spec"]
+            _require_keys(spec, ("inputs", "output_latency"), f"{field}.streaming_spec")
+            inputs = _named_dict(spec["inputs"], f"{field}.streaming_spec.inputs")
+            streaming_spec = streaming.StreamingSpec(
+                {
+                    name: from_dict(streaming.InputSpec, entry, f"{field}.inputs.{name}")
+                    for name, entry in inputs.items()
+                },
+                checks.require_int(
+                    f"{field}.streaming_spec.output_latency", spec["output_latency"], at_least=0
+                ),
+            )
+            states = {
+                name: _state_arrays(leaves, f"{field}.states.{name}")
+                for name, leaves in _named_dict(value["states"], f"{field}.states").items()
+            }
+        except (TypeError, ValueError) as err:
+            raise bundle_lib.BundleError(f"{where}: {err}") from None
+        return cls(streaming_spec, states)
+
+    def require(self, inputs: Mapping[str, tuple[float, int]], states, where) -> None:
+        """A `BundleError` unless the spec's inputs are `inputs` ({name: (hop_s, block)})
+        and the states are named `states`: what the task's model config makes (a step fed
+        blocks of another size would fail as it runs)."""
+        for part, have, want in (
+            ("streaming_spec.inputs", self.spec.inputs, inputs),
+            ("states", self.states, states),
+        ):
+            if sorted(have) != sorted(want):
+                raise bundle_lib.BundleError(
+                    f"{where}: model_facts.{part}: {sorted(have)}; the model config makes "
+                    f"{sorted(want)} (an edited {MANIFEST})"
+                )
+        for name, (hop_s, block) in inputs.items():
+            spec = self.spec.inputs[name]
+            if spec.block != block or not math.isclose(spec.hop_s, hop_s, rel_tol=1e-9):
+                raise bundle_lib.BundleError(
+                    f"{where}: model_facts.streaming_spec.inputs.{name}: block {spec.block} "
+                    f"of {spec.hop_s * 1000:g} ms frames; the model config makes {block} of "
+                    f"{hop_s * 1000:g} ms (an edited {MANIFEST})"
+                )
+
+
+def model_facts(spec: streaming.StreamingSpec, initial_states: Mapping) -> ModelFacts:
+    """The `ModelFacts` of a model with streaming spec `spec` and, for each stateful
+    module, `initial_states[name]`: batch_size -> its state pytree (evaluated abstractly at
+    batches 1 and 2: the sizes that differ are the batch's, "b")."""
+    states = {}
+    for name, initial_state in initial_states.items():
+        one = jax.tree_util.tree_leaves(jax.eval_shape(lambda f=initial_state: f(1)))
+        two = jax.tree_util.tree_leaves(jax.eval_shape(lambda f=initial_state: f(2)))
+        states[name] = tuple(
+            (
+                tuple("b" if a != b else int(a) for a, b in zip(s1.shape, s2.shape, strict=True)),
+                np.dtype(s1.dtype).name,
+            )
+            for s1, s2 in zip(one, two, strict=True)
+        )
+    return ModelFacts(spec, states)
+
+
+_STATE_DTYPES = ("float32", "int32", "bool")
+
+
+def _require_keys(value, keys: Sequence[str], where: str) -> None:
+    if not isinstance(value, dict) or sorted(value) != sorted(keys):
+        raise ValueError(f"{where}: expected an object of {', '.join(keys)}, got {_short(value)}")
+
+
+def _named_dict(value, where: str) -> dict:
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"{where}: expected a non-empty object, got {_short(value)}")
+    for name in value:
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"{where}: {_short(name)}: expected letters, digits and _ only")
+    return value
+
+
+def _state_arrays(leaves, where: str) -> tuple[tuple[tuple, str], ...]:
+    """A state's list of {"shape", "dtype"} as ((shape, dtype), ...), checked."""
+    if not isinstance(leaves, list) or len(leaves) > MAX_STATE_ARRAYS:
+        raise ValueError(
+            f"{where}: expected a list of at most {MAX_STATE_ARRAYS} arrays, got {_short(leaves)}"
+        )
+    arrays, nbytes = [], 0
+    for index, leaf in enumerate(leaves):
+        at = f"{where}[{index}]"
+        _require_keys(leaf, ("shape", "dtype"), at)
+        shape, dtype = leaf["shape"], leaf["dtype"]
+        if dtype not in _STATE_DTYPES:
+            raise ValueError(f"{at}.dtype: expected one of {_STATE_DTYPES}, got {_short(dtype)}")
+        if not isinstance(shape, list) or len(shape) > MAX_STATE_RANK:
+            raise ValueError(
+                f"{at}.shape: expected a list of at most {MAX_STATE_RANK} sizes, got "
+                f"{_short(shape)}"
+            )
+        sizes = tuple(
+            size if size == "b" else checks.require_int(f"{at}.shape", size, at_least=0)
+            for size in shape
+        )
+        nbytes += np.dtype(dtype).itemsize * math.prod(s for s in sizes if s != "b")
+        arrays.append((sizes, dtype))
+    checks.require_memory(where, nbytes, "one stream's state")
+    return tuple(arrays)
+
+
 def module_signatures(
-    net, input_specs: Callable, output_specs: Callable, block_outputs: int
+    config, input_specs: Callable, output_specs: Callable, block_outputs: int, facts: ModelFacts
 ) -> dict[str, Signature]:
-    """{"forward", "step"}: the `Signature`s of a task's export of the protocol model `net`
-    (`speechkit.streaming`) with steps of `block_outputs` output frames. `input_specs` and
-    `output_specs` are the task's (config, output frames, batch) -> its arguments and its
-    results (`jax.ShapeDtypeStruct` pytrees; sizes may be symbolic), of `net.config`; the
-    forward takes any number `t` of output frames, and the step's state is
-    `net.initial_state`'s, evaluated abstractly: nothing is computed."""
-    config = net.config
+    """{"forward", "step"}: the `Signature`s of a task's export of a model with config
+    `config` (`speechkit.streaming`'s protocol) and steps of `block_outputs` output frames.
+    `input_specs` and `output_specs` are the task's (config, output frames, batch) -> its
+    arguments and its results (`jax.ShapeDtypeStruct` pytrees; sizes may be symbolic);
+    the forward takes any number `t` of output frames, and the step's state is `facts`'
+    "step"."""
     batch, frames = jax_export.symbolic_shape("b, t")
-    state = jax.eval_shape(lambda: net.apply({}, 1, method=net.initial_state))
     return {
         "forward": Signature(
             input_specs(config, frames, batch), output_specs(config, frames, batch)
@@ -332,44 +496,55 @@ def module_signatures(
         "step": Signature(
             input_specs(config, block_outputs, batch),
             output_specs(config, block_outputs, batch),
-            jax.tree_util.tree_leaves(state),
+            facts.state("step", 1),
         ),
     }
 
 
 def read_task_folder(
     path: str | os.PathLike,
-    task_format: bundle_lib.TaskFormat,
-    signatures: Callable[[bundle_lib.Bundle, int], Mapping[str, Signature]],
-    check: Callable[[bundle_lib.Bundle, str], None] | None = None,
+    task_fields: bundle_lib.TaskFields,
+    signatures: Callable[[bundle_lib.Bundle, int, ModelFacts], Mapping[str, Signature]],
+    facts_of: Callable[[bundle_lib.Bundle, int], ModelFacts],
+    check: Callable[[bundle_lib.Bundle, ModelFacts, str], None] | None = None,
     backend: str = "jax",
     onnx_signatures: Callable | None = None,
-) -> tuple[bundle_lib.Bundle, int, dict]:
-    """`read_folder` for the task of `task_format` (`speechkit.bundle.TaskFormat`), with
+) -> Export:
+    """`read_folder` for the task of `task_fields` (`speechkit.bundle.TaskFields`), with
     its check that the labels and the front end fit the model config and then `check`
     (the task's own), before any module is read."""
 
-    def check_fields(info: bundle_lib.Bundle, where: str) -> None:
-        task_format.check_parts(info.model_config, info.features, info.labels, where)
+    def check_fields(info: bundle_lib.Bundle, facts: ModelFacts, where: str) -> None:
+        task_fields.check_parts(info.model_config, info.features, info.labels, where)
         if check is not None:
-            check(info, where)
+            check(info, facts, where)
 
     return read_folder(
         path,
-        task=task_format.task,
-        model_config_type=task_format.model_config_type,
-        decoding_type=task_format.decoding_type,
+        task=task_fields.task,
+        model_config_type=task_fields.model_config_type,
+        decoding_type=task_fields.decoding_type,
         signatures=signatures,
+        facts_of=facts_of,
         check=check_fields,
         backend=backend,
         onnx_signatures=onnx_signatures,
     )
 
 
-def manifest(info: bundle_lib.Bundle, block_outputs: int) -> dict:
+class Export(typing.NamedTuple):
+    """An export folder read back (`read_folder`)."""
+
+    info: bundle_lib.Bundle  # labels, features, decoding, model config, as a bundle's
+    block_outputs: int  # output frames per step of its step
+    modules: dict  # {name: jax.export.Exported}, or ONNX modules (backend "onnx")
+    facts: ModelFacts  # its model's streaming spec and state shapes
+
+
+def manifest(info: bundle_lib.Bundle, block_outputs: int, facts: ModelFacts) -> dict:
     """The export.json payload of a bundle's export (see the module docstring), without
     the modules and the checksums (`write_folder` adds them); `block_outputs`: output
-    frames per step of the exported step."""
+    frames per step of the exported step; `facts`: its model's (`model_facts`)."""
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -381,6 +556,7 @@ def manifest(info: bundle_lib.Bundle, block_outputs: int) -> dict:
         "corpus": info.corpus,
         "bundle": str(info.path),
         "block_outputs": block_outputs,
+        "model_facts": facts.to_dict(),
     }
 
 
@@ -444,20 +620,26 @@ def read_folder(
     task: str,
     model_config_type: type,
     decoding_type: type,
-    signatures: Callable[[bundle_lib.Bundle, int], Mapping[str, Signature]],
-    check: Callable[[bundle_lib.Bundle, str], None] | None = None,
+    signatures: Callable[[bundle_lib.Bundle, int, ModelFacts], Mapping[str, Signature]],
+    facts_of: Callable[[bundle_lib.Bundle, int], ModelFacts],
+    check: Callable[[bundle_lib.Bundle, ModelFacts, str], None] | None = None,
     backend: str = "jax",
     onnx_signatures: Callable | None = None,
-) -> tuple[bundle_lib.Bundle, int, dict]:
-    """(info, block_outputs, {name: module}) of an export folder `write_folder` wrote,
-    every field checked (see the module docstring); a `BundleError` naming the file and
-    the field for anything missing, unknown, of another task, edited or damaged.
+) -> Export:
+    """The `Export` (info, block_outputs, {name: module}, facts) of an export folder
+    `write_folder` wrote, every field checked (see the module docstring); a `BundleError`
+    naming the file and the field for anything missing, unknown, of another task, edited
+    or damaged.
 
     Args:
-      signatures: (info, block_outputs) -> {name: `Signature`} of the modules a task's
-        export holds; each listed module must be one of them and have that signature.
-      check: (info, export.json's path) -> None: the task's checks of the fields (a
-        `BundleError`), run before any module is read.
+      signatures: (info, block_outputs, facts) -> {name: `Signature`} of the modules a
+        task's export holds; each listed module must be one of them and have that
+        signature.
+      facts_of: (info, block_outputs) -> the `ModelFacts` of a folder written before they
+        were stored (format versions 2 and 3), from the model code; without it (the light
+        install) such a folder is refused with what to do.
+      check: (info, facts, export.json's path) -> None: the task's checks of the fields
+        (a `BundleError`), run before any module is read.
       backend: "jax": the modules are the StableHLO ones (`jax.export.Exported`);
         "onnx": the ONNX ones (`speechkit.onnx_export.Module`, checked by
         `onnx_export.check_model` against `onnx_signatures(info, block_outputs)` ->
@@ -487,7 +669,7 @@ def read_folder(
             f"{where}: format_version: expected one of {READABLE_VERSIONS}, got {version!r} "
             f"(written by another version of this code; {again})"
         )
-    names = _FIELDS if version >= 3 else tuple(n for n in _FIELDS if n != "onnx_modules")
+    names = tuple(n for n in _FIELDS if version >= _ADDED_IN.get(n, 0))
     if payload.get("task") != task:
         raise bundle_lib.BundleError(
             f"{where}: task: expected {task!r}, got {payload.get('task')!r} (an export of "
@@ -522,10 +704,11 @@ def read_folder(
         raise bundle_lib.BundleError(f"{where}: {err}") from None
     listed = field("modules", dict)
     digests = field("fields_sha256", dict)
+    facts = _facts(payload, version, info, block_outputs, facts_of, where, again)
     if check is not None:
-        check(info, str(where))
+        check(info, facts, str(where))
     try:
-        expected = signatures(info, block_outputs)
+        expected = signatures(info, block_outputs, facts)
     except (TypeError, ValueError) as err:  # a config only the model itself refuses
         raise bundle_lib.BundleError(f"{where}: model_config: {err}") from None
     if backend == "jax":
@@ -540,7 +723,7 @@ def read_folder(
                 f"{where}: onnx_modules: none (exported before ONNX modules, or without them; "
                 f"{again})"
             )
-        expected_onnx = onnx_signatures(info, block_outputs)
+        expected_onnx = onnx_signatures(info, block_outputs, facts)
         if sorted(listed_onnx) != sorted(expected_onnx):
             raise bundle_lib.BundleError(
                 f"{where}: onnx_modules: {sorted(listed_onnx)}; a {task} export holds "
@@ -557,7 +740,21 @@ def read_folder(
                 f"{where}: {name}: its sha256 is not fields_sha256.{name} ({MANIFEST} was "
                 f"edited or damaged after export; {again})"
             )
-    return info, block_outputs, modules
+    return Export(info, block_outputs, modules, facts)
+
+
+def _facts(payload, version: int, info, block_outputs: int, facts_of, where, again) -> ModelFacts:
+    """The folder's `ModelFacts`: export.json's (version 4), else from the model code."""
+    if version >= 4:
+        return ModelFacts.from_dict(payload["model_facts"], where)
+    try:
+        return facts_of(info, block_outputs)
+    except ModuleNotFoundError as err:
+        raise bundle_lib.BundleError(
+            f"{where}: format_version: {version}; an export written before version 4 (its "
+            f"model facts stored) is read with the model code, which needs {err.name} "
+            f"(the full install: pip install 'speech-tracking-jax[full]'), or {again}"
+        ) from None
 
 
 def _read_manifest(where: Path) -> dict:

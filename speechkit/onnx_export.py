@@ -128,21 +128,6 @@ def sizes() -> tuple:
     return tuple(jax.export.symbolic_shape("b, t"))
 
 
-def state_specs(initial_state: Callable[[int], object]) -> list[jax.ShapeDtypeStruct]:
-    """The flat state of `initial_state(batch_size)` as specs whose batch is the symbolic
-    `b`: the sizes that differ between a batch of 1 and of 2 (evaluated abstractly)."""
-    batch, _ = sizes()
-    one = jax.tree_util.tree_leaves(jax.eval_shape(lambda: initial_state(1)))
-    two = jax.tree_util.tree_leaves(jax.eval_shape(lambda: initial_state(2)))
-    return [
-        jax.ShapeDtypeStruct(
-            tuple(batch if a != b else a for a, b in zip(s1.shape, s2.shape, strict=True)),
-            s1.dtype,
-        )
-        for s1, s2 in zip(one, two, strict=True)
-    ]
-
-
 def lower_module(fn: Callable, signature: Signature, name: str) -> onnx.ModelProto:
     """`fn(**arguments) -> tuple of results` lowered to ONNX with `signature`'s names,
     checked to have exactly its inputs and outputs."""

@@ -263,6 +263,28 @@ def block_outputs(block_ms: float, hop_s: float) -> int:
     return round(count)
 
 
+def check_export_block(path, hop_s: float, outputs: int, block_ms: float | None) -> None:
+    """An InputError unless `block_ms` is None or the block of `outputs` output frames of
+    `hop_s` seconds that the step exported in `path` takes (fixed when exporting)."""
+    wanted = None if block_ms is None else block_outputs(block_ms, hop_s)
+    if wanted is not None and wanted != outputs:
+        raise InputError(
+            f"--block-ms: {block_ms:g} ms; the step exported in {path} takes blocks of "
+            f"{outputs * hop_s * 1000:g} ms (export again with --block-outputs {wanted} for "
+            f"{block_ms:g} ms blocks)"
+        )
+
+
+def require_export(path, backend: str, task: str) -> None:
+    """An InputError for `--backend` other than jax on a bundle folder `path` of `task`'s
+    (only export folders run elsewhere)."""
+    if backend != "jax":
+        raise InputError(
+            f"--backend {backend}: {path} is a bundle; export it first (python -m "
+            f"{task}_jax.export {path} OUT_DIR) and run OUT_DIR"
+        )
+
+
 def main_in_pipe(main: Callable[[], int]) -> int:
     """`main()`, ending quietly when the reader of standard output goes away (`| head`)."""
     try:

@@ -101,13 +101,15 @@ def test_cli_writes_a_folder_a_client_reads_without_the_bundle(tiny_afkws, tmp_p
     bundle.save(tmp_path / "bundle", net, params, ("alpha", "beta", "gamma"))
     assert export.main([str(tmp_path / "bundle"), str(tmp_path / "out"), "--block-outputs=3"]) == 0
     assert "export.json: cskws, 3 labels" in capsys.readouterr().out
-    info, block_outputs, modules = shared.read_folder(
+    info, block_outputs, modules, facts = shared.read_folder(
         tmp_path / "out",
         task="cskws",
         model_config_type=model.AfKwsConfig,
         decoding_type=train.PeakDecodingConfig,
         signatures=export.signatures,
+        facts_of=export.model_facts,
     )
+    assert facts == export.model_facts(info, block_outputs)  # stored = the model code's
     assert (info.labels, info.model_config, block_outputs) == (
         ("alpha", "beta", "gamma"),
         net.config,
@@ -131,7 +133,7 @@ def test_read_folder_keeps_the_decoding_and_checks_it_against_the_model(tiny_afk
     bundle.save(tmp_path / "bundle", net, params, ("alpha", "beta", "gamma"), decoding)
     out = tmp_path / "out"
     assert export.main([str(tmp_path / "bundle"), str(out), "--block-outputs=2"]) == 0
-    info, block_outputs, modules = export.read_folder(out)
+    info, block_outputs, modules, _ = export.read_folder(out)
     assert (info.decoding, info.labels, block_outputs) == (decoding, ("alpha", "beta", "gamma"), 2)
     assert sorted(modules) == ["forward", "step"]
     manifest = json.loads((out / "export.json").read_text())

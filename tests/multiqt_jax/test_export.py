@@ -121,7 +121,7 @@ def test_the_tracker_prints_the_same_from_the_export_folder(tiny, tmp_path, caps
     for name in ("forward.stablehlo", "step.stablehlo", "export.json", "step.onnx"):
         assert (tmp_path / "out" / name).is_file() and name in printed
     assert "frontend.onnx: 2 inputs -> 2 outputs (ONNX)" in printed
-    info, block_outputs, modules = export.read_folder(tmp_path / "out")
+    info, block_outputs, modules, _ = export.read_folder(tmp_path / "out")
     assert (info.labels, info.model_config, block_outputs) == (
         labels.QUESTION_CLASSES,
         net.config,
@@ -175,7 +175,7 @@ def test_onnx_modules_equal_the_live_model_through_their_bytes(tiny, tmp_path):
     net, params = tiny
     bundle.save(tmp_path / "bundle", net, params, labels.classes("questions"))
     _, _, info = bundle.load(tmp_path / "bundle")
-    signatures = export.onnx_signatures(info, 3)
+    signatures = export.onnx_signatures(info, 3, export.model_facts(info, 3))
     modules = {
         name: onnx_export.read(proto.SerializeToString(), f"{name}.onnx", signatures[name])
         for name, proto in export.export_onnx(net, params, info, 3).items()
