@@ -10,7 +10,9 @@ AF-KWS export of `cskws_jax.export`): each is refused before any module runs, wi
 - an edited `features.hop_ms`, `features.window_ms` or `block_outputs`, and an edited
   model config whose checksums were recomputed (the modules' signatures);
 - module names and files that leave the folder (`../`, absolute, a symlink out);
-- swapped modules, an export written before the checksums (refused: export again).
+- swapped modules, an export written before the checksums (refused: export again);
+- edited model facts (state dtypes, sizes, counts and names, input blocks), each
+  refused; a version 3 folder (no model facts) read with the model code's.
 
 The crafted module is never run in this process: the refusal is asserted on reading,
 and the command line is run in a subprocess (where the parent commit segfaulted).
@@ -360,3 +362,68 @@ def test_an_onnx_module_missing_from_the_list_is_refused(folder):
     del payload["onnx_modules"]["detector"]
     _write_manifest(folder, payload, forge=True)
     _refused_onnx(folder, "onnx_modules: ['forward', 'frontend', 'step']; a cskws export holds")
+
+
+# ---------------------------------------------------------------------- model facts
+
+
+@pytest.mark.parametrize(
+    ("edit", "fragments"),
+    [
+        (
+            lambda f: f["states"]["step"][0].update(dtype="complex128"),
+            ("model_facts.states.step[0].dtype: expected one of",),
+        ),
+        (
+            lambda f: f["states"]["step"][0].update(shape=["b", 10**6, 10**6]),
+            ("model_facts.states.step: one stream's state would take",),
+        ),
+        (
+            lambda f: f["states"]["step"].extend([{"shape": [1], "dtype": "bool"}] * 5000),
+            ("model_facts.states.step: expected a list of at most 4096 arrays",),
+        ),
+        (
+            lambda f: f["states"].pop("detector"),
+            ("model_facts.states: ['step']; the model config makes ['detector', 'step']",),
+        ),
+        (
+            lambda f: f["streaming_spec"]["inputs"]["audio"].update(block=8),
+            ("model_facts.streaming_spec.inputs.audio: block 8 of 10 ms frames", "makes 4"),
+        ),
+        (
+            lambda f: f["streaming_spec"]["inputs"].update(
+                text=dict(f["streaming_spec"]["inputs"]["audio"])
+            ),
+            ("model_facts.streaming_spec.inputs: ['audio', 'text']",),
+        ),
+        (
+            lambda f: f.update(extra=1),
+            ("model_facts: expected an object of streaming_spec, states",),
+        ),
+    ],
+)
+def test_edited_model_facts_are_refused_before_any_module(folder, edit, fragments):
+    """model_facts that a forger edited (every checksum recomputed): out of bounds or not
+    what the model config makes, refused with the part named."""
+    payload = _manifest(folder)
+    edit(payload["model_facts"])
+    _write_manifest(folder, payload, forge=True)
+    _refused(folder, *fragments)
+
+
+def test_a_state_that_does_not_fit_the_module_is_refused(folder):
+    """State shapes consistent with the config's names but not with step.stablehlo."""
+    payload = _manifest(folder)
+    payload["model_facts"]["states"]["step"][0]["shape"][-1] += 1
+    _write_manifest(folder, payload, forge=True)
+    _refused(folder, "step.stablehlo's argument")
+
+
+def test_a_version_3_folder_reads_its_facts_from_the_model_code(folder):
+    payload = _manifest(folder)
+    del payload["model_facts"]
+    payload["format_version"] = 3
+    _write_manifest(folder, payload, forge=True)
+    old = kws_export.read_folder(folder)
+    assert old.facts == kws_export.read_folder(folder, backend="onnx").facts
+    assert old.facts == kws_export.model_facts(old.info, old.block_outputs)
