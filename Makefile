@@ -10,7 +10,7 @@ OUT ?= outputs
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev,synth]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[full,synth,dev]'
 	@touch $@
 
 # Test files run in parallel worker processes (pytest-xdist), one file per worker at a
@@ -67,7 +67,7 @@ gpu-wheels: $(STAMP)
 lock:
 	set -e; venv=$$(mktemp -d); trap 'rm -rf "$$venv"' EXIT; \
 	$(PYTHON) -m venv "$$venv"; \
-	"$$venv/bin/python" -m pip install --quiet '.[dev,synth]'; \
+	"$$venv/bin/python" -m pip install --quiet '.[full,synth,dev]'; \
 	{ head -n 3 requirements.lock; "$$venv/bin/python" -m pip freeze --exclude speech-tracking-jax | grep -v -E '^(pip|setuptools|wheel)=='; } > requirements.lock.new; \
 	mv requirements.lock.new requirements.lock
 

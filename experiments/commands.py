@@ -13,7 +13,9 @@ build-data, whose modules spell their flags with `_`, take either. Exit statuses
 five): 0 success; 1 one input of several was bad (the run goes on with `--keep-going`
 and lists it); 2 bad arguments, or a model folder, export, config or corpus that cannot
 be used (the error names the file and the field). The experiments' runners keep their
-`--config.*` overrides (`python -m experiments.<runner>`).
+`--config.*` overrides (`python -m experiments.<runner>`). detect and track run export
+folders in the light install (`.[infer]`); export, evaluate and build-data need the full
+one and, without it, say so (exit status 2).
 """
 
 from __future__ import annotations
@@ -73,7 +75,23 @@ def export(argv=None) -> int:
         return 2
     import importlib
 
-    return importlib.import_module(EXPORTS[task]).main(argv)
+    return _in_full_install("stj-export", lambda: importlib.import_module(EXPORTS[task]).main(argv))
+
+
+def _in_full_install(command: str, run) -> int:
+    """run() -> its exit status, or 2 with the install to use when it needs a package of
+    the full install that this one lacks."""
+    from speechkit.bundle import FULL_INSTALL
+
+    try:
+        return run()
+    except ModuleNotFoundError as err:
+        print(
+            f"error: {command} needs {err.name}, which this install lacks (the light install "
+            f"runs export folders with stj-detect and stj-track): {FULL_INSTALL}",
+            file=sys.stderr,
+        )
+        return 2
 
 
 def _positional(argv, valued) -> list[str]:
@@ -122,6 +140,10 @@ def snake_flags(argv, names=None) -> list[str]:
 
 
 def evaluate() -> int:
+    return _in_full_install("stj-evaluate", _evaluate)
+
+
+def _evaluate() -> int:
     from absl import app, flags
 
     from experiments import evaluate as command
@@ -142,11 +164,14 @@ def evaluate() -> int:
         print(f"error: --{', --'.join(missing)}: required (--help)", file=sys.stderr)
         return 2
     sys.argv = argv
-    app.run(command.main)
+    app.run(command.main)  # exits with command.main's status
     return 0
 
 
 def build_data() -> int:
-    from experiments import build_data as command
+    def run() -> int:
+        from experiments import build_data as command
 
-    return command.main(snake_flags(sys.argv[1:]))
+        return command.main(snake_flags(sys.argv[1:]))
+
+    return _in_full_install("stj-build-data", run)

@@ -1,0 +1,186 @@
+"""The light install (`pip install .[infer]`): detect and track run export folders with
+the training stack absent. One subprocess runs the commands with every package of the
+`full` extra made unimportable and reports what they printed and which of those
+packages got imported; its outputs must be the full install's (in this process)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+from cskws_jax import bundle as kws_bundle
+from cskws_jax import detect
+from cskws_jax import export as kws_export
+from cskws_jax import model as kws_model
+from cskws_jax.config import PeakDecodingConfig
+from multiqt_jax import bundle as qt_bundle
+from multiqt_jax import export as qt_export
+from multiqt_jax import labels, model, track
+from speechkit import export as shared
+
+pytestmark = pytest.mark.early  # ~20 s, no smoke corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+FULL_ONLY = {
+    "flax": "flax",
+    "optax": "optax",
+    "orbax-checkpoint": "orbax",
+    "tensorflow-datasets": "tensorflow_datasets",
+    "importlib-resources": "importlib_resources",
+    "array-record": "array_record",
+    "grain": "grain",
+    "ml-collections": "ml_collections",
+    "absl-py": "absl",
+    "pocketsphinx": "pocketsphinx",
+    "scikit-learn": "sklearn",
+    "matplotlib": "matplotlib",
+    "sequence-layers": "sequence_layers",
+    "tensorboardX": "tensorboardX",
+    "pyroomacoustics": "pyroomacoustics",
+}
+"""The `full` extra's distributions -> the module each is imported as."""
+
+# Runs [(module, argv), ...] with FULL_ONLY's modules unimportable; prints JSON: each run's
+# exit status, stdout and stderr, and the blocked modules that got imported.
+RUNNER = """
+import contextlib, importlib, importlib.abc, io, json, sys
+blocked, runs = json.loads(sys.argv[1])
+
+class Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, Blocked())
+results = []
+for module, argv in runs:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = importlib.import_module(module).main(argv)
+    results.append([status, out.getvalue(), err.getvalue()])
+loaded = sorted({m.partition(".")[0] for m in sys.modules} & set(blocked))
+print(json.dumps({"results": results, "loaded": loaded}))
+"""
+
+
+def _run_light(*runs: tuple[str, list]) -> tuple[list, list]:
+    """([(status, stdout, stderr)] of each (module, argv) run light, imported modules)."""
+    spec = json.dumps([sorted(FULL_ONLY.values()), [[m, list(map(str, a))] for m, a in runs]])
+    done = subprocess.run(
+        [sys.executable, "-c", RUNNER, spec],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    return report["results"], report["loaded"]
+
+
+def test_the_blocked_modules_are_the_full_extra():
+    """FULL_ONLY lists exactly what the `full` extra adds (so a new training dependency
+    is blocked here too), and none of it is a dependency of the light install."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    full = [_name(requirement) for requirement in project["optional-dependencies"]["full"]]
+    assert sorted(full) == sorted(FULL_ONLY)
+    assert not {_name(requirement) for requirement in project["dependencies"]} & set(FULL_ONLY)
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=\[; ]", requirement, maxsplit=1)[0]
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory, tiny_afkws_config, tiny_multiqt_config):
+    """Export folders of a tiny AF-KWS (with its bundle), an audio-only and an
+    audio + text MultiQT, and a 3 s 16 kHz wav."""
+    import jax
+
+    root = tmp_path_factory.mktemp("light")
+    net = kws_model.AfKws(tiny_afkws_config(3))
+    params = net.init(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
+    params = jax.tree_util.tree_map(lambda a: 1.5 * a, params)  # livelier heatmaps
+    decoding = PeakDecodingConfig(min_score=0.3)
+    kws_bundle.save(root / "kws", net, params, ("alpha", "beta", "gamma"), decoding, "random")
+    assert kws_export.main([str(root / "kws"), str(root / "kws-export")]) == 0
+    for name, modalities in (("audio", ("audio",)), ("both", ("audio", "text"))):
+        config = tiny_multiqt_config(modalities=modalities)
+        qt = model.MultiQT(config)
+        widths = {"audio": config.audio_features, "text": config.text_symbols}
+        strides = {"audio": config.audio_stride, "text": config.text_stride}
+        inputs = {m: np.zeros((1, 4 * strides[m], widths[m]), np.float32) for m in modalities}
+        qt_params = qt.init(jax.random.key(1), inputs)
+        qt_bundle.save(root / name, qt, qt_params, labels.classes("questions"))
+        assert qt_export.main([str(root / name), str(root / f"{name}-export")]) == 0
+    wav = root / "call.wav"
+    rng = np.random.default_rng(0)
+    soundfile.write(wav, 0.1 * rng.normal(size=3 * 16000) * np.sin(np.arange(48000) / 900), 16000)
+    return root, wav
+
+
+def _full(main, argv, capsys) -> tuple[int, str, str]:
+    capsys.readouterr()
+    status = main(list(map(str, argv)))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_exports_run_light_as_they_run_full(exports, capsys):
+    """detect (both backends) and track (audio only; a text model with --no-text) print
+    in the light install what they print in the full one, and import none of the
+    training stack."""
+    root, wav = exports
+    runs = [
+        ("cskws_jax.detect", [root / "kws-export", wav, "--format=jsonl"]),
+        ("cskws_jax.detect", [root / "kws-export", wav, "--format=jsonl", "--backend=onnx"]),
+        ("multiqt_jax.track", [root / "audio-export", wav, "--format=jsonl"]),
+        ("multiqt_jax.track", [root / "both-export", wav, "--format=jsonl", "--no-text"]),
+        ("multiqt_jax.track", [root / "both-export", wav, "--backend=onnx", "--no-text"]),
+    ]
+    light, loaded = _run_light(*runs)
+    assert loaded == []
+    mains = {"cskws_jax.detect": detect.main, "multiqt_jax.track": track.main}
+    for (module, argv), (status, out, _) in zip(runs, light, strict=True):
+        assert (status, out) == _full(mains[module], argv, capsys)[:2], argv
+    assert any(len(out.splitlines()) > 1 for _, out, _ in light[:2])  # detections: not vacuous
+
+
+def test_what_needs_the_model_code_says_what_to_install(exports):
+    """A bundle (run or exported), a text model's text and an export written before the
+    model facts were stored (format_version 3) stop with exit status 2 and the install
+    that runs them."""
+    root, wav = exports
+    old = root / "old-export"
+    old.mkdir(exist_ok=True)
+    for path in (root / "kws-export").iterdir():
+        (old / path.name).write_bytes(path.read_bytes())
+    payload = json.loads((old / shared.MANIFEST).read_text())
+    del payload["model_facts"], payload["fields_sha256"]
+    payload["format_version"] = 3
+    payload["fields_sha256"] = shared.fields_sha256(payload)
+    (old / shared.MANIFEST).write_text(json.dumps(payload))
+    kws_export.read_folder(old)  # the full install reads it, from the model code
+    light, _ = _run_light(
+        ("cskws_jax.detect", [root / "kws", wav]),
+        ("multiqt_jax.track", [root / "both-export", wav]),
+        ("cskws_jax.detect", [old, wav]),
+        ("cskws_jax.export", [root / "kws", root / "again"]),
+    )
+    assert [status for status, _, _ in light] == [2, 2, 2, 2]
+    assert not (root / "again").exists()
+    install = "pip install 'speech-tracking-jax[full]'"
+    bundle_error, text_error, old_error, export_error = (err for _, _, err in light)
+    assert f"{root / 'kws'}: exporting a bundle runs with the model code" in export_error
+    assert f"{root / 'kws'}: a bundle runs with the model code, which needs" in bundle_error
+    assert "the model reads text" in text_error and "--no-text" in text_error
+    assert "format_version: 3; an export written before version 4" in old_error
+    assert all(install in err for _, _, err in light)
