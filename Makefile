@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.data --json benchmarks/results/data.json
 	$(BIN)/python -m benchmarks.cost --json benchmarks/results/cost.json
 	$(BIN)/python -m benchmarks.export_backends --json benchmarks/results/export_backends.json
+	$(BIN)/python -m benchmarks.installs --json benchmarks/results/installs.json
 
 # The device check (docs/gpu.md): on a machine with a CUDA or TPU jax, and no
 # .venv or registry, run with that machine's Python; < 9 minutes; writes

@@ -654,7 +654,10 @@ def _benchmarks(provenance: dict, data: dict) -> list[str]:
             )
         )
     lines += ["", _source_line(sources["bench-cost"]), ""]
-    return lines + _export_backends(data["export_backends"], sources["export_backends"])
+    lines += _export_backends(data["export_backends"], sources["export_backends"])
+    if "installs" in data:  # benchmarks.installs, once recorded
+        lines += _installs(data["installs"], sources["installs"])
+    return lines
 
 
 def _export_backends(e: dict, source: dict) -> list[str]:
@@ -688,6 +691,35 @@ def _export_backends(e: dict, source: dict) -> list[str]:
     for key, name in (("afkws", "AF-KWS"), ("multiqt", "MultiQT")):
         for file_name, size in e[key]["file_bytes"].items():
             lines.append(row(name, file_name, f"{size:,}"))
+    return lines + ["", _source_line(source), ""]
+
+
+def _installs(e: dict, source: dict) -> list[str]:
+    """Size and import time of the light and the full install, fresh environments."""
+    lines = [
+        "### Installs",
+        "",
+        f"Fresh environments (Python {e['python']}, requirements.lock's versions): the light "
+        "install `.[infer]`, which runs export folders, and the full one `.[full]` "
+        f"(bundles, training, corpora). Import time: the median of {e['repeats']} fresh "
+        "processes; `cskws_jax.bundle` is the model code a bundle needs, which detect "
+        "imported at start-up before the light install.",
+        "",
+        *header("install | packages | size | largest | import time"),
+    ]
+    for extra in ("infer", "full"):
+        x = e[extra]
+        largest = ", ".join(f"{name} {mb:.0f}" for name, mb in list(x["largest_mb"].items())[:4])
+        imports = "; ".join(f"`{module}` {s:.2f} s" for module, s in x["import_s"].items())
+        lines.append(
+            row(
+                f"`.[{extra}]`",
+                str(x["packages"]),
+                f"{x['size_mb']:,.0f} MB",
+                f"{largest} (MB)",
+                imports,
+            )
+        )
     return lines + ["", _source_line(source), ""]
 
 
