@@ -80,6 +80,7 @@ def _import_s(python: Path, module: str, repeats: int) -> float:
 
 def measure(extra: str, workdir: Path, repeats: int) -> dict:
     source = workdir / "source"
+    source.mkdir()
     for part in SOURCE_PARTS:
         path = ROOT / part
         if path.is_dir():
@@ -89,6 +90,7 @@ def measure(extra: str, workdir: Path, repeats: int) -> dict:
     venv = workdir / f"venv-{extra}"
     subprocess.run([sys.executable, "-m", "venv", venv], check=True)
     python = venv / "bin" / "python"
+    _log(f"{extra}: installing into {venv}")
     start = time.perf_counter()
     subprocess.run(
         [
@@ -119,7 +121,7 @@ def measure(extra: str, workdir: Path, repeats: int) -> dict:
         "largest_mb": _largest(site),
         "import_s": {m: round(_import_s(python, m, repeats), 3) for m in IMPORTS[extra]},
     }
-    _log.info("%s: %s", extra, result)
+    _log(f"{extra}: {result}")
     return result
 
 
