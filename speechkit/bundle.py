@@ -39,6 +39,15 @@ and the field:
 `save` writes `params.npz` first and `bundle.json` last, each atomically; the JSON holds
 the sha256 of the arrays it was written with, so a folder whose two files come from
 different saves is refused too.
+
+Bundles keep loading (docs/architecture.md, "Compatibility"): a field added to a config
+is `OPTIONAL`, its default what older bundles meant; a change that cannot be said that
+way raises `FORMAT_VERSION` (and the package version, with a CHANGELOG.md entry) and adds
+a step to `MIGRATIONS`, which `load` applies to an older bundle.json in memory, version
+by version, before reading it. A bundle of a newer format than this code reads is
+refused with the versions and what to do (upgrade), as is one older than the oldest step.
+tests/speechkit/test_frozen_files.py keeps bundles of today's format, frozen, loading and
+giving the same outputs.
 """
 
 from __future__ import annotations
@@ -61,6 +70,10 @@ from speechkit.frontend import FeatureConfig
 
 FORMAT = "speechkit-bundle"
 FORMAT_VERSION = 1
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+"""{version v: bundle.json of format v -> the same bundle's bundle.json of format v + 1}
+(a function of the parsed JSON, no I/O); `load` applies them in order, from the file's
+version up to `FORMAT_VERSION`. Empty while every bundle ever written is version 1."""
 MANIFEST = "bundle.json"
 PARAMS = "params.npz"
 _SEPARATOR = "/"  # between the keys of a tree path
@@ -371,11 +384,8 @@ def _read(path, task: str, model_config_type: type, decoding_type: type) -> tupl
             f"{manifest_path}: format: expected {FORMAT!r}, got {manifest['format']!r}"
         )
     version = field("format_version", int)
-    if version != FORMAT_VERSION:
-        raise BundleError(
-            f"{manifest_path}: format_version: expected {FORMAT_VERSION}, got {version!r} "
-            "(written by another version of this code)"
-        )
+    manifest = migrated(manifest, version, manifest_path)
+    field = _field_reader(manifest_path, manifest)
     found_task = field("task", str)
     if found_task != task:
         raise BundleError(
@@ -403,6 +413,36 @@ def _read(path, task: str, model_config_type: type, decoding_type: type) -> tupl
         corpus=field("corpus", str),
     )
     return info, manifest
+
+
+def migrated(manifest: dict, version: int, manifest_path) -> dict:
+    """bundle.json's `manifest` of format `version` as one of `FORMAT_VERSION`, through
+    `MIGRATIONS`; a `BundleError` for a newer format, or an older one no step reads."""
+    oldest = FORMAT_VERSION
+    while oldest - 1 in MIGRATIONS:
+        oldest -= 1
+    if not oldest <= version <= FORMAT_VERSION:
+        newer = version > FORMAT_VERSION
+        raise BundleError(
+            f"{manifest_path}: format_version: {version}; this code reads versions {oldest} "
+            f"to {FORMAT_VERSION} ("
+            + (
+                "written by a newer speech-tracking-jax: upgrade it"
+                if newer
+                else "older than any this code migrates: load and save it again with the "
+                "speech-tracking-jax that CHANGELOG.md names for that format"
+            )
+            + ")"
+        )
+    for step in range(version, FORMAT_VERSION):
+        try:
+            manifest = MIGRATIONS[step](dict(manifest))
+        except (KeyError, TypeError, ValueError) as err:
+            raise BundleError(
+                f"{manifest_path}: format_version {step} -> {step + 1}: cannot migrate ({err!r})"
+            ) from None
+        manifest["format_version"] = step + 1
+    return manifest
 
 
 def _field_reader(manifest_path: Path, manifest: dict):

@@ -167,7 +167,11 @@ def test_a_bundle_lacking_an_optional_field_loads_and_one_lacking_a_required_fie
     "edit, message",
     [
         (lambda m: m.update(task="other"), "task: expected 'tiny', got 'other'"),
-        (lambda m: m.update(format_version=99), "format_version: expected 1, got 99"),
+        (
+            lambda m: m.update(format_version=99),
+            r"format_version: 99; .* \(written by a newer .*: upgrade it",
+        ),
+        (lambda m: m.update(format_version=0), r"format_version: 0; .* \(older than any"),
         (lambda m: m.pop("corpus"), "corpus: missing"),
         (lambda m: m.update(model_config_type="os.system"), "model_config_type: expected"),
         (lambda m: m["model_config"].update(inputs=5), r"params/layer0/kernel: shape \(3, 4\)"),
@@ -284,3 +288,37 @@ def test_save_refuses_a_config_that_would_not_load_back(tmp_path):
             corpus="",
         )
     assert not (tmp_path / "b").exists()
+
+
+def test_an_older_format_is_migrated_field_by_field(tmp_path, monkeypatch):
+    """With a format 2 whose step renames a field, a format 1 bundle loads as it did,
+    migrated in memory (its folder untouched), and a step that fails names the versions."""
+    folder = _save(tmp_path / "b")
+    want_params, want = _load(folder)
+    written = (folder / bundle.MANIFEST).read_bytes()
+
+    def rename_corpus(manifest: dict) -> dict:
+        manifest["training_corpus"] = manifest.pop("corpus")
+        return manifest
+
+    def back(manifest: dict) -> dict:  # what format 2's reader would do, for this test
+        manifest["corpus"] = manifest.pop("training_corpus")
+        return manifest
+
+    monkeypatch.setattr(bundle, "FORMAT_VERSION", 3)
+    monkeypatch.setattr(bundle, "MIGRATIONS", {1: rename_corpus, 2: back})
+    params, info = _load(folder)
+    assert (info.corpus, info.labels, info.model_config) == (
+        want.corpus,
+        want.labels,
+        want.model_config,
+    )
+    assert info.format_version == 1  # what the file is
+    got, expected = bundle.flatten(params), bundle.flatten(want_params)
+    assert sorted(got) == sorted(expected)
+    for name, array in got.items():
+        np.testing.assert_array_equal(array, expected[name])
+    assert (folder / bundle.MANIFEST).read_bytes() == written
+    monkeypatch.setattr(bundle, "MIGRATIONS", {1: rename_corpus, 2: rename_corpus})
+    with pytest.raises(bundle.BundleError, match="format_version 2 -> 3: cannot migrate"):
+        _load(folder)
