@@ -58,6 +58,7 @@ Serializing needs the `flatbuffers` package (an optional dependency of jax.expor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -957,6 +958,18 @@ def _block_outputs(text: str) -> int:
     return value
 
 
+@contextlib.contextmanager
+def _no_source_locations():
+    """Modules exported inside hold no source locations: they would carry this
+    machine's file paths (of the toolkit and its packages) to whoever gets the folder."""
+    limit = jax.config.jax_traceback_in_locations_limit
+    jax.config.update("jax_traceback_in_locations_limit", 0)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_traceback_in_locations_limit", limit)
+
+
 def main(
     argv,
     *,
@@ -1000,13 +1013,15 @@ def main(
         return 2
     compilation.enable_cache()
     try:
-        modules, payload, onnx_modules = export_bundle(args.bundle, args.block_outputs, platforms)
+        with _no_source_locations():
+            exported = export_bundle(args.bundle, args.block_outputs, platforms)
     except ValueError as err:  # BundleError included
         print(f"error: {err}", file=sys.stderr)
         return 2
     except NotImplementedError as err:  # a primitive the ONNX lowering does not know
         print(f"error: ONNX export: {err}", file=sys.stderr)
         return 2
+    modules, payload, onnx_modules = exported
     for path in write_folder(args.out_dir, modules, payload, onnx_modules):
         if path.suffix == SUFFIX:
             exported = modules[path.stem]

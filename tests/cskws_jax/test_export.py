@@ -101,6 +101,11 @@ def test_cli_writes_a_folder_a_client_reads_without_the_bundle(tiny_afkws, tmp_p
     bundle.save(tmp_path / "bundle", net, params, ("alpha", "beta", "gamma"))
     assert export.main([str(tmp_path / "bundle"), str(tmp_path / "out"), "--block-outputs=3"]) == 0
     assert "export.json: cskws, 3 labels" in capsys.readouterr().out
+    for module in (tmp_path / "out").glob("*.stablehlo"):  # no source paths of this machine
+        assert (
+            b"cskws_jax/" not in module.read_bytes()
+            and b"/site-packages/" not in module.read_bytes()
+        )
     info, block_outputs, modules, facts = shared.read_folder(
         tmp_path / "out",
         task="cskws",
