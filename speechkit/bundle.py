@@ -385,6 +385,7 @@ def _read(path, task: str, model_config_type: type, decoding_type: type) -> tupl
         )
     version = field("format_version", int)
     manifest = migrated(manifest, version, manifest_path)
+    _require_fields(manifest_path, manifest, _FIELDS)  # those of this format, after migrating
     field = _field_reader(manifest_path, manifest)
     found_task = field("task", str)
     if found_task != task:
@@ -422,22 +423,23 @@ def migrated(manifest: dict, version: int, manifest_path) -> dict:
     while oldest - 1 in MIGRATIONS:
         oldest -= 1
     if not oldest <= version <= FORMAT_VERSION:
-        newer = version > FORMAT_VERSION
+        readable = f"version {oldest}" if oldest == FORMAT_VERSION else f"versions {oldest} to "
+        readable += "" if oldest == FORMAT_VERSION else str(FORMAT_VERSION)
+        what = (
+            "written by a newer speech-tracking-jax: upgrade it"
+            if version > FORMAT_VERSION
+            else "older than any this code migrates: load and save it again with the "
+            "speech-tracking-jax that CHANGELOG.md names for that format"
+        )
         raise BundleError(
-            f"{manifest_path}: format_version: {version}; this code reads versions {oldest} "
-            f"to {FORMAT_VERSION} ("
-            + (
-                "written by a newer speech-tracking-jax: upgrade it"
-                if newer
-                else "older than any this code migrates: load and save it again with the "
-                "speech-tracking-jax that CHANGELOG.md names for that format"
-            )
-            + ")"
+            f"{manifest_path}: format_version: {version}; this code reads {readable} ({what})"
         )
     for step in range(version, FORMAT_VERSION):
-        try:
+        try:  # a step reads fields of a file someone sent: any of them may be wrong
             manifest = MIGRATIONS[step](dict(manifest))
-        except (KeyError, TypeError, ValueError) as err:
+            if not isinstance(manifest, dict):
+                raise TypeError(f"the step gave a {type(manifest).__name__}, not a dict")
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as err:
             raise BundleError(
                 f"{manifest_path}: format_version {step} -> {step + 1}: cannot migrate ({err!r})"
             ) from None
@@ -470,10 +472,14 @@ def _read_manifest(manifest_path: Path) -> dict:
         raise BundleError(f"{manifest_path}: not readable JSON ({err})"[:600]) from None
     if not isinstance(manifest, dict):
         raise BundleError(f"{manifest_path}: expected a JSON object, got {type(manifest).__name__}")
-    missing = [name for name in _FIELDS if name not in manifest]
+    _require_fields(manifest_path, manifest, ("format", "format_version"))
+    return manifest
+
+
+def _require_fields(manifest_path: Path, manifest: dict, names) -> None:
+    missing = [name for name in names if name not in manifest]
     if missing:
         raise BundleError(f"{manifest_path}: {missing[0]}: missing (missing fields: {missing})")
-    return manifest
 
 
 def _rebuild(manifest_path: Path, name: str, cls: type, manifest: dict):

@@ -291,22 +291,24 @@ def test_save_refuses_a_config_that_would_not_load_back(tmp_path):
 
 
 def test_an_older_format_is_migrated_field_by_field(tmp_path, monkeypatch):
-    """With a format 2 whose step renames a field, a format 1 bundle loads as it did,
-    migrated in memory (its folder untouched), and a step that fails names the versions."""
+    """With a format 3 whose steps add a field (1 -> 2) and rename one (2 -> 3), a format
+    1 bundle loads as it did, migrated in memory (its folder untouched); what a step
+    leaves missing is named, and a step that fails names the versions."""
     folder = _save(tmp_path / "b")
     want_params, want = _load(folder)
+    _edit_manifest(folder, lambda m: m.update(source=m.pop("corpus")))  # format 1's name
     written = (folder / bundle.MANIFEST).read_bytes()
 
-    def rename_corpus(manifest: dict) -> dict:
-        manifest["training_corpus"] = manifest.pop("corpus")
-        return manifest
+    def add_notes(manifest: dict) -> dict:
+        return {**manifest, "notes": ""}
 
-    def back(manifest: dict) -> dict:  # what format 2's reader would do, for this test
-        manifest["corpus"] = manifest.pop("training_corpus")
+    def rename_source(manifest: dict) -> dict:
+        manifest["corpus"] = manifest.pop("source")
         return manifest
 
     monkeypatch.setattr(bundle, "FORMAT_VERSION", 3)
-    monkeypatch.setattr(bundle, "MIGRATIONS", {1: rename_corpus, 2: back})
+    monkeypatch.setattr(bundle, "_FIELDS", (*bundle._FIELDS, "notes"))
+    monkeypatch.setattr(bundle, "MIGRATIONS", {1: add_notes, 2: rename_source})
     params, info = _load(folder)
     assert (info.corpus, info.labels, info.model_config) == (
         want.corpus,
@@ -319,6 +321,12 @@ def test_an_older_format_is_migrated_field_by_field(tmp_path, monkeypatch):
     for name, array in got.items():
         np.testing.assert_array_equal(array, expected[name])
     assert (folder / bundle.MANIFEST).read_bytes() == written
-    monkeypatch.setattr(bundle, "MIGRATIONS", {1: rename_corpus, 2: rename_corpus})
+    monkeypatch.setattr(bundle, "MIGRATIONS", {1: add_notes, 2: add_notes})
+    with pytest.raises(bundle.BundleError, match="corpus: missing"):
+        _load(folder)
+    monkeypatch.setattr(bundle, "MIGRATIONS", {1: add_notes, 2: lambda m: m.pop("nothing")})
     with pytest.raises(bundle.BundleError, match="format_version 2 -> 3: cannot migrate"):
+        _load(folder)
+    monkeypatch.setattr(bundle, "MIGRATIONS", {1: add_notes, 2: lambda m: [m]})
+    with pytest.raises(bundle.BundleError, match="the step gave a list, not a dict"):
         _load(folder)
