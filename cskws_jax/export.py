@@ -282,7 +282,8 @@ def read_folder(path: str | os.PathLike, backend: str = "jax") -> shared.Export:
     def check(info: Bundle, facts: ModelFacts, where: str) -> None:
         check_operating_points(info.decoding, len(info.labels), where)
         audio = (FEATURES.hop_s, info.model_config.output_stride)
-        facts.require({"audio": audio}, ("step", "detector"), where)
+        latency = info.model_config.delay  # output frames of look-ahead
+        facts.require({"audio": audio}, latency, ("step", "detector"), where)
         check_hop(info, facts, where)
 
     return shared.read_task_folder(

@@ -26,13 +26,13 @@ through bytes.
 
 OUT_DIR gets forward.stablehlo, step.stablehlo, their ONNX twins forward.onnx and
 step.onnx, frontend.onnx (the audio front end of one block; `onnx_signatures`,
-`export_onnx`) and export.json (labels, front end,
-decoding, model config, block size, the sha256 of each module and field:
+`export_onnx`) and export.json (labels, front end, decoding, model config, block size,
+the model facts: `model_facts`, the sha256 of each module and field:
 `speechkit.export.write_folder`), everything `python -m multiqt_jax.track OUT_DIR
-CALL...` needs instead of the bundle (`read_folder`: checked before any module runs,
-see `speechkit.export`; the modules' signatures against the fields are `signatures`, the
-front end's hop against the model's `check_hop`). Serializing needs the `flatbuffers`
-package.
+CALL...` needs instead of the bundle (`read_folder`: read without the model code, the
+light install, and checked before any module runs, see `speechkit.export`; the modules'
+signatures against the fields are `signatures`, the front end's hop against the model's
+`check_hop`). Serializing needs the `flatbuffers` package.
 """
 
 from __future__ import annotations
@@ -261,7 +261,7 @@ def _check_info(info: Bundle, facts: ModelFacts, where: str) -> None:
     stored model facts' inputs and state."""
     check_hop(info, where)
     check_tracking(info.decoding, len(info.labels), where)
-    facts.require(_blocks(info.model_config), ("step",), where)
+    facts.require(_blocks(info.model_config), 0, ("step",), where)  # causal: no latency
 
 
 def check_hop(info: Bundle, where: str) -> None:

@@ -5,8 +5,8 @@ shares (`cskws_jax.export`, `multiqt_jax.export`).
     export.write("step.stablehlo", step)        # bytes -> sha256; export.read(path) -> Exported
     state = export.initial_state(step, batch_size=1)
     outputs, out_mask, state = step.call(block, block_mask, state)
-    export.write_folder(out_dir, {"forward": forward, "step": step}, manifest(info, 5))
-    info, block_outputs, modules = export.read_folder(out_dir, task=..., signatures=...)
+    export.write_folder(out_dir, {"forward": forward, "step": step}, manifest(info, 5, facts))
+    info, block_outputs, modules, facts = export.read_folder(out_dir, task=..., ...)
 
 `export_step` exports a protocol step (`speechkit.streaming`) whose LAST argument and
 last output are the state: a pytree of sequence-layers state classes, which cannot be
@@ -31,12 +31,12 @@ An export folder (`write_folder`) holds one `<name>.stablehlo` per module, one
 reads those instead, each checked by `onnx_export.check_model` after its sha256) and
 export.json, written last, each file atomically: the format and its version, the task,
 the labels, the front end, the decoding settings and the model config as in a bundle
-(`speechkit.bundle`), the block size of the step, the bundle it came from, the model
-facts (`ModelFacts`: the streaming spec and the shapes of each step's state, computed
-from the model code when exporting, so that reading and running the folder needs none:
-the light install), each module's file and the sha256 of its bytes, and the sha256 of
-each of these fields
-(`fields_sha256`: export.json is not to be edited; export the bundle again). `read_folder`
+(`speechkit.bundle`), the block size of the step, the bundle it came from (its folder's
+name), the model facts (`ModelFacts`: the streaming spec and the shapes of each step's
+state, computed from the model code when exporting, so that reading and running the
+folder needs none: the light install), each module's file and the sha256 of its bytes,
+and the sha256 of each of these fields (`fields_sha256`: export.json is not to be
+edited; export the bundle again). `read_folder`
 rebuilds and checks them, each problem a `speechkit.bundle.BundleError` naming the file
 and the field: unknown or missing fields; a module name other than letters, digits and
 `_`, or a file that is not `<name>.stablehlo` in the folder (a symlink leaving it
@@ -323,9 +323,9 @@ class Signature:
     """What one module of a task's export must take and return, as export.json's fields
     make it: `args` and `results` tuples of pytrees of `jax.ShapeDtypeStruct` (sizes may
     be symbolic, from `jax.export.symbolic_shape`: `b` the batch, `t` a forward's output
-    frames), a step's state left out; `state`: a step's state arrays as the model
-    config's `initial_state(1)` makes them ([1, ...]; the module's lead with `b`), None
-    for a module without state (a forward). A step's results lead with [b, block_outputs]."""
+    frames), a step's state left out; `state`: a step's state arrays for one stream
+    ([1, ...], `ModelFacts.state`; the module's lead with `b`), None for a module without
+    state (a forward). A step's results lead with [b, block_outputs]."""
 
     args: tuple
     results: tuple
@@ -370,7 +370,8 @@ class ModelFacts:
     def from_dict(cls, value, where) -> ModelFacts:
         """`to_dict`'s value back, every part checked: a `BundleError` naming `where` and
         the part (at most `MAX_STATE_ARRAYS` arrays per state, each of rank at most
-        `MAX_STATE_RANK`, of float32, int32 or bool, all of them fitting in memory)."""
+        `MAX_STATE_RANK`, of float32, int32 or bool, all of them fitting in memory; each
+        input's block and receptive field at most `speechkit.checks.MAX_CONTEXT_S`)."""
         field = "model_facts"
         try:
             _require_keys(value, ("streaming_spec", "states"), field)
@@ -379,7 +380,7 @@ class ModelFacts:
             inputs = _named_dict(spec["inputs"], f"{field}.streaming_spec.inputs")
             streaming_spec = streaming.StreamingSpec(
                 {
-                    name: from_dict(streaming.InputSpec, entry, f"{field}.inputs.{name}")
+                    name: _input_spec(entry, f"{field}.streaming_spec.inputs.{name}")
                     for name, entry in inputs.items()
                 },
                 checks.require_int(
@@ -390,14 +391,21 @@ class ModelFacts:
                 name: _state_arrays(leaves, f"{field}.states.{name}")
                 for name, leaves in _named_dict(value["states"], f"{field}.states").items()
             }
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, OverflowError) as err:
             raise bundle_lib.BundleError(f"{where}: {err}") from None
         return cls(streaming_spec, states)
 
-    def require(self, inputs: Mapping[str, tuple[float, int]], states, where) -> None:
-        """A `BundleError` unless the spec's inputs are `inputs` ({name: (hop_s, block)})
-        and the states are named `states`: what the task's model config makes (a step fed
-        blocks of another size would fail as it runs)."""
+    def require(self, inputs: Mapping[str, tuple[float, int]], latency: int, states, where) -> None:
+        """A `BundleError` unless the spec's inputs are `inputs` ({name: (hop_s, block)}),
+        its output latency `latency` and the states are named `states`: what the task's
+        model config makes (a step fed blocks of another size would fail as it runs, and a
+        stream is flushed for the latency's frames)."""
+        if self.spec.output_latency != latency:
+            raise bundle_lib.BundleError(
+                f"{where}: model_facts.streaming_spec.output_latency: "
+                f"{self.spec.output_latency}; the model config makes {latency} (an edited "
+                f"{MANIFEST})"
+            )
         for part, have, want in (
             ("streaming_spec.inputs", self.spec.inputs, inputs),
             ("states", self.states, states),
@@ -426,16 +434,28 @@ def model_facts(spec: streaming.StreamingSpec, initial_states: Mapping) -> Model
         one = jax.tree_util.tree_leaves(jax.eval_shape(lambda f=initial_state: f(1)))
         two = jax.tree_util.tree_leaves(jax.eval_shape(lambda f=initial_state: f(2)))
         states[name] = tuple(
-            (
-                tuple("b" if a != b else int(a) for a, b in zip(s1.shape, s2.shape, strict=True)),
-                np.dtype(s1.dtype).name,
-            )
-            for s1, s2 in zip(one, two, strict=True)
+            (_batch_marked(of_one.shape, of_two.shape), np.dtype(of_one.dtype).name)
+            for of_one, of_two in zip(one, two, strict=True)
         )
     return ModelFacts(spec, states)
 
 
+def _batch_marked(of_one: tuple, of_two: tuple) -> tuple:
+    """An array's shape with "b" at the sizes that differ between batches of 1 and 2."""
+    return tuple("b" if one != two else int(one) for one, two in zip(of_one, of_two, strict=True))
+
+
 _STATE_DTYPES = ("float32", "int32", "bool")
+
+
+def _input_spec(entry, where: str) -> streaming.InputSpec:
+    """An input's `streaming.InputSpec`, its block and receptive field bounded."""
+    spec = from_dict(streaming.InputSpec, entry, where)
+    checks.require_context(f"{where}.block", spec.block, spec.hop_s, "an output frame")
+    checks.require_context(
+        f"{where}.receptive_field", spec.receptive_field, spec.hop_s, "the receptive field"
+    )
+    return spec
 
 
 def _require_keys(value, keys: Sequence[str], where: str) -> None:
@@ -555,7 +575,7 @@ def manifest(info: bundle_lib.Bundle, block_outputs: int, facts: ModelFacts) -> 
         "labels": list(info.labels),
         "decoding": bundle_lib.to_dict(info.decoding),
         "corpus": info.corpus,
-        "bundle": str(info.path),
+        "bundle": Path(info.path).name,  # not its path: the exporting machine's
         "block_outputs": block_outputs,
         "model_facts": facts.to_dict(),
     }
@@ -637,13 +657,13 @@ def read_folder(
         task's export holds; each listed module must be one of them and have that
         signature.
       facts_of: (info, block_outputs) -> the `ModelFacts` of a folder written before they
-        were stored (format versions 2 and 3), from the model code; without it (the light
-        install) such a folder is refused with what to do.
+        were stored (format versions 2 and 3), from the model code; where that is not
+        installed (the light install) such a folder is refused with what to do.
       check: (info, facts, export.json's path) -> None: the task's checks of the fields
         (a `BundleError`), run before any module is read.
       backend: "jax": the modules are the StableHLO ones (`jax.export.Exported`);
         "onnx": the ONNX ones (`speechkit.onnx_export.Module`, checked by
-        `onnx_export.check_model` against `onnx_signatures(info, block_outputs)` ->
+        `onnx_export.check_model` against `onnx_signatures(info, block_outputs, facts)` ->
         {name: `speechkit.onnx_export.Signature`}), the StableHLO ones not read.
     """
     if backend not in BACKENDS:
@@ -705,7 +725,17 @@ def read_folder(
         raise bundle_lib.BundleError(f"{where}: {err}") from None
     listed = field("modules", dict)
     digests = field("fields_sha256", dict)
-    facts = _facts(payload, version, info, block_outputs, facts_of, where, again)
+    if version >= 4:
+        facts = ModelFacts.from_dict(payload["model_facts"], where)
+    else:
+        facts = _facts_from_model_code(
+            facts_of,
+            info,
+            block_outputs,
+            where=where,
+            refusal=f"format_version: {version}",
+            again=again,
+        )
     if check is not None:
         check(info, facts, str(where))
     try:
@@ -744,18 +774,22 @@ def read_folder(
     return Export(info, block_outputs, modules, facts)
 
 
-def _facts(payload, version: int, info, block_outputs: int, facts_of, where, again) -> ModelFacts:
-    """The folder's `ModelFacts`: export.json's (version 4), else from the model code."""
-    if version >= 4:
-        return ModelFacts.from_dict(payload["model_facts"], where)
+def _facts_from_model_code(
+    facts_of, info, block_outputs: int, *, where, refusal: str, again: str
+) -> ModelFacts:
+    """The `ModelFacts` of a folder written before they were stored (format_version 2
+    or 3): `facts_of`'s, from the model code, which the light install lacks (a
+    `BundleError` starting with `refusal`, ending with `again`)."""
     try:
         return facts_of(info, block_outputs)
     except ModuleNotFoundError as err:
         raise bundle_lib.BundleError(
-            f"{where}: format_version: {version}; an export written before version 4 (its "
-            f"model facts stored) is read with the model code, which needs {err.name} "
-            f"(the full install: pip install 'speech-tracking-jax[full]'), or {again}"
+            f"{where}: {refusal}; an export written before version 4 (its model facts stored) "
+            f"is read with the model code, which needs {err.name} ({bundle_lib.FULL_INSTALL}), "
+            f"or {again}"
         ) from None
+    except (TypeError, ValueError) as err:  # a config only the model itself refuses
+        raise bundle_lib.BundleError(f"{where}: model_config: {err}") from None
 
 
 def _read_manifest(where: Path) -> dict:
@@ -975,12 +1009,13 @@ def main(
     *,
     prog: str,
     what: str,
-    export_bundle: Callable[..., tuple[dict, dict]],
+    export_bundle: Callable[..., tuple[dict, dict, dict]],
     default_block_outputs: int = 5,
 ) -> int:
     """The command line `prog BUNDLE OUT_DIR [--block-outputs N] [--platforms cpu,cuda]`
     of a task's export: `export_bundle(bundle, block_outputs, platforms)` ->
-    ({name: module}, export.json payload), written with `write_folder`. `what` names
+    ({name: module}, export.json payload, {name: ONNX module}), written with
+    `write_folder`. `what` names
     the bundle's model in the help. Returns the exit status (2: a bad bundle)."""
     parse = argparse.ArgumentParser(
         prog=prog,
@@ -1014,14 +1049,14 @@ def main(
     compilation.enable_cache()
     try:
         with _no_source_locations():
-            exported = export_bundle(args.bundle, args.block_outputs, platforms)
+            written = export_bundle(args.bundle, args.block_outputs, platforms)
     except ValueError as err:  # BundleError included
         print(f"error: {err}", file=sys.stderr)
         return 2
     except NotImplementedError as err:  # a primitive the ONNX lowering does not know
         print(f"error: ONNX export: {err}", file=sys.stderr)
         return 2
-    modules, payload, onnx_modules = exported
+    modules, payload, onnx_modules = written
     for path in write_folder(args.out_dir, modules, payload, onnx_modules):
         if path.suffix == SUFFIX:
             exported = modules[path.stem]

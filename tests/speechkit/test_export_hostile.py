@@ -400,6 +400,18 @@ def test_an_onnx_module_missing_from_the_list_is_refused(folder):
             lambda f: f.update(extra=1),
             ("model_facts: expected an object of streaming_spec, states",),
         ),
+        (
+            lambda f: f["streaming_spec"].update(output_latency=2**31),
+            ("model_facts.streaming_spec.output_latency: 2147483648; the model config makes 2",),
+        ),
+        (
+            lambda f: f["streaming_spec"]["inputs"]["audio"].update(block=10**400),
+            ("model_facts.streaming_spec.inputs.audio.block: an output frame spans",),
+        ),
+        (
+            lambda f: f["streaming_spec"]["inputs"]["audio"].update(receptive_field=10**9),
+            ("model_facts.streaming_spec.inputs.audio.receptive_field: the receptive field",),
+        ),
     ],
 )
 def test_edited_model_facts_are_refused_before_any_module(folder, edit, fragments):
