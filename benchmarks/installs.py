@@ -79,6 +79,9 @@ def _import_s(python: Path, module: str, repeats: int) -> float:
 
 
 def measure(extra: str, workdir: Path, repeats: int) -> dict:
+    """The project's source copied into `workdir`, installed with `extra` into a fresh
+    environment there -> its install time, size, packages, largest packages and import
+    times (`repeats` fresh processes per module)."""
     source = workdir / "source"
     source.mkdir()
     for part in SOURCE_PARTS:

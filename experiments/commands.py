@@ -75,23 +75,23 @@ def export(argv=None) -> int:
         return 2
     import importlib
 
-    return _in_full_install("stj-export", lambda: importlib.import_module(EXPORTS[task]).main(argv))
+    return importlib.import_module(EXPORTS[task]).main(argv)
 
 
-def _in_full_install(command: str, run) -> int:
-    """run() -> its exit status, or 2 with the install to use when it needs a package of
-    the full install that this one lacks."""
+def _full_install_code(command: str, load):
+    """load() -> the modules it imports, or None, with the install to use printed, when
+    it needs a package of the full install that this one lacks."""
     from speechkit.bundle import FULL_INSTALL
 
     try:
-        return run()
+        return load()
     except ModuleNotFoundError as err:
         print(
-            f"error: {command} needs {err.name}, which this install lacks (the light install "
-            f"runs export folders with stj-detect and stj-track): {FULL_INSTALL}",
+            f"error: {command} needs {err.name or 'a package'}, which this install lacks (the "
+            f"light install runs export folders with stj-detect and stj-track): {FULL_INSTALL}",
             file=sys.stderr,
         )
-        return 2
+        return None
 
 
 def _positional(argv, valued) -> list[str]:
@@ -140,14 +140,17 @@ def snake_flags(argv, names=None) -> list[str]:
 
 
 def evaluate() -> int:
-    return _in_full_install("stj-evaluate", _evaluate)
+    def load():
+        from absl import app, flags
 
+        from experiments import evaluate as command
 
-def _evaluate() -> int:
-    from absl import app, flags
+        return app, flags, command
 
-    from experiments import evaluate as command
-
+    loaded = _full_install_code("stj-evaluate", load)
+    if loaded is None:
+        return 2
+    app, flags, command = loaded
     if {"-h", "--help"} & set(sys.argv[1:]):  # absl's own --help exits with 1
         print(command.__doc__)
         print(flags.FLAGS.module_help("experiments.evaluate"))
@@ -169,9 +172,12 @@ def _evaluate() -> int:
 
 
 def build_data() -> int:
-    def run() -> int:
-        from experiments import build_data as command
+    def load():
+        from experiments import build_data
 
-        return command.main(snake_flags(sys.argv[1:]))
+        return build_data
 
-    return _in_full_install("stj-build-data", run)
+    command = _full_install_code("stj-build-data", load)
+    if command is None:
+        return 2
+    return command.main(snake_flags(sys.argv[1:]))

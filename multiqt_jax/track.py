@@ -71,7 +71,6 @@ from multiqt_jax.config import MultiQTConfig
 from multiqt_jax.datasets.features import word_fields
 from speechkit import (
     asr,
-    audio_io,
     compilation,
     errors,
     frontend,
@@ -88,12 +87,11 @@ FIELDS = ("file", "label", "class_id", "start", "end", "emitted")
 ASR_CHOICES = ("none", "pocketsphinx", "ctc")
 BACKGROUND = 0  # class id of the background ("none") class
 DEFAULT_BLOCK_MS = 200.0
-INPUT_ERRORS = (  # BundleError: an ONNX module failing while it runs
-    audio_io.AudioFileError,
-    errors.InvalidInput,  # annotated_calls.AnnotationError: a bad words or posteriors file
-    InputError,
-    BundleError,
-)
+INPUT_ERRORS = (errors.InvalidInput,)
+"""A bad call: its audio (`speechkit.audio_io.AudioFileError`), words or posteriors
+(`multiqt_jax.datasets.annotated_calls.AnnotationError`), text
+(`speechkit.stream_inputs.InputError`), an ONNX module failing as it runs
+(`speechkit.bundle.BundleError`): each a `speechkit.errors.InvalidInput`."""
 _smooth = jax.jit(decode.step, static_argnames="config")
 
 
