@@ -16,19 +16,15 @@ import numpy as np
 import pytest
 import soundfile
 
-from cskws_jax import bundle as kws_bundle
 from cskws_jax import detect
 from cskws_jax import export as kws_export
-from cskws_jax import model as kws_model
-from cskws_jax.config import PeakDecodingConfig
-from multiqt_jax import bundle as qt_bundle
-from multiqt_jax import export as qt_export
-from multiqt_jax import labels, model, track
+from multiqt_jax import track
 from speechkit import export as shared
 
-pytestmark = pytest.mark.early  # ~20 s, no smoke corpus
+pytestmark = pytest.mark.early  # no smoke corpus
 
 ROOT = Path(__file__).resolve().parents[1]
+FROZEN = ROOT / "tests" / "fixtures" / "frozen"  # bundles and exports of 0.2.0
 FULL_ONLY = {
     "flax": "flax",
     "optax": "optax",
@@ -100,31 +96,13 @@ def _name(requirement: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory, tiny_afkws_config, tiny_multiqt_config):
-    """Export folders of a tiny AF-KWS (with its bundle), an audio-only and an
-    audio + text MultiQT, and a 3 s 16 kHz wav."""
-    import jax
-
-    root = tmp_path_factory.mktemp("light")
-    net = kws_model.AfKws(tiny_afkws_config(3))
-    params = net.init(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
-    params = jax.tree_util.tree_map(lambda a: 1.5 * a, params)  # livelier heatmaps
-    decoding = PeakDecodingConfig(min_score=0.3)
-    kws_bundle.save(root / "kws", net, params, ("alpha", "beta", "gamma"), decoding, "random")
-    assert kws_export.main([str(root / "kws"), str(root / "kws-export")]) == 0
-    for name, modalities in (("audio", ("audio",)), ("both", ("audio", "text"))):
-        config = tiny_multiqt_config(modalities=modalities)
-        qt = model.MultiQT(config)
-        widths = {"audio": config.audio_features, "text": config.text_symbols}
-        strides = {"audio": config.audio_stride, "text": config.text_stride}
-        inputs = {m: np.zeros((1, 4 * strides[m], widths[m]), np.float32) for m in modalities}
-        qt_params = qt.init(jax.random.key(1), inputs)
-        qt_bundle.save(root / name, qt, qt_params, labels.classes("questions"))
-        assert qt_export.main([str(root / name), str(root / f"{name}-export")]) == 0
-    wav = root / "call.wav"
+def exports(tmp_path_factory):
+    """(folder of the frozen bundles and exports: an AF-KWS bundle and export, and the
+    export of an audio + text MultiQT; a 3 s 16 kHz wav)."""
+    wav = tmp_path_factory.mktemp("light") / "call.wav"
     rng = np.random.default_rng(0)
     soundfile.write(wav, 0.1 * rng.normal(size=3 * 16000) * np.sin(np.arange(48000) / 900), 16000)
-    return root, wav
+    return FROZEN, wav
 
 
 def _full(main, argv, capsys) -> tuple[int, str, str]:
@@ -135,16 +113,14 @@ def _full(main, argv, capsys) -> tuple[int, str, str]:
 
 
 def test_exports_run_light_as_they_run_full(exports, capsys):
-    """detect (both backends) and track (audio only; a text model with --no-text) print
-    in the light install what they print in the full one, and import none of the
-    training stack."""
+    """detect and track (a text model with --no-text), both backends, print in the light
+    install what they print in the full one, and import none of the training stack."""
     root, wav = exports
     runs = [
-        ("cskws_jax.detect", [root / "kws-export", wav, "--format=jsonl"]),
-        ("cskws_jax.detect", [root / "kws-export", wav, "--format=jsonl", "--backend=onnx"]),
-        ("multiqt_jax.track", [root / "audio-export", wav, "--format=jsonl"]),
-        ("multiqt_jax.track", [root / "both-export", wav, "--format=jsonl", "--no-text"]),
-        ("multiqt_jax.track", [root / "both-export", wav, "--backend=onnx", "--no-text"]),
+        ("cskws_jax.detect", [root / "cskws-export", wav, "--format=jsonl"]),
+        ("cskws_jax.detect", [root / "cskws-export", wav, "--format=jsonl", "--backend=onnx"]),
+        ("multiqt_jax.track", [root / "multiqt-export", wav, "--format=jsonl", "--no-text"]),
+        ("multiqt_jax.track", [root / "multiqt-export", wav, "--backend=onnx", "--no-text"]),
     ]
     light, loaded = _run_light(*runs)
     assert loaded == []
@@ -154,14 +130,14 @@ def test_exports_run_light_as_they_run_full(exports, capsys):
     assert any(len(out.splitlines()) > 1 for _, out, _ in light[:2])  # detections: not vacuous
 
 
-def test_what_needs_the_model_code_says_what_to_install(exports):
+def test_what_needs_the_model_code_says_what_to_install(exports, tmp_path):
     """A bundle (run or exported), a text model's text and an export written before the
     model facts were stored (format_version 3) stop with exit status 2 and the install
     that runs them."""
     root, wav = exports
-    old = root / "old-export"
-    old.mkdir(exist_ok=True)
-    for path in (root / "kws-export").iterdir():
+    old = tmp_path / "old-export"
+    old.mkdir()
+    for path in (root / "cskws-export").iterdir():
         (old / path.name).write_bytes(path.read_bytes())
     payload = json.loads((old / shared.MANIFEST).read_text())
     del payload["model_facts"], payload["fields_sha256"]
@@ -170,17 +146,19 @@ def test_what_needs_the_model_code_says_what_to_install(exports):
     (old / shared.MANIFEST).write_text(json.dumps(payload))
     kws_export.read_folder(old)  # the full install reads it, from the model code
     light, _ = _run_light(
-        ("cskws_jax.detect", [root / "kws", wav]),
-        ("multiqt_jax.track", [root / "both-export", wav]),
+        ("cskws_jax.detect", [root / "cskws-bundle", wav]),
+        ("multiqt_jax.track", [root / "multiqt-export", wav]),
         ("cskws_jax.detect", [old, wav]),
-        ("cskws_jax.export", [root / "kws", root / "again"]),
+        ("cskws_jax.export", [root / "cskws-bundle", tmp_path / "again"]),
     )
     assert [status for status, _, _ in light] == [2, 2, 2, 2]
-    assert not (root / "again").exists()
+    assert not (tmp_path / "again").exists()
     install = "pip install 'speech-tracking-jax[full]'"
     bundle_error, text_error, old_error, export_error = (err for _, _, err in light)
-    assert f"{root / 'kws'}: exporting a bundle runs with the model code" in export_error
-    assert f"{root / 'kws'}: a bundle runs with the model code, which needs" in bundle_error
+    assert f"{root / 'cskws-bundle'}: exporting a bundle runs with the model code" in export_error
+    assert (
+        f"{root / 'cskws-bundle'}: a bundle runs with the model code, which needs" in bundle_error
+    )
     assert "the model reads text" in text_error and "--no-text" in text_error
     assert "format_version: 3; an export written before version 4" in old_error
     assert all(install in err for _, _, err in light)

@@ -13,6 +13,9 @@ import pytest
 from cskws_jax import bundle as kws_bundle
 from cskws_jax import export as kws_export
 from multiqt_jax import bundle as qt_bundle
+from multiqt_jax import export as qt_export
+
+pytestmark = pytest.mark.early  # no smoke corpus
 
 FROZEN = Path(__file__).resolve().parents[1] / "fixtures" / "frozen"
 HEADS = ("heatmap", "length", "offset")
@@ -70,6 +73,30 @@ def test_the_frozen_afkws_export_reads_and_gives_its_bundles_outputs(expected, b
         np.testing.assert_allclose(
             np.asarray(heads[name]), expected[f"afkws_{name}"], rtol=1e-4, atol=1e-5
         )
+
+
+@pytest.mark.parametrize("backend", ["jax", "onnx"])
+def test_the_frozen_multiqt_export_reads_and_gives_its_bundles_outputs(expected, backend):
+    info, block_outputs, modules, facts = qt_export.read_folder(
+        FROZEN / "multiqt-export", backend=backend
+    )
+    assert (block_outputs, info.decoding.smoothing.min_frames, sorted(facts.states)) == (
+        5,
+        3,
+        ["step"],
+    )
+    inputs = {"audio": expected["multiqt_audio"], "text": expected["multiqt_text"]}
+    mask = {name: np.ones(value.shape[:2], bool) for name, value in inputs.items()}
+    present = np.ones((len(inputs["audio"]), 2), bool)
+    if backend == "jax":
+        outputs, out_mask = modules["forward"].call(inputs, mask, present)
+    else:
+        found = modules["forward"].call(inputs=inputs, mask=mask, present=present)
+        outputs, out_mask = found["outputs"], found["out_mask"]
+    np.testing.assert_array_equal(out_mask, expected["multiqt_mask"])
+    np.testing.assert_allclose(
+        np.asarray(outputs["logits"]), expected["multiqt_logits"], rtol=1e-4, atol=1e-4
+    )
 
 
 def test_the_frozen_export_streams_like_its_forward(expected):
