@@ -583,7 +583,7 @@ def fit_fnn(
     """Trains FeedForward(config.hidden) on standardised features with AdamW at the
     constant config.learning_rate, unclipped (`speechkit.optim.OptimizerConfig.constant_rate`).
 
-    Softmax cross-entropy (`speechkit.losses.cross_entropy`), `config.epochs` passes over
+    Softmax cross-entropy (`speechkit.losses.cross_entropy`), `BaselineConfig.epochs` passes over
     minibatches of min(batch_size, N) rows in a seeded random order (the last short
     minibatch padded with zero-weight rows, so one jitted step serves all).
     Initialisation and order come from config.seed: same inputs and config -> same

@@ -129,7 +129,7 @@ class MultiQT(nn.Module):
     @accelerator.at_config_precision
     def __call__(self, inputs, mask=None, present=None, *, training: bool = False):
         """inputs: "audio" float [B, Ta, 40] (10 ms) and / or "text" float [B, Ts, V]
-        (20 ms), as `config.modalities`; mask: the same names -> bool [B, T] (default
+        (20 ms), as `MultiQTConfig.modalities`; mask: the same names -> bool [B, T] (default
         all real); present bool [B, 2] (audio, text available; default all). Returns
         ({"logits": float32 [B, To, num_classes]}, mask bool [B, To]), To = min(Ta / audio
         stride, Ts / text stride) (rounded up); the two may differ by one output frame."""
