@@ -61,7 +61,7 @@ from cskws_jax import export
 from cskws_jax.streaming import StreamDetector
 from speechkit import audio_io, compilation, frontend, progress, stream_inputs
 from speechkit import export as export_lib
-from speechkit.bundle import Bundle, BundleError, model_code_missing
+from speechkit.bundle import Bundle, BundleError, model_code
 from speechkit.stream_inputs import InputError, Output, block_outputs
 
 FIELDS = ("file", "keyword", "label", "start", "end", "score", "emitted")
@@ -96,11 +96,7 @@ def from_bundle(path, block_ms: float | None, min_score: float | None):
     """(detector, info) of a bundle folder's live model, stepping blocks of `block_ms`
     (None: 200 ms), peaks from `min_score` (None: the bundle's). Needs the model code
     (the full install)."""
-    try:
-        from cskws_jax import bundle
-    except ModuleNotFoundError as err:
-        raise model_code_missing(err, f"{path}: a bundle") from None
-    net, params, info = bundle.load(path)
+    net, params, info = model_code("cskws_jax.bundle", f"{path}: a bundle").load(path)
     hop_s = info.features.hop_s * net.config.output_stride
     outputs = block_outputs(DEFAULT_BLOCK_MS if block_ms is None else block_ms, hop_s)
     min_score = info.decoding.min_score if min_score is None else min_score

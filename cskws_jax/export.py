@@ -62,7 +62,7 @@ from cskws_jax.datasets.features import FEATURES
 from cskws_jax.streaming import StreamDetector
 from speechkit import checks, onnx_export, streaming
 from speechkit import export as shared
-from speechkit.bundle import Bundle, BundleError, model_code_missing
+from speechkit.bundle import Bundle, BundleError, model_code
 from speechkit.export import ModelFacts, initial_state, read, write
 
 if TYPE_CHECKING:
@@ -248,11 +248,7 @@ def export_onnx(net: AfKws, params, info: Bundle, block_outputs: int) -> dict:
 
 
 def _load(path):
-    try:
-        from cskws_jax import bundle  # the model code: exporting needs the full install
-    except ModuleNotFoundError as err:
-        raise model_code_missing(err, f"{path}: exporting a bundle") from None
-    return bundle.load(path)
+    return model_code("cskws_jax.bundle", f"{path}: exporting a bundle").load(path)
 
 
 _export_bundle = functools.partial(

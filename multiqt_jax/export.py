@@ -58,7 +58,7 @@ from multiqt_jax.config import (
 )
 from speechkit import checks, onnx_export, streaming
 from speechkit import export as shared
-from speechkit.bundle import Bundle, BundleError, model_code_missing
+from speechkit.bundle import Bundle, BundleError, model_code
 from speechkit.export import ModelFacts, initial_state, read, write
 
 if TYPE_CHECKING:
@@ -222,11 +222,7 @@ def export_onnx(net: MultiQT, params, info: Bundle, block_outputs: int) -> dict:
 
 
 def _load(path):
-    try:
-        from multiqt_jax import bundle  # the model code: exporting needs the full install
-    except ModuleNotFoundError as err:
-        raise model_code_missing(err, f"{path}: exporting a bundle") from None
-    return bundle.load(path)
+    return model_code("multiqt_jax.bundle", f"{path}: exporting a bundle").load(path)
 
 
 _export_bundle = functools.partial(

@@ -80,7 +80,7 @@ from speechkit import (
     streaming,
 )
 from speechkit import export as export_lib
-from speechkit.bundle import FULL_INSTALL, Bundle, BundleError, model_code_missing
+from speechkit.bundle import FULL_INSTALL, Bundle, BundleError, model_code
 from speechkit.stream_inputs import STDIN, InputError, Output, block_outputs
 
 FIELDS = ("file", "label", "class_id", "start", "end", "emitted")
@@ -155,11 +155,7 @@ class Tracker:
 def from_bundle(path, block_ms: float | None) -> Tracker:
     """The live model of a bundle folder, stepping blocks of `block_ms` (None: 200 ms).
     Needs the model code (the full install)."""
-    try:
-        from multiqt_jax import bundle
-    except ModuleNotFoundError as err:
-        raise model_code_missing(err, f"{path}: a bundle") from None
-    net, params, info = bundle.load(path)
+    net, params, info = model_code("multiqt_jax.bundle", f"{path}: a bundle").load(path)
     spec = streaming.spec_of(net)
     outputs = block_outputs(DEFAULT_BLOCK_MS if block_ms is None else block_ms, spec.output_hop_s)
 
@@ -294,12 +290,9 @@ def text_code():
 def _ctc_code():
     """(speechkit.ctc.bundle, speechkit.ctc.recognise.Recogniser): the recogniser's
     model code (the full install; a BundleError saying so in the light one)."""
-    try:
-        from speechkit.ctc import bundle
-        from speechkit.ctc.recognise import Recogniser
-    except ModuleNotFoundError as err:
-        raise model_code_missing(err, "--asr ctc: the recogniser") from None
-    return bundle, Recogniser
+    what = "--asr ctc: the recogniser"
+    bundle = model_code("speechkit.ctc.bundle", what)
+    return bundle, model_code("speechkit.ctc.recognise", what).Recogniser
 
 
 @functools.cache

@@ -53,6 +53,7 @@ giving the same outputs.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import math
 import os
@@ -189,14 +190,19 @@ FULL_INSTALL = "pip install 'speech-tracking-jax[full]'"
 (`speech-tracking-jax[infer]`) runs export folders (`speechkit.export`)."""
 
 
-def model_code_missing(error: ModuleNotFoundError, what: str) -> BundleError:
-    """The error for `what` (e.g. "out/bundle: a bundle") needing the model code that
-    the light install lacks (`error`, importing it)."""
-    return BundleError(
-        f"{what} runs with the model code, which needs {error.name} (not installed: this is "
-        f"the light install, which runs export folders): {FULL_INSTALL}, or run an export "
-        "folder of it (python -m cskws_jax.export / multiqt_jax.export BUNDLE OUT_DIR)"
-    )
+def model_code(module: str, what: str):
+    """The module named `module` (model code: it needs the full install), imported for
+    `what` (e.g. "out/bundle: a bundle"); a `BundleError` saying what to install where
+    the light install lacks a package it needs."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        raise BundleError(
+            f"{what} runs with the model code, which needs {err.name} (not installed: this "
+            f"is the light install, which runs export folders): {FULL_INSTALL}, or run an "
+            "export folder of it (python -m cskws_jax.export / multiqt_jax.export BUNDLE "
+            "OUT_DIR)"
+        ) from None
 
 
 @dataclasses.dataclass(frozen=True)
