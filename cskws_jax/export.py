@@ -216,9 +216,10 @@ def onnx_signatures(
     }
 
 
-def export_onnx(net: AfKws, params, info: Bundle, block_outputs: int) -> dict:
-    """{name: onnx.ModelProto} of `onnx_signatures`, parameters baked in."""
-    signature = onnx_signatures(info, block_outputs, model_facts(info, block_outputs))
+def export_onnx(net: AfKws, params, info: Bundle, block_outputs: int, facts: ModelFacts) -> dict:
+    """{name: onnx.ModelProto} of `onnx_signatures`, parameters baked in; `facts`: the
+    model's (`model_facts`)."""
+    signature = onnx_signatures(info, block_outputs, facts)
     model_state = jax.tree_util.tree_structure(net.apply(params, 1, method=net.initial_state))
     detector = _detector(net.config, info.decoding, block_outputs, net, params)
     detector_state = jax.tree_util.tree_structure(detector.initial_state(1))

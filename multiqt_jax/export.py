@@ -201,9 +201,10 @@ def _audio_frames(info: Bundle, block_outputs: int) -> int:
     return round(block_outputs * hop_s * block / info.features.hop_s)
 
 
-def export_onnx(net: MultiQT, params, info: Bundle, block_outputs: int) -> dict:
-    """{name: onnx.ModelProto} of `onnx_signatures`, parameters baked in."""
-    signature = onnx_signatures(info, block_outputs, model_facts(info, block_outputs))
+def export_onnx(net: MultiQT, params, info: Bundle, block_outputs: int, facts: ModelFacts) -> dict:
+    """{name: onnx.ModelProto} of `onnx_signatures`, parameters baked in; `facts`: the
+    model's (`model_facts`)."""
+    signature = onnx_signatures(info, block_outputs, facts)
     tree = jax.tree_util.tree_structure(net.apply(params, 1, method=net.initial_state))
 
     def forward(inputs, mask, present):

@@ -306,16 +306,18 @@ def export_bundle(
     folder `path`: `load(path)` -> (net, params, info) is the task's bundle loader,
     `export_forward(net, params, platforms)` and `export_step(net, params, block_outputs,
     platforms)` its exporters, `facts_of(info, block_outputs)` its `ModelFacts`,
-    `export_onnx(net, params, info, block_outputs)` its ONNX modules (a task binds them
-    with `functools.partial` and hands the result to `main`)."""
+    `export_onnx(net, params, info, block_outputs, facts)` its ONNX modules (a task binds
+    them with `functools.partial` and hands the result to `main`)."""
     net, params, info = load(path)
+    facts = facts_of(info, block_outputs)
     modules = {
         "forward": export_forward(net, params, platforms),
         "step": export_step(net, params, block_outputs, platforms),
     }
-    onnx_modules = {} if export_onnx is None else export_onnx(net, params, info, block_outputs)
-    payload = manifest(info, block_outputs, facts_of(info, block_outputs))
-    return modules, payload, onnx_modules
+    onnx_modules = {}
+    if export_onnx is not None:
+        onnx_modules = export_onnx(net, params, info, block_outputs, facts)
+    return modules, manifest(info, block_outputs, facts), onnx_modules
 
 
 @dataclasses.dataclass(frozen=True)

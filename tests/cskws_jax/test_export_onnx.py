@@ -30,10 +30,11 @@ def exported(request, tiny_afkws_config, tmp_path_factory):
     folder = tmp_path_factory.mktemp("onnx") / "bundle"
     bundle.save(folder, net, params, KEYWORDS, train.PeakDecodingConfig(min_score=0.3), "x")
     _, _, info = bundle.load(folder)
-    signatures = export.onnx_signatures(info, 3, export.model_facts(info, 3))
+    facts = export.model_facts(info, 3)
+    signatures = export.onnx_signatures(info, 3, facts)
     modules = {
         name: onnx_export.read(proto.SerializeToString(), f"{name}.onnx", signatures[name])
-        for name, proto in export.export_onnx(net, params, info, 3).items()
+        for name, proto in export.export_onnx(net, params, info, 3, facts).items()
     }
     return net, params, info, modules
 

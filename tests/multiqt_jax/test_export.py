@@ -175,10 +175,11 @@ def test_onnx_modules_equal_the_live_model_through_their_bytes(tiny, tmp_path):
     net, params = tiny
     bundle.save(tmp_path / "bundle", net, params, labels.classes("questions"))
     _, _, info = bundle.load(tmp_path / "bundle")
-    signatures = export.onnx_signatures(info, 3, export.model_facts(info, 3))
+    facts = export.model_facts(info, 3)
+    signatures = export.onnx_signatures(info, 3, facts)
     modules = {
         name: onnx_export.read(proto.SerializeToString(), f"{name}.onnx", signatures[name])
-        for name, proto in export.export_onnx(net, params, info, 3).items()
+        for name, proto in export.export_onnx(net, params, info, 3, facts).items()
     }
     rng = np.random.default_rng(4)
     for batch, outputs in ((1, 5), (3, 17)):
