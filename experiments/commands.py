@@ -78,13 +78,15 @@ def export(argv=None) -> int:
     return importlib.import_module(EXPORTS[task]).main(argv)
 
 
-def _full_install_code(command: str, load):
-    """load() -> the modules it imports, or None, with the install to use printed, when
-    it needs a package of the full install that this one lacks."""
+def _full_install_modules(command: str, *names: str) -> list | None:
+    """The modules `names` imported, or None, with the install to use printed, when they
+    need a package of the full install that this one lacks."""
+    import importlib
+
     from speechkit.bundle import FULL_INSTALL
 
     try:
-        return load()
+        return [importlib.import_module(name) for name in names]
     except ModuleNotFoundError as err:
         print(
             f"error: {command} needs {err.name or 'a package'}, which this install lacks (the "
@@ -140,14 +142,7 @@ def snake_flags(argv, names=None) -> list[str]:
 
 
 def evaluate() -> int:
-    def load():
-        from absl import app, flags
-
-        from experiments import evaluate as command
-
-        return app, flags, command
-
-    loaded = _full_install_code("stj-evaluate", load)
+    loaded = _full_install_modules("stj-evaluate", "absl.app", "absl.flags", "experiments.evaluate")
     if loaded is None:
         return 2
     app, flags, command = loaded
@@ -172,12 +167,7 @@ def evaluate() -> int:
 
 
 def build_data() -> int:
-    def load():
-        from experiments import build_data
-
-        return build_data
-
-    command = _full_install_code("stj-build-data", load)
-    if command is None:
+    loaded = _full_install_modules("stj-build-data", "experiments.build_data")
+    if loaded is None:
         return 2
-    return command.main(snake_flags(sys.argv[1:]))
+    return loaded[0].main(snake_flags(sys.argv[1:]))
