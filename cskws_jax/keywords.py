@@ -8,6 +8,10 @@ module derives it again:
 
     python -m cskws_jax.keywords            # print the derived list
     python -m cskws_jax.keywords --write    # rewrite cskws_jax/data/keywords.json
+    python -m cskws_jax.keywords --check weather tomorrow   # words a corpus can use?
+
+A corpus of your own keywords (`check_keywords`: words of the pronouncing dictionary)
+is built and trained on by `python -m experiments.own_keywords`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ VOWELS = frozenset(
     {"AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW", "OY", "UH", "UW"}
 )
 KEYWORDS_FILE = Path(__file__).parent / "data" / "keywords.json"
+MAX_KEYWORDS = 100  # a corpus's keywords (each needs occurrences in every split)
 
 
 def syllables(phones) -> int:
@@ -67,6 +72,35 @@ def derive_keywords(
     return [word for _, word in scored[:count]]
 
 
+def check_keywords(words, dictionary: str | None = None) -> tuple[str, ...]:
+    """`words` (a string or strings of words separated by commas or spaces) as a tuple
+    of keywords in class order, lower-cased. Raises ValueError naming the offending words
+    unless there are 1 to `MAX_KEYWORDS` distinct words, each of letters and apostrophes
+    and in the pronouncing dictionary (default: pocketsphinx's shipped en-us one), which
+    the corpus's forced alignment needs."""
+    text = words if isinstance(words, str) else " ".join(str(word) for word in words)
+    words = tuple(text.replace(",", " ").lower().split())
+    if not 1 <= len(words) <= MAX_KEYWORDS:
+        raise ValueError(f"keywords: expected 1 to {MAX_KEYWORDS} words, got {len(words)}")
+    repeated = sorted({word for word in words if words.count(word) > 1})
+    if repeated:
+        raise ValueError(f"keywords: each word once; repeated: {repeated}")
+    odd = [word for word in words if not word.replace("'", "").isalpha()]
+    if odd:
+        raise ValueError(f"keywords: words of letters and apostrophes only; got {odd}")
+    path = dictionary or shipped_model_paths()[1]
+    known = lm.read_pronunciations(path)
+    missing = [word for word in words if word not in known]
+    if missing:
+        raise ValueError(
+            f"keywords: not in the pronouncing dictionary {os.path.basename(path)} "
+            f"({len(known):,} words), which the corpus's forced alignment needs: {missing}; "
+            "choose words it has (python -m cskws_jax.keywords --check WORD... prints "
+            "each word's pronunciation)"
+        )
+    return words
+
+
 def load_keywords() -> list[str]:
     """The stored keyword list (class ids follow its order)."""
     return json.loads(KEYWORDS_FILE.read_text())["keywords"]
@@ -75,7 +109,15 @@ def load_keywords() -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help=f"rewrite {KEYWORDS_FILE}")
+    parser.add_argument(
+        "--check",
+        nargs="+",
+        metavar="WORD",
+        help="check words as keywords and print their pronunciations and syllables",
+    )
     args = parser.parse_args(argv)
+    if args.check:
+        return check_main(args.check)
     keywords = derive_keywords()
     print(" ".join(keywords))
     if args.write:
@@ -87,6 +129,20 @@ def main(argv=None) -> int:
         }
         files.write_json(KEYWORDS_FILE, payload)
         print(f"wrote {KEYWORDS_FILE}", file=sys.stderr)
+    return 0
+
+
+def check_main(words) -> int:
+    """Prints each word's pronunciation and syllables (status 0), or the reason the words
+    cannot be keywords (status 2)."""
+    try:
+        words = check_keywords(words)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    known = lm.read_pronunciations(shipped_model_paths()[1])
+    for word in words:
+        print(f"{word}\t{' '.join(known[word])}\t{syllables(known[word])} syllables")
     return 0
 
 

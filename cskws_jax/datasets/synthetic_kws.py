@@ -34,6 +34,7 @@ generator, whatever the worker count. An utterance outside `duration_s` is redra
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 
 import numpy as np
@@ -131,8 +132,9 @@ def render_one(job: UtteranceJob) -> Utterance:
 
 
 class SyntheticKwsBuilderConfig(tfds.core.BuilderConfig):
-    """A TFDS builder config of `SyntheticKws` (a corpus size and its render settings; the
-    model's config is `cskws_jax.config.AfKwsConfig`). `name` defaults to the size."""
+    """A TFDS builder config of `SyntheticKws` (a corpus size, its keywords and render
+    settings; the model's config is `cskws_jax.config.AfKwsConfig`). `name` defaults to
+    the size; `keywords` (class order) to the embedded list (`cskws_jax.keywords`)."""
 
     def __init__(
         self,
@@ -142,6 +144,7 @@ class SyntheticKwsBuilderConfig(tfds.core.BuilderConfig):
         text_config: text.TextConfig | None = None,
         duration_s: tuple[float, float] = (2.0, 10.0),
         seed: int = SEED,
+        keywords: tuple[str, ...] | None = None,
         **kwargs,
     ):
         if size not in SIZES:
@@ -151,6 +154,33 @@ class SyntheticKwsBuilderConfig(tfds.core.BuilderConfig):
         self.size, self.duration_s, self.seed = size, duration_s, seed
         self.render_config = render_config or render.KwsRenderConfig()
         self.text_config = text_config or text.TextConfig()
+        self.keywords = None if keywords is None else tuple(keywords)
+
+    def keyword_list(self) -> tuple[str, ...]:
+        """The corpus's keywords in class order."""
+        return tuple(keyword_list.load_keywords()) if self.keywords is None else self.keywords
+
+
+OWN_KEYWORDS_TAG = "-kw-"
+
+
+def own_keywords_config(size: str, keywords, engine_set: str = "pip") -> SyntheticKwsBuilderConfig:
+    """The `SyntheticKws` config of a size and engine set (`render.KWS_ENGINE_SETS`) whose
+    keywords are `keywords` (checked by `keyword_list.check_keywords`), named
+    `<size>[-<engine set>]-kw-<8 hex digits of the keywords>`. TFDS reads the prepared
+    corpus back by that name (`tfds.data_source("synthetic_kws/" + name, data_dir=...)`)
+    from its files, as it reads any config it has no code for."""
+    keywords = keyword_list.check_keywords(keywords)
+    engines, heldout = render.KWS_ENGINE_SETS[engine_set]
+    digest = hashlib.sha256(" ".join(keywords).encode()).hexdigest()[:8]
+    return SyntheticKwsBuilderConfig(
+        size=size,
+        name=f"{render.kws_config_name(size, engine_set)}{OWN_KEYWORDS_TAG}{digest}",
+        render_config=render.KwsRenderConfig(engines=engines, heldout_engine=heldout),
+        keywords=keywords,
+        description=f"{size} size, keywords {', '.join(keywords)}, engines "
+        f"{', '.join(engines)} ({heldout} held out)",
+    )
 
 
 class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder):
@@ -177,12 +207,15 @@ class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder)
             builder=self,
             description=__doc__,
             features=kws_features(),
-            metadata=tfds.core.MetadataDict(keywords=keyword_list.load_keywords()),
+            metadata=tfds.core.MetadataDict(
+                keywords=list(self.builder_config.keyword_list()),
+                heldout_engine=self.builder_config.render_config.heldout_engine,
+            ),
         )
 
     def _split_generators(self, dl_manager):
         config = self.builder_config
-        keywords = tuple(keyword_list.load_keywords())
+        keywords = config.keyword_list()
         settings = (config.duration_s, config.text_config, config.render_config, keywords)
         cache = corpus.cache_dir(
             self, str(self.VERSION), config.size, SIZES[config.size], config.seed, settings

@@ -42,3 +42,37 @@ def test_stored_list_is_the_derived_one():
     stored = keywords.load_keywords()
     assert len(stored) == 20 and len(set(stored)) == 20
     assert stored == keywords.derive_keywords()
+
+
+def test_check_keywords_normalises_and_keeps_the_order():
+    assert keywords.check_keywords("Weather, tomorrow  morning") == (
+        "weather",
+        "tomorrow",
+        "morning",
+    )
+    assert keywords.check_keywords(["weather,", "morning"]) == ("weather", "morning")
+
+
+@pytest.mark.parametrize(
+    "words, message",
+    [
+        ("", "expected 1 to 100 words, got 0"),
+        ("weather weather", r"each word once; repeated: \['weather'\]"),
+        ("weather r2d2", r"letters and apostrophes only; got \['r2d2'\]"),
+        (
+            "weather xyzzyqq",
+            r"not in the pronouncing dictionary cmudict-en-us.dict .*\['xyzzyqq'\]",
+        ),
+    ],
+)
+def test_check_keywords_names_what_is_wrong(words, message):
+    with pytest.raises(ValueError, match=message):
+        keywords.check_keywords(words)
+
+
+def test_check_command_prints_pronunciations(capsys):
+    assert keywords.main(["--check", "weather", "morning"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["weather\tW EH DH ER\t2 syllables", "morning\tM AO R N IH NG\t2 syllables"]
+    assert keywords.main(["--check", "xyzzyqq"]) == 2
+    assert "xyzzyqq" in capsys.readouterr().err
