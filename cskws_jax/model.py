@@ -52,6 +52,7 @@ import sequence_layers.jax as sl
 from cskws_jax.config import AfKwsConfig, Stage  # noqa: F401 (model.Stage)
 from cskws_jax.datasets.features import FEATURES
 from speechkit import accelerator, frontend, streaming
+from speechkit import bundle as bundle_lib
 from speechkit import normalise as normalise_lib
 from speechkit.optim import parameter_count
 
@@ -232,3 +233,45 @@ def describe(config: AfKwsConfig, params) -> str:
         f"{spec.receptive_field_s('audio'):.2f} s, look-ahead {spec.latency_s:.2f} s, "
         f"{config.precision} precision"
     )
+
+
+HEATMAP = "params/heatmap/"  # the class head: kernel [head_channels, C], bias [C]
+
+
+def warm_start(trained, trained_labels, fresh, labels, trained_unknown: bool, unknown: bool):
+    """Parameters for a model of keywords `labels` that start from `trained`, the
+    parameters of a model of the same architecture for `trained_labels`.
+
+    Everything but the class head is `trained`'s. The class head's column of a keyword
+    both models have is the trained one; a new keyword's column is `fresh`'s (the new
+    model's own initialisation: random weights, the prior bias), and so is the unknown
+    class's unless both models have one. `trained`: a nested dict of arrays (a bundle's
+    parameters); `fresh`: the new model's `AfKws.init` variables, whose tree (boxes
+    included) the result keeps. Raises ValueError naming the first parameter that one
+    model lacks or whose shape differs (another architecture)."""
+    old = bundle_lib.flatten(trained)
+    sources = [trained_labels.index(k) if k in trained_labels else None for k in labels]
+    if unknown:
+        sources.append(len(trained_labels) if trained_unknown else None)
+
+    def merged(path, value):
+        name = "/".join(str(key.key) for key in path if isinstance(key, jax.tree_util.DictKey))
+        if name not in old:
+            raise ValueError(f"warm start: the trained model has no parameter {name}")
+        if not name.startswith(HEATMAP):
+            if old[name].shape != np.shape(value):
+                raise ValueError(
+                    f"warm start: {name}: trained shape {old[name].shape}, this model "
+                    f"{np.shape(value)} (the architectures differ)"
+                )
+            return jnp.asarray(old[name], value.dtype)
+        column = np.array(value)  # kernel [H, C] or bias [C]: classes on the last axis
+        for target, source in enumerate(sources):
+            if source is not None:
+                column[..., target] = old[name][..., source]
+        return jnp.asarray(column)
+
+    missing = set(old) - set(bundle_lib.flatten(fresh))
+    if missing:
+        raise ValueError(f"warm start: this model has no parameter {sorted(missing)[0]}")
+    return jax.tree_util.tree_map_with_path(merged, fresh)

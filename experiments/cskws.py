@@ -52,9 +52,10 @@ import tensorflow_datasets as tfds
 
 from cskws_jax import baselines, bundle, input_pipeline, losses, model, train
 from cskws_jax.datasets import synthetic_kws
+from cskws_jax.datasets.features import FEATURES
 from experiments import common, evals, training
 from experiments.scoring import keywords as scoring
-from speechkit import batching, checks, files
+from speechkit import batching, checks, errors, files
 from speechkit.optim import OptimizerConfig, TrainState
 
 MODELS = ("afkws", "afkws_no_unknown", "sliding_window")
@@ -64,15 +65,18 @@ log = common.logger("cskws")
 
 def load_corpus(config):
     """({"train", "test"}: data sources, keywords) of `config.dataset` (built first when
-    it is a synthetic_kws corpus and `config.build_missing`)."""
+    it is a synthetic_kws config with code and `config.build_missing`; a corpus of your
+    own keywords, `synthetic_kws.own_keywords_config`, is read from its files)."""
     data_dir = common.data_dir(config)
     name = config.dataset
+    built = synthetic_kws.SyntheticKws.builder_configs
     if config.build_missing and name.startswith("synthetic_kws/"):
         size = name.split("/", 1)[1]
-        builder = synthetic_kws.SyntheticKws(
-            config=size, data_dir=data_dir, file_format="array_record"
-        )
-        builder.download_and_prepare()
+        if size in built:
+            builder = synthetic_kws.SyntheticKws(
+                config=size, data_dir=data_dir, file_format="array_record"
+            )
+            builder.download_and_prepare()
     keywords = corpus_keywords(name, data_dir)
     sources = tfds.data_source(name, data_dir=data_dir)
     for split in ("train", "test"):
@@ -106,14 +110,17 @@ def evaluation_sources(config, keywords) -> dict:
     return found
 
 
-def split_engine(dataset: str, split: str) -> str | None:
+def split_engine(dataset: str, split: str, data_dir: str) -> str | None:
     """The synthesiser that alone speaks `split` of `dataset`: a synthetic_kws corpus's
-    held-out engine for its "heldout" split (or a slice of it); None otherwise."""
+    held-out engine for its "heldout" split (or a slice of it; a corpus of your own
+    keywords says it in its metadata); None otherwise."""
     if evals.base_split(split) != "heldout" or not dataset.startswith("synthetic_kws/"):
         return None
     name = dataset.split("/", 1)[1]  # a size, or a size-engine set ("quick-festival")
     built = synthetic_kws.SyntheticKws.builder_configs.get(name)
-    return None if built is None else built.render_config.heldout_engine
+    if built is not None:
+        return built.render_config.heldout_engine
+    return tfds.builder(dataset, data_dir=data_dir).info.metadata.get("heldout_engine")
 
 
 class Candidate:
@@ -159,10 +166,16 @@ class Candidate:
         loss = common.build(losses.LossConfig, config.loss, "config.loss")
         decoding = common.build(train.PeakDecodingConfig, config.decode, "config.decode")
         # jitted: one program instead of hundreds of op-by-op ones (the same parameters)
-        init = jax.jit(
-            lambda key, audio: TrainState.create(net.init(key, {"audio": audio}), optimizer)
-        )
-        self.init = lambda key, batch: init(key, batch["audio"][:1])
+        if config.get("init"):
+            warm = warm_start(config.init, net, keywords)
+            fresh = jax.jit(lambda key, audio: net.init(key, {"audio": audio}))
+            create = jax.jit(lambda params: TrainState.create(params, optimizer))
+            self.init = lambda key, batch: create(warm(fresh(key, batch["audio"][:1])))
+        else:
+            init = jax.jit(
+                lambda key, audio: TrainState.create(net.init(key, {"audio": audio}), optimizer)
+            )
+            self.init = lambda key, batch: init(key, batch["audio"][:1])
         self.step = jax.jit(
             lambda state, batch, rng: train.train_step(net, augment, state, batch, rng, loss),
             donate_argnums=0,
@@ -170,6 +183,50 @@ class Candidate:
         self.detect = jax.jit(lambda params, batch: train.detect(net, params, batch, decoding))
         self.describe = lambda state: model.describe(net.config, state.params)
         self.net, self.decoding = net, decoding
+
+
+def warm_start(path: str, net: model.AfKws, keywords):
+    """fresh parameters -> the parameters an AF-KWS model `net` of `keywords` starts from
+    when `config.init` names a trained AF-KWS bundle (`cskws_jax.model.warm_start`: the
+    bundle's layers, its class columns of the keywords both have). The bundle must have
+    the corpus's front end and `net`'s architecture (every `config.model` field but
+    num_keywords and unknown_class); a `speechkit.errors.InvalidInput` says what differs."""
+    trained_net, trained, info = bundle.load(path)
+    where = f"config.init ({path})"
+    if info.features != FEATURES:
+        raise errors.InvalidInput(
+            f"{where}: the bundle's front end {info.features} is not the corpus's {FEATURES}"
+        )
+    bundled = dataclasses.replace(
+        trained_net.config,
+        num_keywords=net.config.num_keywords,
+        unknown_class=net.config.unknown_class,
+    )
+    differ = [
+        f"{field.name} (bundle {getattr(bundled, field.name)!r}, config "
+        f"{getattr(net.config, field.name)!r})"
+        for field in dataclasses.fields(bundled)
+        if getattr(bundled, field.name) != getattr(net.config, field.name)
+    ]
+    if differ:
+        raise errors.InvalidInput(
+            f"{where}: the bundle's model differs from config.model in {'; '.join(differ)}; "
+            "set those fields as the bundle has them (python -m experiments.own_keywords "
+            "does)"
+        )
+    known = [keyword for keyword in keywords if keyword in info.labels]
+    log(
+        f"starting from {path}: its layers, and its class columns of {len(known)} of the "
+        f"{len(keywords)} keywords" + (f" ({', '.join(known)})" if known else "")
+    )
+    return functools.partial(
+        model.warm_start,
+        trained,
+        list(info.labels),
+        labels=list(keywords),
+        trained_unknown=trained_net.config.unknown_class,
+        unknown=net.config.unknown_class,
+    )
 
 
 def training_utterances(config, size: int) -> np.ndarray:
@@ -349,7 +406,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     for evaluation in evals.evaluations(config):
         if evaluation.name in sources:
             corpus = evaluation.corpus(config.dataset)
-            payload[f"{evaluation.name}_engine"] = split_engine(corpus, evaluation.split)
+            payload[f"{evaluation.name}_engine"] = split_engine(
+                corpus, evaluation.split, common.data_dir(config)
+            )
     files.write_json(os.path.join(workdir, "results.json"), payload)
     print(scoring.table(results, others))
     return payload

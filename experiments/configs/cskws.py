@@ -41,6 +41,10 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.build_missing = True  # build synthetic_kws/<size> if absent
     config.models = "afkws,afkws_no_unknown,sliding_window"  # comma-separated
     config.seed = 0
+    # A trained AF-KWS bundle folder the AF-KWS models start from ("" = from scratch):
+    # its layers, and its class columns of the keywords both have (experiments.cskws.
+    # warm_start); config.model must match its architecture.
+    config.init = ""
 
     # What every trained model is also scored on (`experiments.evals`): name -> a split of
     # a corpus ("" = this run's). "heldout": the split spoken only by a synthesiser never

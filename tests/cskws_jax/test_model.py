@@ -148,3 +148,54 @@ def test_bad_input_is_named(small):
     with pytest.raises(ValueError, match="num_keywords"):
         model.AfKwsConfig(num_keywords=0)
     assert "look-ahead 0.12 s, highest precision" in model.describe(SMALL, params)
+
+
+def _init(config):
+    audio = jnp.zeros((1, 16, config.features), jnp.float32)
+    return model.AfKws(config).init(jax.random.key(7), {"audio": audio})
+
+
+@pytest.mark.parametrize("trained_unknown, unknown", [(True, True), (True, False), (False, True)])
+def test_warm_start_keeps_the_layers_and_the_known_keywords_columns(
+    tiny_afkws_config, trained_unknown, unknown
+):
+    from speechkit.bundle import flatten, unflatten
+
+    trained_config = dataclasses.replace(tiny_afkws_config(3), unknown_class=trained_unknown)
+    trained = flatten(_init(trained_config))
+    trained = {name: np.asarray(value) + 1.0 for name, value in trained.items()}  # not fresh
+    new_config = dataclasses.replace(tiny_afkws_config(2), unknown_class=unknown)
+    fresh = _init(new_config)
+    started = model.warm_start(
+        unflatten(trained),
+        ["alpha", "beta", "gamma"],
+        fresh,
+        ["gamma", "delta"],
+        trained_unknown,
+        unknown,
+    )
+    assert jax.tree.structure(started) == jax.tree.structure(fresh)
+    got, new = flatten(started), flatten(fresh)
+    for name, value in got.items():
+        if not name.startswith(model.HEATMAP):
+            np.testing.assert_array_equal(value, trained[name])
+    for leaf in ("kernel", "bias"):
+        column, old, initial = (t[model.HEATMAP + leaf] for t in (got, trained, new))
+        assert column.shape[-1] == 2 + unknown
+        np.testing.assert_array_equal(column[..., 0], old[..., 2])  # gamma, known
+        np.testing.assert_array_equal(column[..., 1], initial[..., 1])  # delta, new
+        if unknown:  # the unknown class is kept only when both models have one
+            expected = old[..., 3] if trained_unknown else initial[..., 2]
+            np.testing.assert_array_equal(column[..., 2], expected)
+
+
+def test_warm_start_refuses_another_architecture(tiny_afkws_config):
+    trained = _init(tiny_afkws_config(2))
+    wider = dataclasses.replace(tiny_afkws_config(2), head_channels=16)
+    with pytest.raises(ValueError, match="the architectures differ"):
+        model.warm_start(trained, ["a", "b"], _init(wider), ["a", "b"], True, True)
+    deeper = dataclasses.replace(
+        tiny_afkws_config(2), stages=(*tiny_afkws_config(2).stages, model.Stage(8, 1, 1))
+    )
+    with pytest.raises(ValueError, match="has no parameter"):
+        model.warm_start(trained, ["a", "b"], _init(deeper), ["a", "b"], True, True)
