@@ -306,12 +306,17 @@ def _flat(tree, prefix: str = "") -> dict:
     return {prefix[:-1]: list(tree) if isinstance(tree, tuple) else tree}
 
 
+def flat_fields(config: ml_collections.ConfigDict) -> dict:
+    """{dotted field name: value} of an experiment config; tuples as lists."""
+    return _flat(config.to_dict())
+
+
 def check_variant(folder: str, config: ml_collections.ConfigDict) -> None:
     """Records a variant's config in folder/variant.json, or checks it against the one
     recorded: a variant folder trained with another config is an error naming the fields
     (its checkpoints and scores would be read back as if they were this config's)."""
     path = os.path.join(folder, "variant.json")
-    wanted = json.loads(json.dumps(_flat(config.to_dict())))
+    wanted = json.loads(json.dumps(flat_fields(config)))
     recorded = files.read_json(path)
     if recorded is None:
         os.makedirs(folder, exist_ok=True)

@@ -1,0 +1,164 @@
+r"""Your own keywords: build a synthetic corpus for the words you type, train AF-KWS on it,
+choose operating points, and write a bundle with a model card.
+
+    python -m experiments.own_keywords --config=experiments/configs/own_keywords.py:quick \
+        --config.keywords="weather,tomorrow,morning" --workdir=/tmp/my-keywords
+    python -m cskws_jax.detect /tmp/my-keywords/afkws/bundle call.wav --fa-per-hour 5
+
+1. The words are checked (`cskws_jax.keywords.check_keywords`: each in pocketsphinx's
+   pronouncing dictionary, which the corpus's forced alignment needs); a word it lacks
+   stops the run before anything is built, naming the word.
+2. The corpus is `synthetic_kws` of `config.size` with those words as its keywords
+   (`synthetic_kws.own_keywords_config`): the same filler text, engines, voices, rooms,
+   microphones and noise as the embedded corpora, and a held-out split spoken by an
+   engine the model never hears (`config.engine_set`). It is built once in
+   `config.data_dir` as `synthetic_kws/<size>-kw-<digest>`; a rerun reuses it.
+3. `experiments.cskws` trains and scores `config.models` on it (results.json, detections,
+   curves, checkpoints; a rerun resumes), chooses the operating points on the test split
+   (`config.eval.fa_budgets`) and writes each AF-KWS model's bundle.
+4. Each bundle gets a model card (`experiments.report.card`: `WORKDIR/<model>/bundle/
+   card.md` and `card.json`): keywords, corpus, training, the command that rebuilds it,
+   times, scores in-engine and on the held-out engine with intervals, the operating
+   points as measured, and what it is not for.
+
+`config.init` starts from a trained AF-KWS bundle: its architecture replaces
+`config.model`, its layers start training, and the class head is resized to the new
+list (`cskws_jax.model.warm_start`: the columns of words it already knew are kept).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import ml_collections
+import tensorflow_datasets as tfds
+
+from cskws_jax import bundle
+from cskws_jax.datasets import synthetic_kws
+from experiments import common, cskws
+from experiments.configs import own_keywords as own_keywords_config
+from experiments.report import card as card_lib
+from speechkit import errors
+
+log = common.logger("own_keywords")
+CONFIG_FILE = "experiments/configs/own_keywords.py"
+
+
+def corpus_config(config) -> synthetic_kws.SyntheticKwsBuilderConfig:
+    """The synthetic_kws config of the run's keywords, size and engine set (checked: a
+    `speechkit.errors.InvalidInput` names the field)."""
+    if config.size not in synthetic_kws.SIZES:
+        raise errors.InvalidInput(
+            f"config.size: expected one of {sorted(synthetic_kws.SIZES)}, got {config.size!r}"
+        )
+    sets = synthetic_kws.render.KWS_ENGINE_SETS
+    if config.engine_set not in sets:
+        raise errors.InvalidInput(
+            f"config.engine_set: expected one of {sorted(sets)}, got {config.engine_set!r}"
+        )
+    try:
+        return synthetic_kws.own_keywords_config(config.size, config.keywords, config.engine_set)
+    except ValueError as err:
+        raise errors.InvalidInput(f"config.{err}") from None
+
+
+def with_bundle_model(config, path: str) -> ml_collections.ConfigDict:
+    """`config` with `config.model` set to the architecture of the AF-KWS bundle at `path`
+    (every field the section has; num_keywords and unknown_class stay the run's)."""
+    net, _, _ = bundle.load(path)
+    config = common.variant(config, {})
+    for field in dataclasses.fields(net.config):
+        if field.name in config.model:
+            value = getattr(net.config, field.name)
+            if isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+                value = tuple(dataclasses.astuple(item) for item in value)
+            config.model[field.name] = value
+    return config
+
+
+def rebuild_command(config, workdir: str) -> str:
+    """The command line that reruns `config`: its preset and every field that differs."""
+    preset = own_keywords_config.get_config(config.preset)
+    given, default = common.flat_fields(config), common.flat_fields(preset)
+    changed = [
+        f"--config.{name}={_flag_text(value)}"
+        for name, value in given.items()
+        if name != "dataset" and default.get(name) != value
+    ]
+    return " ".join(
+        [
+            "python -m experiments.own_keywords",
+            f"--config={CONFIG_FILE}:{config.preset}",
+            *changed,
+            f"--workdir={workdir}",
+        ]
+    )
+
+
+def _flag_text(value) -> str:
+    text = _value_text(value)
+    return f'"{text}"' if any(char in text for char in " ,()") else text
+
+
+def _value_text(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return (
+            "("
+            + ",".join(_value_text(item) for item in value)
+            + ("," if len(value) == 1 else "")
+            + ")"
+        )
+    return str(value)
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
+    started = time.perf_counter()
+    built = corpus_config(config)
+    run = with_bundle_model(config, config.init) if config.init else common.variant(config, {})
+    run.dataset = f"synthetic_kws/{built.name}"
+    data_dir = common.data_dir(config)
+    log(f"keywords {', '.join(built.keywords)}: corpus {run.dataset} in {data_dir}")
+    builder = synthetic_kws.SyntheticKws(
+        config=built, data_dir=data_dir, file_format="array_record"
+    )
+    builder.download_and_prepare()
+    corpus_seconds = time.perf_counter() - started
+    payload = cskws.train_and_evaluate(run, workdir)
+    utterances = {
+        split: info.num_examples
+        for split, info in tfds.builder(run.dataset, data_dir=data_dir).info.splits.items()
+    }
+    render = built.render_config
+    facts = {
+        "keywords": list(built.keywords),
+        "corpus": {
+            "name": run.dataset,
+            "size": config.size,
+            "engines": [engine for engine in render.engines if engine != render.heldout_engine],
+            "heldout_engine": render.heldout_engine,
+            "utterances": utterances,
+        },
+        "training": {
+            "steps": config.train.steps,
+            "batch_size": config.train.batch_size,
+            "init": config.init or None,
+        },
+        "seconds": {"corpus": corpus_seconds, "run": time.perf_counter() - started},
+        "command": rebuild_command(config, workdir),
+    }
+    for name, entry in payload["models"].items():
+        folder = os.path.join(workdir, name, "bundle")
+        if os.path.isdir(folder):
+            card = card_lib.kws_card(name, entry, facts)
+            card_lib.write(folder, card_lib.kept_times(card, folder))
+            log(
+                f"{name}: {folder} (card: {card_lib.CARD_MD}); run it with "
+                f"python -m cskws_jax.detect {folder} AUDIO --fa-per-hour 5"
+            )
+    return payload
+
+
+if __name__ == "__main__":
+    common.main(train_and_evaluate)
