@@ -31,6 +31,10 @@ evaluation, and the AF-KWS bundles store them (`python -m cskws_jax.detect BUNDL
 --fa-per-hour 5`); `WORKDIR/<model>/det.json` holds the test DET curves. Thresholds chosen
 on the test split and read on it meet the budget by construction, so their test miss rate
 is optimistic; the evaluations' numbers are the out-of-sample check.
+`config.eval.choose_on` names an evaluation to choose them on instead (e.g. a development
+slice of the test split, `experiments/configs/shipped.py`): each budget's "test" entry
+then measures that evaluation, the other evaluations are measured as before, and
+"operating_points" gains "chosen_on".
 
 Uncertainty: each split's scores carry "intervals": 95 % percentile bootstrap intervals
 over its utterances of mAP, AP@0.05, FRR@5 and FRR@25 (`config.eval.bootstrap_resamples`
@@ -332,14 +336,36 @@ def score_model(candidate: Candidate, params, config, sources: dict, folder: str
             for key in (*scoring.OTHER_SPLIT_REPORTED, "intervals", "allowed_false_alarms")
         }
         entry[evals.transfer_key(name)] = common.transfer_ratio(full["mAP"], entry["mAP"])
+    chosen = chosen_split(config, others)
+    measured = {name: os.path.join(folder, name) for name in others if name != chosen}
     points, entry["operating_points"] = scoring.choose_operating_points(
-        folder,
+        os.path.join(folder, chosen) if chosen else folder,
         candidate.keywords,
         config.eval.fa_budgets,
-        f"{config.dataset}:test",
-        {name: os.path.join(folder, name) for name in others},
+        f"{config.dataset}:{_split_of(config, chosen)}",
+        measured,
     )
+    if chosen:  # its measures are under "test" in each budget's entry
+        entry["operating_points"]["chosen_on"] = chosen
     return entry, points
+
+
+def chosen_split(config, evaluations) -> str:
+    """The evaluation the operating points are chosen on: `config.eval.choose_on`, one of
+    `evaluations` (names; e.g. a development slice of the test split), or "" for the
+    test split (the default). Its thresholds are measured on every other evaluation."""
+    chosen = config.eval.get("choose_on") or ""
+    if chosen and chosen not in evaluations:
+        raise ValueError(
+            f"config.eval.choose_on: {chosen!r} is none of the run's evaluations "
+            f"{sorted(evaluations)} (config.evals)"
+        )
+    return chosen
+
+
+def _split_of(config, evaluation: str) -> str:
+    """The split (or slice) an evaluation of `config.evals` names; "test" for ""."""
+    return config.evals[evaluation].split if evaluation else "test"
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
@@ -354,6 +380,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     sources, keywords = load_corpus(config)
     sources.update(evaluation_sources(config, keywords))
     others = [name for name in sources if name not in ("train", "test")]
+    chosen_split(config, others)  # checked before any training
     log(
         f"{config.dataset}: {len(sources['train'])} training and {len(sources['test'])} test "
         "utterances"

@@ -33,7 +33,6 @@ import os
 import time
 
 import ml_collections
-import tensorflow_datasets as tfds
 
 from cskws_jax import bundle
 from cskws_jax.datasets import synthetic_kws
@@ -126,28 +125,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     builder.download_and_prepare()
     corpus_seconds = time.perf_counter() - started
     payload = cskws.train_and_evaluate(run, workdir)
-    utterances = {
-        split: info.num_examples
-        for split, info in tfds.builder(run.dataset, data_dir=data_dir).info.splits.items()
-    }
-    render = built.render_config
-    facts = {
-        "keywords": list(built.keywords),
-        "corpus": {
-            "name": run.dataset,
-            "size": config.size,
-            "engines": [engine for engine in render.engines if engine != render.heldout_engine],
-            "heldout_engine": render.heldout_engine,
-            "utterances": utterances,
-        },
-        "training": {
-            "steps": config.train.steps,
-            "batch_size": config.train.batch_size,
-            "init": config.init or None,
-        },
-        "seconds": {"corpus": corpus_seconds, "run": time.perf_counter() - started},
-        "command": rebuild_command(config, workdir),
-    }
+    seconds = {"corpus": corpus_seconds, "run": time.perf_counter() - started}
+    command = rebuild_command(config, workdir)
+    facts = card_lib.kws_facts(run, built, run.dataset, data_dir, seconds, command)
     for name, entry in payload["models"].items():
         folder = os.path.join(workdir, name, "bundle")
         if os.path.isdir(folder):

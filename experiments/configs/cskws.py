@@ -101,6 +101,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # model gets from its test detections (cskws_jax.operating_points: an equal share
     # per keyword), stored in the AF-KWS bundles for `cskws_jax.detect --fa-per-hour`.
     config.eval.fa_budgets = (1.0, 5.0, 25.0)
+    # The evaluation of config.evals to choose them on instead of the test split ("": the
+    # test split; e.g. a development slice, experiments/configs/shipped.py).
+    config.eval.choose_on = ""
     # Resamples of the test utterances behind the 95 % intervals of mAP, AP@0.05, FRR@5
     # and FRR@25 (experiments.evaluators.detection.bootstrap_intervals; about 10 s per
     # model at the quick size on CPU, mostly compilation).

@@ -18,16 +18,24 @@ from speechkit import files
 
 CARD_JSON, CARD_MD = "card.json", "card.md"
 
-KWS_NOT_FOR = (
-    "Recorded speech: it was trained and scored on synthetic speech only (the engines "
-    "named above, through simulated rooms, microphones and noise). The held-out engine's "
-    "score is the only measure here of how it hears a voice from outside its training.",
-    "A false-alarm rate promised on your audio: the operating points were chosen on the "
-    "test split their test figures are read on (met there by construction); the held-out "
-    "figures are the out-of-sample check, on synthetic speech.",
-    "Decisions about people, or always-on use, without an evaluation on your own "
-    "recordings (python -m experiments.evaluate scores a bundle on a folder of them).",
-)
+
+def kws_not_for(chosen_on: str) -> list[str]:
+    """What an AF-KWS model of this toolkit is not for; `chosen_on`: the split its operating
+    points were chosen on."""
+    chosen = (
+        "the operating points were chosen on the test split their test figures are read on "
+        "(met there by construction); the other splits' figures are the out-of-sample check"
+        if chosen_on == "test"
+        else f"the operating points were chosen on the {chosen_on} split and measured on the others"
+    )
+    return [
+        "Recorded speech: it was trained and scored on synthetic speech only (the engines "
+        "named above, through simulated rooms, microphones and noise). The held-out engine's "
+        "score is the only measure here of how it hears a voice from outside its training.",
+        f"A false-alarm rate promised on your audio: {chosen}, all on synthetic speech.",
+        "Decisions about people, or always-on use, without an evaluation on your own "
+        "recordings (python -m experiments.evaluate scores a bundle on a folder of them).",
+    ]
 
 
 def kws_card(name: str, entry: dict, run: dict) -> dict:
@@ -38,8 +46,9 @@ def kws_card(name: str, entry: dict, run: dict) -> dict:
     "training" (steps, batch size, init bundle or None), "seconds" (corpus building
     and the whole run) and "command"."""
     splits = {"test": _split_scores(entry)}
-    if isinstance(entry.get("heldout"), dict):
-        splits["heldout"] = _split_scores(entry["heldout"])
+    for name, value in entry.items():  # the evaluations (experiments.evals)
+        if isinstance(value, dict) and "mAP" in value and "intervals" in value:
+            splits[name] = _split_scores(value)
     budgets = entry.get("operating_points", {}).get("budgets", [])
     return {
         "model": name,
@@ -53,7 +62,35 @@ def kws_card(name: str, entry: dict, run: dict) -> dict:
         "scores": splits,
         "transfer": entry.get("transfer"),
         "operating_points": [_budget(budget) for budget in budgets],
-        "not_for": list(KWS_NOT_FOR),
+        "chosen_on": entry.get("operating_points", {}).get("chosen_on", "test"),
+        "not_for": kws_not_for(entry.get("operating_points", {}).get("chosen_on", "test")),
+    }
+
+
+def kws_facts(config, corpus, dataset: str, data_dir: str, seconds: dict, command: str):
+    """`kws_card`'s `run` facts of an `experiments.cskws` run on `dataset`, a synthetic_kws
+    corpus whose builder config is `corpus` (`synthetic_kws.SyntheticKwsBuilderConfig`),
+    in `data_dir`: `seconds` {"corpus", "run"}, `command` the command that reruns it."""
+    import tensorflow_datasets as tfds  # here: the card's page needs none of it
+
+    info = tfds.builder(dataset, data_dir=data_dir).info
+    render = corpus.render_config
+    return {
+        "keywords": list(info.metadata["keywords"]),
+        "corpus": {
+            "name": dataset,
+            "size": corpus.size,
+            "engines": [engine for engine in render.engines if engine != render.heldout_engine],
+            "heldout_engine": render.heldout_engine,
+            "utterances": {split: value.num_examples for split, value in info.splits.items()},
+        },
+        "training": {
+            "steps": config.train.steps,
+            "batch_size": config.train.batch_size,
+            "init": config.get("init") or None,
+        },
+        "seconds": seconds,
+        "command": command,
     }
 
 
@@ -63,10 +100,12 @@ def _split_scores(scores: dict) -> dict:
 
 
 def _budget(budget: dict) -> dict:
+    """A budget's measures ({split: FA/h, miss rate}): "test" is the split the thresholds
+    were chosen on (the card's "chosen_on")."""
     measured = {
-        split: {key: budget[split][key] for key in ("fa_per_hour", "miss_rate")}
-        for split in ("test", "heldout")
-        if split in budget
+        split: {key: value[key] for key in ("fa_per_hour", "miss_rate")}
+        for split, value in budget.items()
+        if isinstance(value, dict) and "miss_rate" in value
     }
     return {"fa_per_hour": budget["fa_per_hour"], **measured}
 
@@ -113,11 +152,10 @@ def markdown_text(card: dict) -> str:
         *markdown.header("split", "hours", "mAP", "FRR@5", "FRR@25"),
     ]
     for split, scores in card["scores"].items():
-        label = (
-            "test (engines it trained on, unheard voices)"
-            if split == "test"
-            else (f"held out ({corpus.get('heldout_engine') or 'another engine'}, never heard)")
-        )
+        label = {
+            "test": "test (engines it trained on, voices it never heard)",
+            "heldout": f"heldout ({corpus.get('heldout_engine') or 'an engine'} it never heard)",
+        }.get(split, split)
         bounds = scores["intervals"]
         lines.append(
             markdown.row(
@@ -131,33 +169,34 @@ def markdown_text(card: dict) -> str:
     if card.get("transfer") is not None:
         lines += ["", f"Held-out mAP / test mAP: {markdown.ratio(card['transfer'])}."]
     if card["operating_points"]:
+        splits = [key for key in card["operating_points"][0] if key != "fa_per_hour"]
+        names = [f"{_split_name(card, split)} FA/h | miss" for split in splits]
         lines += [
             "",
             "## Operating points",
             "",
-            "Per-keyword thresholds stored in the bundle (`--fa-per-hour BUDGET`), chosen "
-            "on the test split; false alarms per hour and miss rate measured:",
+            "Per-keyword thresholds stored in the bundle (`--fa-per-hour BUDGET`), chosen on "
+            f"the {_split_name(card, 'test')} split (each keyword an equal share of the "
+            "budget); false alarms per hour and miss rate measured on each split:",
             "",
-            *markdown.header(
-                "budget (FA/h)", "test FA/h", "test miss", "held-out FA/h", "held-out miss"
-            ),
+            *markdown.header("budget (FA/h)", *names),
         ]
         for point in card["operating_points"]:
             cells = [f"{point['fa_per_hour']:g}"]
-            for split in ("test", "heldout"):
-                measured = point.get(split)
-                cells += (
-                    [f"{measured['fa_per_hour']:.1f}", f"{measured['miss_rate']:.2f}"]
-                    if measured
-                    else ["n/a", "n/a"]
-                )
+            for split in splits:
+                cells += [f"{point[split]['fa_per_hour']:.1f}", f"{point[split]['miss_rate']:.2f}"]
             lines.append(markdown.row(*cells))
     lines += ["", "## Not for", "", *(f"- {item}" for item in card["not_for"]), ""]
     return "\n".join(lines)
 
 
+def _split_name(card: dict, split: str) -> str:
+    """A budget entry's split as the page names it ("test" is the one chosen on)."""
+    return card.get("chosen_on", "test") if split == "test" else split
+
+
 def _minutes(seconds) -> str:
-    return "n/a" if seconds is None else f"{seconds / 60:.1f} min"
+    return "n/a (built before)" if seconds is None else f"{seconds / 60:.1f} min"
 
 
 def kept_times(card: dict, folder: str | os.PathLike) -> dict:

@@ -125,3 +125,12 @@ def test_the_rebuild_command_names_what_differs_from_the_preset(tmp_path):
     assert '--config.keywords="weather, morning"' in command
     assert "--config.train.steps=6" in command and command.endswith("--workdir=/w")
     assert "--config.dataset" not in command and "--config.models" not in command
+
+
+def test_operating_points_are_chosen_on_a_named_evaluation_or_the_test_split(tmp_path):
+    config = smoke_config(tmp_path)
+    assert cskws.chosen_split(config, ["heldout"]) == ""
+    config.eval.choose_on = "dev"
+    assert cskws.chosen_split(config, ["heldout", "dev"]) == "dev"
+    with pytest.raises(ValueError, match=r"config.eval.choose_on: 'dev' is none of .*heldout"):
+        cskws.chosen_split(config, ["heldout"])
