@@ -6,12 +6,15 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= outputs
 
-.PHONY: test lint demo studies metrics-demo bench lock clean clean-cache gpu-check gpu-wheels
+.PHONY: venv test lint demo studies metrics-demo bench lock clean clean-cache gpu-check gpu-wheels
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[full,synth,dev]'
 	@touch $@
+
+# The environment alone (make test and make demo build it too).
+venv: $(STAMP)
 
 # Test files run in parallel worker processes (pytest-xdist), one file per worker at a
 # time so a module's fixtures are built once; a worker per core, at most 4. Files in

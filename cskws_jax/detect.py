@@ -4,6 +4,10 @@ r"""Keyword detection with a trained AF-KWS bundle or its export, streamed block
         [--realtime] [--refractory-s S] [--min-score P] [--fa-per-hour B] [--keep-going]
         [--quiet]
     arecord -q -f S16_LE -r 16000 -c 1 -t raw | python -m cskws_jax.detect MODEL -
+    python -m cskws_jax.detect --model afkws-top20 AUDIO...   # a model that ships
+
+`--model NAME` runs a model that ships with the toolkit (`cskws_jax.models`: a bundle
+with its model card) instead of a MODEL folder.
 
 MODEL is a bundle folder (`cskws_jax.bundle.save`, e.g. WORKDIR/cskws/afkws/bundle) or a
 folder `python -m cskws_jax.export` wrote (recognised by its export.json: the network runs
@@ -57,7 +61,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from cskws_jax import export
+from cskws_jax import export, models
 from cskws_jax.streaming import StreamDetector
 from speechkit import audio_io, compilation, frontend, progress, stream_inputs
 from speechkit import export as export_lib
@@ -325,6 +329,14 @@ def parser() -> argparse.ArgumentParser:
         "detector",
     )
     parse.add_argument(
+        "--model",
+        dest="shipped",
+        metavar="NAME",
+        help="a model that ships with the toolkit instead of a MODEL folder "
+        f"(cskws_jax.models: {', '.join(models.names()) or 'none yet'}); every positional "
+        "argument is then an input",
+    )
+    parse.add_argument(
         "--refractory-s",
         type=stream_inputs.number(0),
         default=0.0,
@@ -349,6 +361,18 @@ def parser() -> argparse.ArgumentParser:
     return parse
 
 
+def shipped_model(args) -> None:
+    """--model NAME: MODEL becomes the shipped model's folder, and a MODEL given is the
+    first input (an InputError names the shipped models when there is none of NAME)."""
+    try:
+        folder = models.path(args.shipped)
+    except ValueError as err:
+        raise InputError(f"--model: {err}") from None
+    if args.model is not None:
+        args.audio = [args.model, *args.audio]
+    args.model = folder
+
+
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
     listed = stream_inputs.listed_devices(argv)
@@ -358,6 +382,8 @@ def main(argv=None) -> int:
     progress.quiet(args.quiet)
     compilation.enable_cache()
     try:
+        if args.shipped is not None:
+            shipped_model(args)
         inputs = stream_inputs.stream_inputs_of(args, "audio")
         detector, info = load(args.model, args.block_ms, args.min_score, args.backend)
         operating_thresholds(info, args.fa_per_hour)  # a budget it lacks: before any audio

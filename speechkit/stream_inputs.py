@@ -385,7 +385,7 @@ def add_stream_arguments(
     """The model and inputs (positional, the inputs named `inputs`), --format,
     --block-ms (help naming what steps: `step`), --realtime, --mic, --list-devices and
     --backend (`stream_inputs_of` checks the inputs against --mic)."""
-    parse.add_argument("model", help=model_help)
+    parse.add_argument("model", nargs="?", help=model_help)  # stream_inputs_of: required
     parse.add_argument(
         inputs,
         nargs="*",
@@ -441,7 +441,9 @@ def listed_devices(argv) -> int | None:
 def stream_inputs_of(args, inputs: str) -> list:
     """The inputs to run: `[MIC]` with --mic (an InputError when files are named too),
     else the named ones expanded (`expand_paths`; an InputError when there are none, or
-    when an Audacity label track would hold several)."""
+    when an Audacity label track would hold several). No model is an InputError too."""
+    if args.model is None:
+        raise InputError("no MODEL: name a model folder (a bundle or an export)")
     named = getattr(args, inputs)
     if args.mic is not None:
         if named:

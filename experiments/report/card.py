@@ -46,9 +46,9 @@ def kws_card(name: str, entry: dict, run: dict) -> dict:
     "training" (steps, batch size, init bundle or None), "seconds" (corpus building
     and the whole run) and "command"."""
     splits = {"test": _split_scores(entry)}
-    for name, value in entry.items():  # the evaluations (experiments.evals)
+    for key, value in entry.items():  # the evaluations (experiments.evals)
         if isinstance(value, dict) and "mAP" in value and "intervals" in value:
-            splits[name] = _split_scores(value)
+            splits[key] = _split_scores(value)
     budgets = entry.get("operating_points", {}).get("budgets", [])
     return {
         "model": name,

@@ -59,6 +59,7 @@ FACTS = {
 
 def test_the_card_holds_every_split_and_the_operating_points_chosen_on_dev():
     card = card_lib.kws_card("afkws", ENTRY, FACTS)
+    assert card["model"] == "afkws" and card["title"] == "AF-KWS"
     assert list(card["scores"]) == ["test", "dev", "final", "heldout"]
     assert card["chosen_on"] == "dev"
     assert card["operating_points"] == [

@@ -1,0 +1,62 @@
+"""The AF-KWS models that ship with the toolkit (cskws_jax.models): each loads by name,
+runs from the command line, and still scores on the smoke corpus what its card says."""
+
+import json
+import os
+
+import pytest
+import soundfile as sf
+
+from cskws_jax import bundle, detect, models
+from experiments import ship
+from experiments.report import card as card_lib
+from speechkit import tts
+
+
+def test_the_toolkit_ships_the_top20_detector():
+    assert "afkws-top20" in models.names()
+    with pytest.raises(ValueError, match="no shipped AF-KWS model 'nope'; the toolkit ships"):
+        models.path("nope")
+
+
+@pytest.mark.parametrize("name", models.names())
+def test_a_shipped_model_scores_on_the_smoke_corpus_what_its_card_says(name, smoke_build):
+    data_dir, _ = smoke_build
+    folder = models.path(name)
+    net, _, info = bundle.load(folder)
+    with open(os.path.join(folder, card_lib.CARD_JSON)) as saved:
+        card = json.load(saved)
+    assert card["name"] == name and list(info.labels) == card["keywords"]
+    assert os.path.getsize(os.path.join(folder, "params.npz")) < 2_000_000
+    check = card["smoke_check"]
+    again = ship.smoke_score(folder, check["corpus"], str(data_dir))
+    assert again["mAP"] == pytest.approx(check["mAP"], abs=1e-3)
+    assert again["AP@0.05"] == pytest.approx(check["AP@0.05"], abs=1e-3)
+
+
+def test_detect_runs_a_shipped_model_by_name(tmp_path, capsys):
+    speech = tts.synthesize("there were about twenty people", tts.EspeakVoice(variant="m3"))
+    audio = tmp_path / "call.wav"
+    sf.write(audio, speech.waveform, 16_000)
+    assert detect.main(["--model", "afkws-top20", str(audio), "--format", "jsonl"]) == 0
+    found = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {"about", "people", "twenty"} <= {d["keyword"] for d in found}
+
+
+def test_detect_names_the_shipped_models_or_asks_for_a_model(tmp_path, capsys):
+    assert detect.main(["--model", "nope", str(tmp_path)]) == 2
+    assert "--model: no shipped AF-KWS model 'nope'" in capsys.readouterr().err
+    assert detect.main([str(tmp_path / "call.wav")]) == 2  # one positional: the model
+    assert detect.main([]) == 2
+    assert "no MODEL" in capsys.readouterr().err
+
+
+def test_the_shipped_config_chooses_its_operating_points_on_a_development_slice():
+    from experiments import cskws
+    from experiments.configs import shipped
+
+    config = shipped.get_config("afkws-top20")
+    assert cskws.chosen_split(config, list(config.evals)) == "dev"
+    assert (config.evals.dev.split, config.evals.final.split) == ("test[:800]", "test[800:]")
+    with pytest.raises(ValueError, match="expected one of"):
+        shipped.get_config("nope")
