@@ -384,6 +384,11 @@ def main(argv=None) -> int:
     try:
         if args.shipped is not None:
             shipped_model(args)
+        elif args.model is None:
+            raise InputError(
+                "no MODEL: name a bundle or export folder, or a shipped model with --model "
+                f"NAME ({', '.join(models.names()) or 'none'})"
+            )
         inputs = stream_inputs.stream_inputs_of(args, "audio")
         detector, info = load(args.model, args.block_ms, args.min_score, args.backend)
         operating_thresholds(info, args.fa_per_hour)  # a budget it lacks: before any audio

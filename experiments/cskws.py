@@ -189,13 +189,21 @@ class Candidate:
         self.net, self.decoding = net, decoding
 
 
+def load_init(path: str):
+    """`cskws_jax.bundle.load` of `config.init`; its errors name the field."""
+    try:
+        return bundle.load(path)
+    except errors.InvalidInput as err:
+        raise errors.InvalidInput(f"config.init ({path}): {err}") from None
+
+
 def warm_start(path: str, net: model.AfKws, keywords):
     """fresh parameters -> the parameters an AF-KWS model `net` of `keywords` starts from
     when `config.init` names a trained AF-KWS bundle (`cskws_jax.model.warm_start`: the
     bundle's layers, its class columns of the keywords both have). The bundle must have
     the corpus's front end and `net`'s architecture (every `config.model` field but
     num_keywords and unknown_class); a `speechkit.errors.InvalidInput` says what differs."""
-    trained_net, trained, info = bundle.load(path)
+    trained_net, trained, info = load_init(path)
     where = f"config.init ({path})"
     if info.features != FEATURES:
         raise errors.InvalidInput(
@@ -342,7 +350,7 @@ def score_model(candidate: Candidate, params, config, sources: dict, folder: str
         os.path.join(folder, chosen) if chosen else folder,
         candidate.keywords,
         config.eval.fa_budgets,
-        f"{config.dataset}:{_split_of(config, chosen)}",
+        _split_of(config, chosen),
         measured,
     )
     if chosen:  # its measures are under "test" in each budget's entry
@@ -350,22 +358,35 @@ def score_model(candidate: Candidate, params, config, sources: dict, folder: str
     return entry, points
 
 
-def chosen_split(config, evaluations) -> str:
-    """The evaluation the operating points are chosen on: `config.eval.choose_on`, one of
-    `evaluations` (names; e.g. a development slice of the test split), or "" for the
-    test split (the default). Its thresholds are measured on every other evaluation."""
+def chosen_split(config, evaluations=None) -> str:
+    """The evaluation the operating points are chosen on: `config.eval.choose_on`, an
+    evaluation of `config.evals` (e.g. a development slice of the test split), or "" for
+    the test split (the default). Its thresholds are measured on every other evaluation.
+    `evaluations`: the names of those the run has (an optional one may be skipped), or
+    None to check the config alone; a `speechkit.errors.InvalidInput` says what is wrong."""
     chosen = config.eval.get("choose_on") or ""
-    if chosen and chosen not in evaluations:
-        raise ValueError(
-            f"config.eval.choose_on: {chosen!r} is none of the run's evaluations "
-            f"{sorted(evaluations)} (config.evals)"
+    if not chosen:
+        return ""
+    declared = {evaluation.name: evaluation for evaluation in evals.evaluations(config)}
+    if chosen not in declared:
+        raise errors.InvalidInput(
+            f"config.eval.choose_on: {chosen!r} is none of config.evals ({sorted(declared)})"
+        )
+    if evaluations is not None and chosen not in evaluations:
+        raise errors.InvalidInput(
+            f"config.eval.choose_on: {chosen!r} was skipped: its corpus has no "
+            f"{evals.base_split(declared[chosen].split)!r} split"
         )
     return chosen
 
 
 def _split_of(config, evaluation: str) -> str:
-    """The split (or slice) an evaluation of `config.evals` names; "test" for ""."""
-    return config.evals[evaluation].split if evaluation else "test"
+    """ "corpus:split" of an evaluation of `config.evals` (the split or slice it names);
+    the run's test split for ""."""
+    if not evaluation:
+        return f"{config.dataset}:test"
+    declared = {e.name: e for e in evals.evaluations(config)}[evaluation]
+    return f"{declared.corpus(config.dataset)}:{declared.split}"
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
@@ -375,6 +396,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     if unknown:
         raise ValueError(f"config.models: unknown {sorted(unknown)}; expected some of {MODELS}")
     bootstrap_resamples(config)  # checked before any training
+    chosen_split(config)
+    if config.get("init"):
+        load_init(config.init)
     training_utterances(config, 1)
     evals.evaluations(config)
     sources, keywords = load_corpus(config)

@@ -12,10 +12,12 @@ choose operating points, and write a bundle with a model card.
    (`synthetic_kws.own_keywords_config`): the same filler text, engines, voices, rooms,
    microphones and noise as the embedded corpora, and a held-out split spoken by an
    engine the model never hears (`config.engine_set`). It is built once in
-   `config.data_dir` as `synthetic_kws/<size>-kw-<digest>`; a rerun reuses it.
+   `config.data_dir` as `synthetic_kws/<size>[-<engine set>]-kw-<digest>`; a rerun reuses
+   it.
 3. `experiments.cskws` trains and scores `config.models` on it (results.json, detections,
-   curves, checkpoints; a rerun resumes), chooses the operating points on the test split
-   (`config.eval.fa_budgets`) and writes each AF-KWS model's bundle.
+   curves, checkpoints; a rerun resumes; the workdir remembers its config, and another
+   config there is an error), chooses the operating points (`config.eval.fa_budgets`)
+   on the test split or `config.eval.choose_on`, and writes each AF-KWS model's bundle.
 4. Each bundle gets a model card (`experiments.report.card`: `WORKDIR/<model>/bundle/
    card.md` and `card.json`): keywords, corpus, training, the command that rebuilds it,
    times, scores in-engine and on the held-out engine with intervals, the operating
@@ -30,11 +32,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import time
 
 import ml_collections
 
-from cskws_jax import bundle
 from cskws_jax.datasets import synthetic_kws
 from experiments import common, cskws
 from experiments.configs import own_keywords as own_keywords_config
@@ -66,7 +68,7 @@ def corpus_config(config) -> synthetic_kws.SyntheticKwsBuilderConfig:
 def with_bundle_model(config, path: str) -> ml_collections.ConfigDict:
     """`config` with `config.model` set to the architecture of the AF-KWS bundle at `path`
     (every field the section has; num_keywords and unknown_class stay the run's)."""
-    net, _, _ = bundle.load(path)
+    net, _, _ = cskws.load_init(path)
     config = common.variant(config, {})
     for field in dataclasses.fields(net.config):
         if field.name in config.model:
@@ -78,11 +80,12 @@ def with_bundle_model(config, path: str) -> ml_collections.ConfigDict:
 
 
 def rebuild_command(config, workdir: str) -> str:
-    """The command line that reruns `config`: its preset and every field that differs."""
+    """The command line that reruns `config`: its preset and every field that differs, each
+    value quoted for a POSIX shell."""
     preset = own_keywords_config.get_config(config.preset)
     given, default = common.flat_fields(config), common.flat_fields(preset)
     changed = [
-        f"--config.{name}={_flag_text(value)}"
+        f"--config.{name}={shlex.quote(_value_text(value))}"
         for name, value in given.items()
         if name != "dataset" and default.get(name) != value
     ]
@@ -91,30 +94,26 @@ def rebuild_command(config, workdir: str) -> str:
             "python -m experiments.own_keywords",
             f"--config={CONFIG_FILE}:{config.preset}",
             *changed,
-            f"--workdir={workdir}",
+            f"--workdir={shlex.quote(workdir)}",
         ]
     )
 
 
-def _flag_text(value) -> str:
-    text = _value_text(value)
-    return f'"{text}"' if any(char in text for char in " ,()") else text
-
-
 def _value_text(value) -> str:
+    """A config value as a flag spells it: sequences as "(a,b)" (nested too)."""
     if isinstance(value, (list, tuple)):
-        return (
-            "("
-            + ",".join(_value_text(item) for item in value)
-            + ("," if len(value) == 1 else "")
-            + ")"
-        )
+        items = ",".join(_value_text(item) for item in value)
+        return f"({items}{',' if len(value) == 1 else ''})"
     return str(value)
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     started = time.perf_counter()
     built = corpus_config(config)
+    try:  # another config's models in this workdir would be read back as this one's
+        common.check_variant(workdir, config)
+    except ValueError as err:
+        raise errors.InvalidInput(str(err)) from None
     run = with_bundle_model(config, config.init) if config.init else common.variant(config, {})
     run.dataset = f"synthetic_kws/{built.name}"
     data_dir = common.data_dir(config)

@@ -27,7 +27,7 @@ from cskws_jax.datasets import synthetic_kws
 from experiments import common, cskws
 from experiments.report import card as card_lib
 from experiments.scoring import keywords as scoring
-from speechkit import files
+from speechkit import errors, files
 
 log = common.logger("ship")
 SHIPPED_FILES = ("bundle.json", "params.npz", card_lib.CARD_JSON, card_lib.CARD_MD)
@@ -52,6 +52,10 @@ def smoke_score(folder: str, corpus: str, data_dir: str) -> dict:
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     started = time.perf_counter()
+    try:  # another config's model in this workdir would be read back as this one's
+        common.check_variant(workdir, config)
+    except ValueError as err:
+        raise errors.InvalidInput(str(err)) from None
     data_dir = common.data_dir(config)
     corpus = synthetic_kws.SyntheticKws.builder_configs[config.dataset.split("/", 1)[1]]
     builder = synthetic_kws.SyntheticKws(

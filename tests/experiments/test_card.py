@@ -86,3 +86,11 @@ def test_a_rerun_keeps_the_times_of_the_run_that_trained(tmp_path):
     retrained = card_lib.kws_card("afkws", {**ENTRY, "seconds": 61.0}, FACTS)
     assert card_lib.kept_times(retrained, tmp_path) is retrained
     assert json.loads((tmp_path / card_lib.CARD_JSON).read_text()) == first
+
+
+def test_a_card_of_a_model_scored_on_its_test_split_alone_claims_no_other_split():
+    entry = {key: value for key, value in ENTRY.items() if key not in ("dev", "final", "heldout")}
+    entry["operating_points"] = {"budgets": []}
+    page = card_lib.markdown_text(card_lib.kws_card("afkws", entry, FACTS))
+    assert "It was not scored on an engine it never heard." in page
+    assert "out-of-sample" not in page and "held-out engine's score" not in page

@@ -3,6 +3,7 @@ trained bundle), operating points, and a bundle with its card."""
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +81,11 @@ def test_own_keywords_end_to_end(tmp_path):
     page = (folder / card_lib.CARD_MD).read_text()
     assert "# AF-KWS: weather, morning" in page and "## Not for" in page
 
+    # The workdir remembers its config: other keywords there are refused before any work.
+    with pytest.raises(errors.InvalidInput, match="trained with another config .*keywords"):
+        own_keywords.train_and_evaluate(
+            smoke_config(data_dir, keywords="tomorrow people"), str(workdir)
+        )
     # A rerun finds the corpus and the scores, trains nothing, and keeps the card's times.
     again = own_keywords.train_and_evaluate(smoke_config(data_dir), str(workdir))
     assert again["models"] == payload["models"]
@@ -122,15 +128,30 @@ def test_the_rebuild_command_names_what_differs_from_the_preset(tmp_path):
     assert command.startswith(
         "python -m experiments.own_keywords --config=experiments/configs/own_keywords.py:smoke "
     )
-    assert '--config.keywords="weather, morning"' in command
+    assert "--config.keywords='weather, morning'" in command
     assert "--config.train.steps=6" in command and command.endswith("--workdir=/w")
     assert "--config.dataset" not in command and "--config.models" not in command
+    quoted = own_keywords.rebuild_command(smoke_config(tmp_path, keywords="o'clock"), "/a b")
+    assert shlex.split(quoted)[-1] == "--workdir=/a b"
+    assert "--config.keywords=o'clock" in shlex.split(quoted)
 
 
 def test_operating_points_are_chosen_on_a_named_evaluation_or_the_test_split(tmp_path):
     config = smoke_config(tmp_path)
     assert cskws.chosen_split(config, ["heldout"]) == ""
+    config.eval.choose_on = "heldout"
+    assert cskws.chosen_split(config) == "heldout"
+    assert cskws.chosen_split(config, ["heldout"]) == "heldout"
+    with pytest.raises(errors.InvalidInput, match=r"'heldout' was skipped: .* no 'heldout' split"):
+        cskws.chosen_split(config, [])
     config.eval.choose_on = "dev"
-    assert cskws.chosen_split(config, ["heldout", "dev"]) == "dev"
-    with pytest.raises(ValueError, match=r"config.eval.choose_on: 'dev' is none of .*heldout"):
-        cskws.chosen_split(config, ["heldout"])
+    with pytest.raises(errors.InvalidInput, match=r"choose_on: 'dev' is none of config.evals"):
+        cskws.chosen_split(config)
+
+
+def test_a_bad_init_bundle_is_named_before_any_corpus_is_read(tmp_path):
+    config = smoke_config(tmp_path, init=str(tmp_path / "nope"))
+    config.dataset = "synthetic_kws/smoke"
+    with pytest.raises(errors.InvalidInput, match=r"^config.init \(.*nope\): "):
+        cskws.train_and_evaluate(config, str(tmp_path / "run"))
+    assert not os.path.exists(tmp_path / "run" / "afkws")
