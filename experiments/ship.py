@@ -18,15 +18,12 @@ import shutil
 import tempfile
 import time
 
-import jax
 import ml_collections
-import tensorflow_datasets as tfds
 
-from cskws_jax import bundle, models, train
+from cskws_jax import models
 from cskws_jax.datasets import synthetic_kws
-from experiments import common, cskws
+from experiments import common, cskws, evaluate
 from experiments.report import card as card_lib
-from experiments.scoring import keywords as scoring
 from speechkit import errors, files
 
 log = common.logger("ship")
@@ -35,19 +32,18 @@ SHIPPED_FILES = ("bundle.json", "params.npz", card_lib.CARD_JSON, card_lib.CARD_
 
 def smoke_score(folder: str, corpus: str, data_dir: str) -> dict:
     """{"corpus", "split", "mAP", "AP@0.05"} of the AF-KWS bundle at `folder` on the test
-    split of `corpus` (a synthetic_kws config, built in `data_dir` when missing)."""
-    name = corpus.split("/", 1)[1]
-    synthetic_kws.SyntheticKws(
-        config=name, data_dir=data_dir, file_format="array_record"
-    ).download_and_prepare()
-    net, params, info = bundle.load(folder)
-    detect = jax.jit(lambda batch: train.detect(net, params, batch, info.decoding))
-    source = tfds.data_source(corpus, split="test", data_dir=data_dir)
+    split of `corpus` (a synthetic_kws config, built in `data_dir` when missing), scored
+    as `python -m experiments.evaluate` scores a bundle."""
+    builder = synthetic_kws.SyntheticKws(
+        config=corpus.split("/", 1)[1], data_dir=data_dir, file_format="array_record"
+    )
+    evaluate.prepare(builder, None)
     with tempfile.TemporaryDirectory() as scratch:
-        scores = scoring.score_detector(
-            detect, source, num_keywords=len(info.labels), batch_size=16, folder=scratch
+        payload = evaluate.evaluate_kws(
+            folder, builder, evaluate.split_source(builder, "test"), evaluate.Settings(), scratch
         )
-    return {"corpus": corpus, "split": "test", **{k: scores[k] for k in ("mAP", "AP@0.05")}}
+    scores = payload["scores"]
+    return {"corpus": corpus, "split": "test", "mAP": scores["mAP"], "AP@0.05": scores["AP@0.05"]}
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:

@@ -56,7 +56,8 @@ def kws_card(name: str, entry: dict, run: dict) -> dict:
     for key, value in entry.items():  # the evaluations (experiments.evals)
         if isinstance(value, dict) and "mAP" in value and "intervals" in value:
             splits[key] = _split_scores(value)
-    budgets = entry.get("operating_points", {}).get("budgets", [])
+    points = entry.get("operating_points", {})
+    chosen_on = points.get("chosen_on", "test")
     return {
         "model": name,
         "title": KWS_NAMES.get(name, name),
@@ -68,11 +69,9 @@ def kws_card(name: str, entry: dict, run: dict) -> dict:
         "command": run["command"],
         "scores": splits,
         "transfer": entry.get("transfer"),
-        "operating_points": [_budget(budget) for budget in budgets],
-        "chosen_on": entry.get("operating_points", {}).get("chosen_on", "test"),
-        "not_for": kws_not_for(
-            entry.get("operating_points", {}).get("chosen_on", "test"), list(splits)
-        ),
+        "operating_points": [_budget(budget) for budget in points.get("budgets", [])],
+        "chosen_on": chosen_on,
+        "not_for": kws_not_for(chosen_on, list(splits)),
     }
 
 
