@@ -328,14 +328,7 @@ def parser() -> argparse.ArgumentParser:
         "audio",
         "detector",
     )
-    parse.add_argument(
-        "--model",
-        dest="shipped",
-        metavar="NAME",
-        help="a model that ships with the toolkit instead of a MODEL folder "
-        f"(cskws_jax.models: {', '.join(models.names()) or 'none yet'}); every positional "
-        "argument is then an input",
-    )
+    stream_inputs.add_shipped_argument(parse, models.CATALOGUE)
     parse.add_argument(
         "--refractory-s",
         type=stream_inputs.number(0),
@@ -361,18 +354,6 @@ def parser() -> argparse.ArgumentParser:
     return parse
 
 
-def shipped_model(args) -> None:
-    """--model NAME: MODEL becomes the shipped model's folder, and a MODEL given is the
-    first input (an InputError names the shipped models when there is none of NAME)."""
-    try:
-        folder = models.path(args.shipped)
-    except ValueError as err:
-        raise InputError(f"--model: {err}") from None
-    if args.model is not None:
-        args.audio = [args.model, *args.audio]
-    args.model = folder
-
-
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
     listed = stream_inputs.listed_devices(argv)
@@ -382,13 +363,7 @@ def main(argv=None) -> int:
     progress.quiet(args.quiet)
     compilation.enable_cache()
     try:
-        if args.shipped is not None:
-            shipped_model(args)
-        elif args.model is None:
-            raise InputError(
-                "no MODEL: name a bundle or export folder, or a shipped model with --model "
-                f"NAME ({', '.join(models.names()) or 'none'})"
-            )
+        stream_inputs.shipped_model(args, models.CATALOGUE, "audio")
         inputs = stream_inputs.stream_inputs_of(args, "audio")
         detector, info = load(args.model, args.block_ms, args.min_score, args.backend)
         operating_thresholds(info, args.fa_per_hour)  # a budget it lacks: before any audio

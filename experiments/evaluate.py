@@ -38,7 +38,11 @@ The task comes from the bundle (bundle.json's "task"):
   order (a class cannot be dropped from a frame labelling). A fold bundle scored on the
   corpus it was trained on (its bundle.json "corpus") sees only its own fold's calls
   (fold id % `--num_folds`) of the "train" split; on any other corpus or split (e.g.
-  synthetic_calls' "heldout", spoken by the held-out engine) it sees every call.
+  synthetic_calls' "heldout", spoken by the held-out engine) it sees every call. A text
+  model trained on the CTC recogniser's words or character posteriors (bundle.json
+  `decoding.text_recogniser`) reads those of `--ctc_bundle` (default: the shipped
+  recogniser) on the calls' stored features, recognised once and cached beside the
+  corpus; any other reads the corpus's own words.
 
 `--split` defaults to "test" for a keyword corpus and "train" for a call corpus (its one
 split holding every call with its fold). With `--manual_dir` the corpus is (re)built
@@ -68,7 +72,7 @@ from cskws_jax import operating_points
 from cskws_jax import train as kws_train
 from cskws_jax.datasets import folder_kws, libritop20, synthetic_kws  # noqa: F401 (registers)
 from cskws_jax.datasets.features import FEATURES as KWS_FEATURES
-from experiments import common
+from experiments import common, multiqt
 from experiments.scoring import calls
 from experiments.scoring import keywords as kws_scoring
 from multiqt_jax import bundle as calls_bundle
@@ -78,6 +82,7 @@ from multiqt_jax.datasets.features import FEATURES as CALL_FEATURES
 from multiqt_jax.datasets.features import NUM_FOLDS
 from speechkit import errors, files
 from speechkit.bundle import MANIFEST, BundleError
+from speechkit.ctc import bundle as ctc_bundle
 
 KEYWORD_POLICIES = ("shared", "strict")
 CROSS_VALIDATED_SPLIT = "train"  # the call corpora's split that experiments.multiqt folds
@@ -385,11 +390,12 @@ def calls_task(builder) -> str:
     return task
 
 
-def score_calls_bundle(fold, path, source, index, dataset, split, settings, task):
+def score_calls_bundle(fold, path, source, index, dataset, split, settings, task, **options):
     """({"raw", "smoothed"} scores, (which calls, how many), the smoothing record) of
     one MultiQT bundle (`fold` None: not a fold bundle). Only on the split its
     cross-validation drew folds from (its training corpus's "train") does a fold bundle
-    see just its own held-out fold; any other split was never trained on."""
+    see just its own held-out fold; any other split was never trained on. `options` go
+    to `experiments.scoring.calls.score` (e.g. per_call=True)."""
     predict, net, info = calls.load_predictor(path)
     if tuple(info.labels) != labels.classes(task):
         raise EvaluationError(
@@ -398,6 +404,7 @@ def score_calls_bundle(fold, path, source, index, dataset, split, settings, task
         )
     if "audio" in net.config.modalities and info.features != CALL_FEATURES:
         raise EvaluationError(f"{path}: the bundle's front end is not the call corpora's")
+    source = trained_text(path, source, net, info, dataset, split, settings)
     chosen, which = np.arange(len(source)), "all"
     if fold is not None and info.corpus == dataset and split == CROSS_VALIDATED_SPLIT:
         chosen = np.flatnonzero(index.folds % settings.num_folds == fold)
@@ -411,9 +418,31 @@ def score_calls_bundle(fold, path, source, index, dataset, split, settings, task
         calls.eval_batches(source, chosen, index, batching),
         num_classes=len(info.labels),
         smoothers=calls.smoothers(smoothing),
+        **options,
     )
     record = calls.smoothing_record(smoothing, calls.output_hop_s(net))
     return scored, (which, len(chosen)), record
+
+
+def trained_text(path, source, net, info, dataset: str, split: str, settings):
+    """`source` with the text a MultiQT bundle was trained on where the corpus can give it:
+    for a text model trained on the CTC recogniser's words or posteriors (bundle.json
+    `decoding.text_recogniser` "ctc" / "ctc_posteriors"), those of `settings.ctc_bundle`
+    (default: the shipped recogniser) on the calls' stored features, cached beside the
+    corpus (`experiments.multiqt.ctc_text`); otherwise the corpus's own words (a log line
+    says so for another recogniser's)."""
+    trained = info.decoding.text_recogniser
+    if "text" not in net.config.modalities or not trained:
+        return source
+    if trained not in multiqt.CTC_TEXT:
+        log(f"{path}: trained on recogniser {trained!r}'s words; scored on the corpus's own")
+        return source
+    recogniser = settings.ctc_bundle or ctc_bundle.SHIPPED
+    log(f"{path}: text from the CTC recogniser {recogniser} ({trained})")
+    posteriors = trained == multiqt.CTC_POSTERIORS
+    return multiqt.ctc_text(
+        source, dataset, split, common.data_dir(settings), recogniser, posteriors
+    )
 
 
 def evaluate_calls(path: str, builder, source, settings, dataset: str, split: str) -> dict:
@@ -503,6 +532,9 @@ class Settings:
     batch_size: int = _option(16, "utterances or calls per evaluation batch")
     num_folds: int = _option(NUM_FOLDS, "folds of the bundles' cross-validation")
     min_frames: int = _option(3, "MultiQT: frames a class must hold when smoothed (1: off)")
+    ctc_bundle: str = _option(
+        "", "MultiQT: the CTC recogniser of a bundle trained on its text (default: the shipped)"
+    )
 
 
 _FLAGS = {

@@ -13,6 +13,12 @@ the same command resumes; a finished model's scores are kept in
 `WORKDIR/<model>/scores.json` and not recomputed), and each neural model's fold k as a
 bundle, `WORKDIR/<model>/bundle-fold<k>` (`multiqt_jax.bundle`).
 
+`config.folds` ("0", "1,3") trains and scores only those folds, each on the calls, epochs
+and random keys the full cross-validation gives it; the summary's "folds" hold them in
+that order and "trained_folds" names them (`experiments.ship` ships fold 0's model this
+way). The numbers are not the full run's: a step pads its folds' batches to the longest
+of them, and dropout and SpecAugment draw their masks at that padded length.
+
 Every model is scored twice from one pass over its test fold: on its raw labels (the
 argmax per 40 ms frame) and after `multiqt_jax.decode.smooth` with `config.smoothing`
 (a causal minimum-duration rule that delays every switch by `latency_frames`). A model's
@@ -64,6 +70,7 @@ from speechkit.optim import OptimizerConfig, TrainState
 CTC = "ctc"  # config.text_recogniser: speechkit.ctc's recogniser (config.ctc_bundle)
 CTC_POSTERIORS = "ctc_posteriors"  # the same recogniser's 20 ms character posteriors
 CTC_TEXT = (CTC, CTC_POSTERIORS)  # the text_recogniser values that run config.ctc_bundle
+TRAINED_FOLDS = "trained_folds"  # a summary's fold ids, where config.folds chose some
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
 BASELINES = ("rf", "fnn")
 
@@ -101,37 +108,44 @@ def load_corpus(config):
 
 
 def with_ctc(config, source, corpus: str, split: str):
-    """`source` with the CTC recogniser's words in its asr_* fields, and for
-    text_recogniser "ctc_posteriors" also its character posteriors as the records'
-    `text_posteriors` (what the text input then reads); both cached beside the corpus."""
+    """`source` with the CTC recogniser `config.ctc_bundle`'s text (`ctc_text`): its words,
+    and for text_recogniser "ctc_posteriors" also its character posteriors."""
+    posteriors = text_recogniser(config) == CTC_POSTERIORS
+    return ctc_text(source, corpus, split, common.data_dir(config), config.ctc_bundle, posteriors)
+
+
+def ctc_text(source, corpus: str, split: str, data_dir: str, recogniser: str, posteriors: bool):
+    """`source` (split `split` of `corpus`) with the words of the CTC recogniser bundle at
+    `recogniser` in its asr_* fields and, with `posteriors`, its character posteriors as
+    the records' `text_posteriors` (what the text input then reads): recognised from the
+    calls' stored features (no synthesis again), once, and cached in
+    DATA_DIR/<corpus>/<ctc_words|ctc_posteriors>/<split>-<parameter digest>.npz."""
     records = (source[i] for i in range(len(source)))  # each record read once
     features = {record_call_id(r): r["audio"] for r in records}
-    words = _ctc_outputs(config, features, corpus, split, "ctc_words")
-    if text_recogniser(config) != CTC_POSTERIORS:
+    place = (data_dir, corpus, split, recogniser)
+    words = _ctc_outputs(features, *place, "ctc_words")
+    if not posteriors:
         return RecognisedBy(source, words)
-    posteriors = _ctc_outputs(config, features, corpus, split, "ctc_posteriors")
-    return WithPosteriors(RecognisedBy(source, words), posteriors)
-
-
-def _ctc_outputs(config, features: dict, corpus: str, split: str, kind: str) -> dict:
-    """{call id: the words ("ctc_words") or character posteriors ("ctc_posteriors") of
-    the CTC recogniser `config.ctc_bundle`} for the calls' stored `features` {call id:
-    [frames, 40]} (no synthesis again), recognised once and cached in
-    DATA_DIR/<corpus>/<kind>/<split>-<parameter digest>.npz
-    (`speechkit.ctc.recognise.cached_words` / `cached_posteriors`; process 0 writes it,
-    the others wait)."""
-    cached = cached_words if kind == "ctc_words" else cached_posteriors
-    recogniser = ctc_recogniser(config.ctc_bundle)
-    path = os.path.join(
-        common.data_dir(config), corpus, kind, f"{split}-{recogniser.digest[:12]}.npz"
+    return WithPosteriors(
+        RecognisedBy(source, words), _ctc_outputs(features, *place, "ctc_posteriors")
     )
+
+
+def _ctc_outputs(features: dict, data_dir, corpus, split, recogniser: str, kind: str) -> dict:
+    """{call id: the words ("ctc_words") or character posteriors ("ctc_posteriors") of
+    the CTC recogniser bundle at `recogniser`} for the calls' `features` {call id:
+    [frames, 40]}, cached (`speechkit.ctc.recognise.cached_words` / `cached_posteriors`;
+    process 0 writes it, the others wait)."""
+    cached = cached_words if kind == "ctc_words" else cached_posteriors
+    loaded = ctc_recogniser(recogniser)
+    path = os.path.join(data_dir, corpus, kind, f"{split}-{loaded.digest[:12]}.npz")
     found = None
     if jax.process_index() == 0:
-        found = cached(recogniser, features, path)
+        found = cached(loaded, features, path)
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices(f"{kind} {corpus} {split}")
     if found is None:
-        found = cached(recogniser, features, path)
+        found = cached(loaded, features, path)
     return found
 
 
@@ -249,6 +263,29 @@ def training_calls(fold_ids: np.ndarray, fold: int, config) -> np.ndarray:
         "config.train_fraction", config.train_fraction, above=0, at_most=1
     )
     return batching.nested_subset(np.flatnonzero(fold_ids != fold), fraction, [config.seed, fold])
+
+
+def trained_folds(config) -> list[int]:
+    """The folds whose models are trained and scored: `config.folds` ("0,2": those, in
+    that order; "": every one of `config.num_folds`). A ValueError names a bad entry."""
+    num_folds = checks.require_number("config.num_folds", config.num_folds, above=0)
+    if not str(config.folds).strip():
+        return list(range(num_folds))
+    entries = [entry.strip() for entry in str(config.folds).split(",")]
+    chosen = []
+    for entry in entries:
+        if not entry.isdigit() or int(entry) >= num_folds or int(entry) in chosen:
+            raise ValueError(
+                f"config.folds={config.folds!r}: expected distinct fold ids below "
+                f"config.num_folds={num_folds}, comma-separated, got {entry!r}"
+            )
+        chosen.append(int(entry))
+    return chosen
+
+
+def chosen_folds_record(config) -> list[int] | None:
+    """What a model's saved scores record of `config.folds`: the fold ids, None for all."""
+    return trained_folds(config) if str(config.folds).strip() else None
 
 
 def epochs_for(steps: int, batch_size: int, train_sets) -> int:
@@ -412,17 +449,19 @@ class FoldTrainer:
         self.name, self.config, self.source, self.index = name, config, source, index
         self.fold_ids, self.mesh = fold_ids, mesh
         self.num_folds = config.num_folds
-        self.slots = folds.fold_slots(self.num_folds, mesh)
-        self.mine = folds.local_slots(mesh, self.slots)  # slot s trains fold s % num_folds
+        self.folds = trained_folds(config)  # slot s trains fold folds[s % len(folds)]
+        self.slots = folds.fold_slots(len(self.folds), mesh)
+        self.mine = folds.local_slots(mesh, self.slots)
         self.classes = labels.classes(config.task)
         self.net = model.MultiQT(model_config(config, name, len(self.classes)))
         self.workdir = os.path.join(workdir, row_name(name, config))
         os.makedirs(self.workdir, exist_ok=True)
         steps, batch_size = config.train.steps, config.train.batch_size
-        self.train_sets = [training_calls(fold_ids, f, config) for f in range(self.num_folds)]
+        every_set = [training_calls(fold_ids, f, config) for f in range(self.num_folds)]
+        self.train_sets = {f: every_set[f] for f in self.folds}
         pipeline = input_pipeline.PipelineConfig(
             batch_size=batch_size,
-            num_epochs=epochs_for(steps, batch_size, self.train_sets),
+            num_epochs=epochs_for(steps, batch_size, every_set),  # as when all are trained
             pad_multiple=config.train.pad_multiple,
             drop_remainder=True,
             causal_text=causal_text(config),
@@ -458,7 +497,7 @@ class FoldTrainer:
         )
 
     def _fold(self, slot: int) -> int:
-        return slot % self.num_folds
+        return self.folds[slot % len(self.folds)]
 
     def _init(self):
         """Global stacked train states; fold f's parameters come from key f."""
@@ -517,22 +556,24 @@ class FoldTrainer:
             log=log,
             describe=describe,
             writer=jax.process_index() == 0,
-            fetch=lambda losses: folds.gather_rows(losses)[:, : self.num_folds],
+            fetch=lambda losses: folds.gather_rows(losses)[:, : len(self.folds)],
         )
 
     def finish(self, states) -> dict[int, object]:
         """{fold: predict(batch)} of this process's trained folds; saves each as a bundle
-        (`WORKDIR/<model>/bundle-fold<k>`) and fold 0's first test call as timeline.json."""
+        (`WORKDIR/<model>/bundle-fold<k>`) and the first trained fold's first test call as
+        timeline.json."""
         local_params = folds.to_local(states.params, self.mesh)
         predictors = {}
         for position, slot in enumerate(self.mine):
-            if slot >= self.num_folds:
+            if slot >= len(self.folds):
                 continue  # a padding slot
+            fold = self._fold(slot)
             params = jax.tree_util.tree_map(lambda x, p=position: x[p], local_params)
-            if slot == 0:
-                self._save_timeline(params, np.flatnonzero(self.fold_ids == 0)[0])
-            self._save_bundle(params, slot)
-            predictors[slot] = calls.predictor(self.net, params)
+            if fold == self.folds[0]:
+                self._save_timeline(params, np.flatnonzero(self.fold_ids == fold)[0])
+            self._save_bundle(params, fold)
+            predictors[fold] = calls.predictor(self.net, params)
         return predictors
 
     def _save_bundle(self, params, fold: int) -> None:
@@ -575,10 +616,10 @@ class FoldTrainer:
         )
 
 
-def owned_folds(mesh, num_folds: int) -> list[int]:
-    """The real folds whose slots live on this process."""
-    slots = folds.fold_slots(num_folds, mesh)
-    return [s for s in folds.local_slots(mesh, slots) if s < num_folds]
+def owned_folds(mesh, chosen: list[int]) -> list[int]:
+    """The folds of `chosen` (`trained_folds`) whose slots live on this process."""
+    slots = folds.fold_slots(len(chosen), mesh)
+    return [chosen[s] for s in folds.local_slots(mesh, slots) if s < len(chosen)]
 
 
 class FoldScorer:
@@ -616,7 +657,14 @@ class FoldScorer:
     def summary(self, mine: dict[int, dict], smoothing: dict) -> dict:
         """A model's results.json entry from this process's {fold: `score`}: every fold
         gathered, summarised over folds, with each evaluation and its transfer ratios."""
-        per_fold = calls.gather_folds(mine, self.parts, self.config.num_folds, self.num_classes)
+        chosen = trained_folds(self.config)
+        position = {fold: row for row, fold in enumerate(chosen)}  # gathered in this order
+        per_fold = calls.gather_folds(
+            {position[fold]: scored for fold, scored in mine.items()},
+            self.parts,
+            len(chosen),
+            self.num_classes,
+        )
 
         def label_streams(split: str) -> dict:
             return {d: per_fold[f"{split}/{d}"] for d in calls.LABEL_STREAMS}
@@ -625,6 +673,8 @@ class FoldScorer:
         for name in self.others:
             summary[name] = calls.summarise_label_streams(label_streams(name), smoothing)
             summary[evals.transfer_key(name)] = calls.transfer(summary, summary[name])
+        if chosen_folds_record(self.config) is not None:
+            summary[TRAINED_FOLDS] = chosen  # "folds" holds these, in this order
         return summary
 
 
@@ -647,7 +697,7 @@ def run_baseline(name, config, source, index, fold_ids, mesh, scorer: FoldScorer
         return pred, gold, gold_mask
 
     mine = {}
-    for fold in owned_folds(mesh, config.num_folds):
+    for fold in owned_folds(mesh, trained_folds(config)):
         train_set = training_calls(fold_ids, fold, config)
         segments = list(calls.eval_batches(source, train_set, index, scorer.batching))
         features, targets = baselines.segment_dataset(segments, settings)
@@ -672,7 +722,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     unknown = set(models) - set(NEURAL) - set(BASELINES)
     if unknown:
         raise ValueError(f"config.models: unknown {sorted(unknown)}")
-    causal_text(config)  # checks the fields before anything is built
+    trained_folds(config)  # checks the fields before anything is built
+    causal_text(config)
     text_alterations(config).check(causal_text(config), "config.text_lag_s")
     training_noise(config)
     text_recogniser(config)
@@ -687,7 +738,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     log(
         f"{len(source)} calls"
         + "".join(f" (+{len(s)} {name})" for name, (s, _) in others.items())
-        + f", {config.num_folds} folds, {config.text_stream} text stream, "
+        + f", {config.num_folds} folds"
+        + (f" (training {config.folds})" if chosen_folds_record(config) else "")
+        + f", {config.text_stream} text stream, "
         f"{len(devices)} device(s)" + (f" in {processes} processes" if processes > 1 else "")
     )
     scorer = FoldScorer(config, source, index, fold_ids, others)
@@ -698,7 +751,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         key = row_name(name, config)
         path = os.path.join(workdir, key, "scores.json")
         saved = files.read_json(path)
-        if reusable(saved, smoothing, others):
+        if reusable(saved, smoothing, others, chosen_folds_record(config)):
             results[key] = saved
             log(f"{key}: scores found, skipped")
             continue
@@ -751,10 +804,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     return payload
 
 
-def reusable(saved: dict | None, smoothing: dict, evaluations) -> bool:
-    """Whether saved scores answer this run: same smoothing, and the scores (with the
-    same smoothing) and transfer ratios of every evaluation of `evaluations` (names)."""
+def reusable(saved: dict | None, smoothing: dict, evaluations, chosen=None) -> bool:
+    """Whether saved scores answer this run: same smoothing, the same folds (`chosen`:
+    `chosen_folds_record`), and the scores (with the same smoothing) and transfer ratios
+    of every evaluation of `evaluations` (names)."""
     if saved is None or saved.get(calls.SMOOTHED, {}).get("smoothing") != smoothing:
+        return False
+    if saved.get(TRAINED_FOLDS) != chosen:
         return False
     return all(
         saved.get(name, {}).get(calls.SMOOTHED, {}).get("smoothing") == smoothing

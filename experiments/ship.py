@@ -2,13 +2,20 @@ r"""Rebuilds a model that ships with the toolkit, with its model card.
 
     python -m experiments.ship --config=experiments/configs/shipped.py:afkws-top20 \
         --workdir=/tmp/ship --config.data_dir=/tmp/ship/data
+    python -m experiments.ship --config=experiments/configs/shipped.py:multiqt-questions \
+        --workdir=/tmp/ship-mq --config.data_dir=/tmp/ship/data
 
-Trains and scores the model with `experiments.cskws` (its corpus is built when missing;
-a rerun resumes), scores the bundle on the test split of `config.smoke_check` (built when
-missing: the tests rebuild that corpus and score the shipped model on it again), writes
-the card (`experiments.report.card`) beside the bundle, and copies bundle.json,
-params.npz, card.json and card.md into `config.ship_to` (default
-`cskws_jax/models/<config.name>`, where `cskws_jax.models.path` finds it).
+Trains and scores the model with the experiment `config.runner` names (its corpus is
+built when missing; a rerun resumes): `experiments.cskws` (AF-KWS: the card's scores are
+the run's own, with its bootstrap intervals and operating points) or `experiments.multiqt`
+(one model, `config.folds` one fold: the card scores that fold's bundle again on its
+fold's calls and on the held-out engine's, raw and smoothed, with 95 % bootstrap
+intervals over calls, `experiments.evaluators.tracking.bootstrap_intervals`). Then it
+scores the bundle on `config.smoke_check` (built when missing: the tests rebuild that
+corpus and score the shipped model on it again), writes the card
+(`experiments.report.card`) beside the bundle, and copies bundle.json, params.npz,
+card.json and card.md into `config.ship_to` (default `<task package>/models/<name>`,
+where `cskws_jax.models` / `multiqt_jax.models` find it).
 """
 
 from __future__ import annotations
@@ -20,14 +27,21 @@ import time
 
 import ml_collections
 
-from cskws_jax import models
+from cskws_jax import models as kws_models
 from cskws_jax.datasets import synthetic_kws
-from experiments import common, cskws, evaluate
+from experiments import common, cskws, evaluate, multiqt
+from experiments.evaluators import tracking
 from experiments.report import card as card_lib
+from multiqt_jax import bundle as calls_bundle
+from multiqt_jax import input_pipeline
+from multiqt_jax import models as calls_models
+from multiqt_jax.datasets import synthetic_calls
 from speechkit import errors, files
 
 log = common.logger("ship")
 SHIPPED_FILES = ("bundle.json", "params.npz", card_lib.CARD_JSON, card_lib.CARD_MD)
+MODELS_FOLDER = {"cskws": kws_models.FOLDER, "multiqt": calls_models.FOLDER}
+RESAMPLES = 1000  # bootstrap resamples of a MultiQT card's intervals
 
 
 def smoke_score(folder: str, corpus: str, data_dir: str) -> dict:
@@ -46,33 +60,158 @@ def smoke_score(folder: str, corpus: str, data_dir: str) -> dict:
     return {"corpus": corpus, "split": "test", "mAP": scores["mAP"], "AP@0.05": scores["AP@0.05"]}
 
 
+def calls_smoke_score(folder: str, corpus: str, data_dir: str) -> dict:
+    """{"corpus", "split", "timestep_f1", "instance_f1"} (raw labels) of the MultiQT bundle
+    at `folder` on every call of `corpus` (a synthetic_calls config, built in `data_dir`
+    when missing), scored as `python -m experiments.evaluate` scores a bundle (the text
+    it was trained on included)."""
+    builder = synthetic_calls.SyntheticCalls(
+        config=corpus.split("/", 1)[1], data_dir=data_dir, file_format="array_record"
+    )
+    evaluate.prepare(builder, None)
+    split = evaluate.CROSS_VALIDATED_SPLIT
+    payload = evaluate.evaluate_calls(
+        folder,
+        builder,
+        evaluate.split_source(builder, split),
+        evaluate.Settings(data_dir=data_dir),
+        corpus,
+        split,
+    )
+    mean = payload["scores"]["mean"]
+    return {
+        "corpus": corpus,
+        "split": split,
+        "timestep_f1": mean["timestep"]["f1"],
+        "instance_f1": mean["instance"]["f1"],
+    }
+
+
+def _prepared(builder) -> float | None:
+    """Builds `builder`'s corpus when missing: the seconds it took, None if it was there
+    (its time is not this run's to report)."""
+    started = time.perf_counter()
+    built_here = not builder.is_prepared()
+    builder.download_and_prepare()
+    return time.perf_counter() - started if built_here else None
+
+
+def _command(config) -> str:
+    """The command that rebuilds the model (the folders are the builder's own choice: the
+    card names none of them)."""
+    return (
+        f"python -m experiments.ship --config=experiments/configs/shipped.py:{config.name} "
+        "--workdir=WORKDIR --config.data_dir=DATA_DIR"
+    )
+
+
+def kws_model(config, workdir: str, started: float):
+    """(payload, bundle folder, card) of a shipped AF-KWS model (`experiments.cskws`)."""
+    data_dir = common.data_dir(config)
+    corpus = synthetic_kws.SyntheticKws.builder_configs[config.dataset.split("/", 1)[1]]
+    builder = synthetic_kws.SyntheticKws(
+        config=corpus, data_dir=data_dir, file_format="array_record"
+    )
+    corpus_seconds = _prepared(builder)
+    payload = cskws.train_and_evaluate(config, workdir)
+    folder = os.path.join(workdir, "afkws", "bundle")
+    seconds = {"corpus": corpus_seconds, "run": time.perf_counter() - started}
+    facts = card_lib.kws_facts(config, corpus, config.dataset, data_dir, seconds, _command(config))
+    card = card_lib.kws_card("afkws", payload["models"]["afkws"], facts)
+    card["smoke_check"] = smoke_score(folder, config.smoke_check, data_dir)
+    return payload, folder, card
+
+
+def calls_model(config, workdir: str, started: float):
+    """(payload, bundle folder, card) of a shipped MultiQT model (`experiments.multiqt`,
+    one model of one fold)."""
+    chosen = multiqt.trained_folds(config)
+    if len(chosen) != 1 or "," in config.models:
+        raise errors.InvalidInput(
+            f"a shipped MultiQT model is one model of one fold: got config.models="
+            f"{config.models!r}, config.folds={config.folds!r}"
+        )
+    data_dir = common.data_dir(config)
+    name = multiqt.corpus_name(config)
+    builder = synthetic_calls.SyntheticCalls(
+        config=name, data_dir=data_dir, file_format="array_record"
+    )
+    corpus_seconds = _prepared(builder)
+    model = multiqt.row_name(config.models, config)
+    payload, training_seconds = _trained(config, workdir, model)
+    folder = os.path.join(workdir, model, f"bundle-fold{chosen[0]}")
+    dataset = f"synthetic_calls/{name}"
+    scores = calls_scores(folder, builder, dataset, config, chosen[0])
+    seconds = {"corpus": corpus_seconds, "run": time.perf_counter() - started}
+    facts = card_lib.calls_facts(config, builder, dataset, seconds, _command(config))
+    facts["training"]["seconds"] = training_seconds
+    card = card_lib.calls_card(config.models, scores, facts)
+    card["smoke_check"] = calls_smoke_score(folder, config.smoke_check, data_dir)
+    runner = payload["models"][model]["folds"][0]["timestep"]["f1"]
+    log(f"fold {chosen[0]}: TIMESTEP F1 {runner:.4f} in the run, {scores['test']['raw']}")
+    return payload, folder, card
+
+
+def _trained(config, workdir: str, model: str) -> tuple[dict, float]:
+    """(`experiments.multiqt`'s payload, the seconds training and scoring took): the
+    seconds of the run that trained the model, kept in WORKDIR/<model>/ship_seconds.json
+    (a rerun that finds its scores trains nothing)."""
+    record = os.path.join(workdir, model, "ship_seconds.json")
+    trained_before = os.path.exists(os.path.join(workdir, model, "scores.json"))
+    started = time.perf_counter()
+    payload = multiqt.train_and_evaluate(config, workdir)
+    if not trained_before or files.read_json(record) is None:
+        files.write_json(record, {"training": time.perf_counter() - started})
+    return payload, files.read_json(record)["training"]
+
+
+def calls_scores(folder: str, builder, dataset: str, config, fold: int) -> dict:
+    """{"test": fold `fold`'s calls, "heldout": the held-out engine's (where the corpus has
+    them)}, each {"calls", "hours", "raw", "smoothed"}: the bundle's TIMESTEP and INSTANCE
+    precision, recall and F1 with 95 % bootstrap intervals of the F1s over calls, its
+    labels raw and smoothed by the bundle's own rule."""
+    info = calls_bundle.load(folder)[2]
+    settings = evaluate.Settings(
+        data_dir=common.data_dir(config),
+        num_folds=config.num_folds,
+        min_frames=info.decoding.smoothing.min_frames,
+    )
+    found = {}
+    splits = {"test": evaluate.CROSS_VALIDATED_SPLIT, "heldout": "heldout"}
+    for name, split in splits.items():
+        if split not in builder.info.splits:
+            continue
+        source = evaluate.split_source(builder, split)
+        index = input_pipeline.CorpusIndex.read(source)
+        scored, (_, count), _ = evaluate.score_calls_bundle(
+            fold, folder, source, index, dataset, split, settings, config.task, per_call=True
+        )
+        frames = (
+            index.frames[index.folds % config.num_folds == fold] if name == "test" else index.frames
+        )
+        found[name] = {"calls": count, "hours": float(frames.sum()) / 100 / 3600}
+        for stream, scores in scored.items():
+            each = scores.pop("per_call")
+            intervals = tracking.bootstrap_intervals(each, resamples=RESAMPLES, seed=config.seed)
+            found[name][stream] = {**scores, "intervals": intervals}
+    return found
+
+
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     started = time.perf_counter()
     try:  # another config's model in this workdir would be read back as this one's
         common.check_variant(workdir, config)
     except ValueError as err:
         raise errors.InvalidInput(str(err)) from None
-    data_dir = common.data_dir(config)
-    corpus = synthetic_kws.SyntheticKws.builder_configs[config.dataset.split("/", 1)[1]]
-    builder = synthetic_kws.SyntheticKws(
-        config=corpus, data_dir=data_dir, file_format="array_record"
-    )
-    built_here = not builder.is_prepared()  # else its time is not this run's to report
-    builder.download_and_prepare()
-    corpus_seconds = time.perf_counter() - started if built_here else None
-    payload = cskws.train_and_evaluate(config, workdir)
-    folder = os.path.join(workdir, "afkws", "bundle")
-    seconds = {"corpus": corpus_seconds, "run": time.perf_counter() - started}
-    command = (  # the folders are the builder's own choice: the card names none of them
-        f"python -m experiments.ship --config=experiments/configs/shipped.py:{config.name} "
-        "--workdir=WORKDIR --config.data_dir=DATA_DIR"
-    )
-    facts = card_lib.kws_facts(config, corpus, config.dataset, data_dir, seconds, command)
-    card = card_lib.kws_card("afkws", payload["models"]["afkws"], facts)
+    if config.runner not in MODELS_FOLDER:
+        raise errors.InvalidInput(
+            f"config.runner: expected one of {sorted(MODELS_FOLDER)}, got {config.runner!r}"
+        )
+    build = kws_model if config.runner == "cskws" else calls_model
+    payload, folder, card = build(config, workdir, started)
     card["name"] = config.name
-    card["smoke_check"] = smoke_score(folder, config.smoke_check, data_dir)
     card_lib.write(folder, card_lib.kept_times(card, folder))
-    target = config.ship_to or os.path.join(models.FOLDER, config.name)
+    target = config.ship_to or os.path.join(MODELS_FOLDER[config.runner], config.name)
     os.makedirs(target, exist_ok=True)
     for name in SHIPPED_FILES:
         with files.atomic_path(os.path.join(target, name)) as temporary:

@@ -1,25 +1,26 @@
 r"""Question (or symptom) tracking in calls with a trained MultiQT, streamed block by block.
 
-    python -m multiqt_jax.track MODEL CALL... [--format table|jsonl|csv] [--block-ms 200]
-        [--realtime] [--asr none|pocketsphinx | --words FILE.json | --posteriors FILE.npy
-        | --no-text] [--smoothing-frames K] [--keep-going] [--quiet]
+    python -m multiqt_jax.track (MODEL | --model NAME) CALL... [--format table|jsonl|csv]
+        [--block-ms 200] [--realtime] [--asr none|pocketsphinx|ctc | --words FILE.json
+        | --posteriors FILE.npy | --no-text] [--smoothing-frames K] [--keep-going] [--quiet]
     arecord -q -f S16_LE -r 16000 -c 1 -t raw | python -m multiqt_jax.track MODEL -
 
 MODEL is a bundle folder (`multiqt_jax.bundle.save`, e.g. WORKDIR/multimodal/bundle-fold0)
 or a folder `python -m multiqt_jax.export` wrote (recognised by its export.json; the
 exported step runs, no model code; `--backend onnx`: its ONNX front end and step in
-onnxruntime; both run in the light install, `pip install '.[infer]'`, except a text
-model's text, which the full install builds). CALL is any mix of audio files, folders and `-`
-(`speechkit.stream_inputs`: WAV, FLAC, OGG, Opus, MP3 at any rate and channel count, mixed to mono
-and resampled to the model's rate; folders searched recursively; `-` raw 16-bit PCM at
-16 kHz on standard input). Each call is one stream: the samples go through
+onnxruntime; both run in the light install, `pip install '.[infer]'`, except a text model's
+text, which the full install builds). `--model NAME` runs a model that ships with the
+toolkit (`multiqt_jax.models`: its folder is MODEL). CALL is any mix of audio files, folders
+and `-` (`speechkit.stream_inputs`: WAV, FLAC, OGG, Opus, MP3 at any rate and channel count,
+mixed to mono and resampled to the model's rate; folders searched recursively; `-` raw
+16-bit PCM at 16 kHz on standard input). Each call is one stream: the samples go through
 `speechkit.frontend.FeatureStream` and the model's streaming step (`MultiQT.step`), one
-block of `--block-ms` of audio at a time, and each segment is printed as soon as it
-closes: a contiguous run of output frames (40 ms) of one class other than the background
-(class 0), with its label, start and end (s), and `emitted`, the seconds of audio
-consumed when it closed (the end of the block whose output ended the run; the call's
-length for a run still open at its end). The segments are those of the whole-call
-forward's argmax labels (tests/multiqt_jax/test_track.py).
+block of `--block-ms` of audio at a time, and each segment is printed as soon as it closes:
+a contiguous run of output frames (40 ms) of one class other than the background (class 0),
+with its label, start and end (s), and `emitted`, the seconds of audio consumed when it
+closed (the end of the block whose output ended the run; the call's length for a run still
+open at its end). The segments are those of the whole-call forward's argmax labels
+(tests/multiqt_jax/test_track.py).
 
 The labels pass through `multiqt_jax.decode`'s causal minimum-duration rule as the
 bundle's `decoding.smoothing` says (`multiqt_jax.bundle.TrackingConfig`: the rule the
@@ -66,7 +67,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from multiqt_jax import decode, export
+from multiqt_jax import decode, export, models
 from multiqt_jax.config import MultiQTConfig
 from multiqt_jax.datasets.features import word_fields
 from speechkit import (
@@ -515,6 +516,7 @@ def parser() -> argparse.ArgumentParser:
         "calls",
         "model",
     )
+    stream_inputs.add_shipped_argument(parse, models.CATALOGUE)
     text = parse.add_mutually_exclusive_group()
     text.add_argument(
         "--asr",
@@ -603,6 +605,7 @@ def main(argv=None) -> int:
     progress.quiet(args.quiet)
     compilation.enable_cache()
     try:
+        stream_inputs.shipped_model(args, models.CATALOGUE, "calls")
         args.inputs = stream_inputs.stream_inputs_of(args, "calls")
         tracker = load(args.model, args.block_ms, args.backend)
         _check_text_arguments(args, tracker)

@@ -385,7 +385,7 @@ def add_stream_arguments(
     """The model and inputs (positional, the inputs named `inputs`), --format,
     --block-ms (help naming what steps: `step`), --realtime, --mic, --list-devices and
     --backend (`stream_inputs_of` checks the inputs against --mic)."""
-    parse.add_argument("model", nargs="?", help=model_help)  # stream_inputs_of: required
+    parse.add_argument("model", nargs="?", help=model_help)  # or --model: `shipped_model`
     parse.add_argument(
         inputs,
         nargs="*",
@@ -438,12 +438,43 @@ def listed_devices(argv) -> int | None:
     return 0
 
 
+def add_shipped_argument(parse: argparse.ArgumentParser, catalogue) -> None:
+    """--model NAME: a model of `catalogue` (`speechkit.shipped.Catalogue`) instead of a
+    MODEL folder (`shipped_model` resolves it)."""
+    parse.add_argument(
+        "--model",
+        dest="shipped",
+        metavar="NAME",
+        help="a model that ships with the toolkit instead of a MODEL folder "
+        f"({', '.join(catalogue.names()) or 'none yet'}); every positional argument is then "
+        "an input",
+    )
+
+
+def shipped_model(args, catalogue, inputs: str) -> None:
+    """With --model NAME, MODEL becomes the shipped model's folder and a MODEL given is the
+    first of `inputs`; without it, no MODEL is an InputError naming the shipped models.
+    An unknown NAME is an InputError that lists them."""
+    if args.shipped is None:
+        if args.model is None:
+            raise InputError(
+                "no MODEL: name a bundle or export folder, or a shipped model with --model "
+                f"NAME ({', '.join(catalogue.names()) or 'none'})"
+            )
+        return
+    try:
+        folder = catalogue.path(args.shipped)
+    except ValueError as err:
+        raise InputError(f"--model: {err}") from None
+    if args.model is not None:
+        setattr(args, inputs, [args.model, *getattr(args, inputs)])
+    args.model = folder
+
+
 def stream_inputs_of(args, inputs: str) -> list:
     """The inputs to run: `[MIC]` with --mic (an InputError when files are named too),
     else the named ones expanded (`expand_paths`; an InputError when there are none, or
-    when an Audacity label track would hold several). No model is an InputError too."""
-    if args.model is None:
-        raise InputError("no MODEL: name a model folder (a bundle or an export)")
+    when an Audacity label track would hold several)."""
     named = getattr(args, inputs)
     if args.mic is not None:
         if named:

@@ -40,6 +40,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.engine_set = "pip"
     config.build_missing = True  # build synthetic_calls/<task>-<size> if absent
     config.num_folds = 5
+    config.folds = ""  # the folds trained and scored, e.g. "0"; "": all of num_folds
     config.seed = 0
     config.models = "multimodal,audio,text,rf,fnn"  # comma-separated, run in this order
     # The models' text input: "causal" (each word from the time the streaming recogniser

@@ -18,7 +18,13 @@ int32 [B, T], e.g. `multiqt_jax.decode.smooth` with a fixed config) from one pas
 `predict` over the batches. With `latency=True` each also holds "latency_frames" (float32
 [N]) and "latency_valid" (bool [N]): `metrics.tracking_latency` of every batch, pooled
 (output frames from a gold onset to the first correctly labelled frame; valid where the
-instance was found).
+instance was found). With `per_call=True` each also holds "per_call": every scored call's
+own counts ({"timestep": `metrics.TimestepCounts`, "instance": `metrics.InstanceCounts`},
+NumPy int32 [calls, num_classes] each, the filler rows of a last batch left out), which
+`bootstrap_intervals` resamples:
+
+    intervals = tracking.bootstrap_intervals(scored["raw"]["per_call"], resamples=1000, seed=0)
+    intervals["timestep_f1"]            # [low, high]: a 95 % percentile interval
 """
 
 from __future__ import annotations
@@ -41,6 +47,34 @@ def counts(pred, gold, mask, *, num_classes: int) -> dict:
     """One batch's mergeable counts {"timestep", "instance"} (merge with `+`)."""
     timestep, instance = metrics.sequence_counts(pred, gold, mask, num_classes=num_classes)
     return {"timestep": timestep, "instance": instance}
+
+
+@functools.partial(jax.jit, static_argnames="num_classes")
+def row_counts(pred, gold, mask, *, num_classes: int) -> dict:
+    """`counts` of each row of a batch on its own: every leaf [B, num_classes]."""
+    return jax.vmap(lambda p, g, m: counts(p[None], g[None], m[None], num_classes=num_classes))(
+        pred, gold, mask
+    )
+
+
+def bootstrap_intervals(per_call: dict, *, resamples: int, seed: int, level: float = 0.95):
+    """{"timestep_f1", "instance_f1"}: [low, high] percentile intervals at `level` of the
+    macro F1 of the calls' pooled counts, over `resamples` sets of calls drawn with
+    replacement (NumPy's generator seeded with `seed`). `per_call`: the "per_call" counts
+    of `evaluate_smoothed`."""
+    calls = len(per_call["timestep"].tp)
+    if calls == 0:
+        raise ValueError("tracking.bootstrap_intervals: no calls")
+    rng = np.random.default_rng(seed)
+    drawn = rng.integers(0, calls, (resamples, calls))
+    weights = np.stack([np.bincount(row, minlength=calls) for row in drawn])  # [R, calls]
+    found = {}
+    for name in SCORES:
+        pooled = type(per_call[name])(*(weights @ np.asarray(c) for c in per_call[name]))
+        f1 = np.asarray(metrics.prf_from_counts(pooled).f1, np.float64)  # [R]
+        tail = (1 - level) / 2 * 100
+        found[f"{name}_f1"] = [float(np.percentile(f1, tail)), float(np.percentile(f1, 100 - tail))]
+    return found
 
 
 def scores_from_counts(total: dict) -> dict:
@@ -66,12 +100,13 @@ def evaluate_smoothed(
     num_classes: int,
     smoothers: Mapping[str, Callable],
     latency: bool = False,
+    per_call: bool = False,
 ) -> dict[str, dict]:
     """{"raw": scores of `predict`, name: scores of `smoother(pred, mask)` for each of
     `smoothers`}, every batch predicted once (see the module docstring)."""
     if "raw" in smoothers:
         raise ValueError("tracking.evaluate_smoothed: smoothers: 'raw' names the unsmoothed labels")
-    total, lags = None, {}
+    total, lags, rows = None, {}, {}
     for batch in progress.wrap(batches, "tracking", "batch"):
         pred, gold, mask = predict(batch)
         labelled = {"raw": pred} | {name: fn(pred, mask) for name, fn in smoothers.items()}
@@ -84,6 +119,15 @@ def evaluate_smoothed(
             if total is None
             else {name: {k: total[name][k] + found[name][k] for k in SCORES} for name in found}
         )
+        if per_call:
+            real = np.ones(len(pred), bool)  # a batch's filler rows are left out
+            if isinstance(batch, Mapping) and "example_mask" in batch:
+                real = np.asarray(batch["example_mask"], bool)
+            for name, labels in labelled.items():
+                each = row_counts(labels, gold, mask, num_classes=num_classes)
+                rows.setdefault(name, []).append(
+                    jax.tree_util.tree_map(lambda c, r=real: np.asarray(c)[r], each)
+                )
         if latency:
             for name, labels in labelled.items():
                 late = metrics.tracking_latency(labels, gold, mask, num_classes=num_classes)
@@ -93,6 +137,10 @@ def evaluate_smoothed(
     if total is None:
         raise ValueError("tracking.evaluate: no batches")
     scored = {name: scores_from_counts(counted) for name, counted in total.items()}
+    for name, pieces in rows.items():
+        scored[name]["per_call"] = jax.tree_util.tree_map(
+            lambda *parts: np.concatenate(parts), *pieces
+        )
     for name, pieces in lags.items():
         scored[name]["latency_frames"] = np.concatenate([frames for frames, _ in pieces])
         scored[name]["latency_valid"] = np.concatenate([valid for _, valid in pieces])

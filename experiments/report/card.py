@@ -2,6 +2,7 @@
 scored where, and what it is not for, beside the bundle as card.json and card.md.
 
     card = kws_card(name, entry, run)     # a results.json model entry and the run's facts
+    card = calls_card(name, scores, run)  # a MultiQT bundle's scores and the run's facts
     write(bundle_folder, card)            # bundle_folder/card.json, bundle_folder/card.md
 
 The bundle loaders read bundle.json and params.npz only; the card is for people (and
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 
 from experiments.report import markdown
-from experiments.report.models import KWS_NAMES
+from experiments.report.models import KWS_NAMES, MULTIQT_NAMES
 from speechkit import files
 
 CARD_JSON, CARD_MD = "card.json", "card.md"
@@ -118,8 +119,160 @@ def _budget(budget: dict) -> dict:
     return {"fa_per_hour": budget["fa_per_hour"], **measured}
 
 
+CALL_SPLITS = {  # the card's splits as card.md names them
+    "test": "fold {fold}, {engines}: calls it did not train on",
+    "heldout": "heldout, {engine}: an engine it never heard",
+}
+TEXT_SOURCES = {
+    "": "the corpus's pocketsphinx words",
+    "ctc": "the words of the shipped CTC recogniser (speechkit.ctc)",
+    "ctc_posteriors": "the 20 ms character posteriors of the shipped CTC recogniser "
+    "(speechkit.ctc)",
+}
+
+
+def calls_not_for(modalities, heldout: bool) -> list[str]:
+    """What a MultiQT model of this toolkit is not for."""
+    heard = (
+        " The held-out engine's score is the only measure here of how it hears a voice from "
+        "outside its training."
+        if heldout
+        else " It was not scored on an engine it never heard."
+    )
+    items = [
+        "Recorded calls: it was trained and scored on synthetic dialogues only (the engines "
+        "named above, through simulated rooms, handsets, noise and a telephone line)." + heard,
+        "Decisions about callers, or emergency dispatch, without an evaluation on your own "
+        "annotated calls (python -m experiments.evaluate scores a bundle on a folder of them).",
+    ]
+    if "text" in modalities:
+        items.append(
+            "Text from another recogniser without a check: it learnt the errors and timing of "
+            "the one named above (python -m multiqt_jax.track says when the kind differs)."
+        )
+    return items
+
+
+def calls_facts(config, builder, dataset: str, seconds: dict, command: str) -> dict:
+    """`calls_card`'s `run` facts of an `experiments.multiqt` run of one model and fold on
+    `dataset`, a synthetic_calls corpus whose builder is `builder`: `seconds` {"corpus",
+    "run"}, `command` the command that reruns it."""
+    from experiments import multiqt  # here: the card's page needs none of it
+    from multiqt_jax import labels
+
+    render = builder.builder_config.render_config
+    return {
+        "labels": list(labels.classes(config.task)),
+        "corpus": {
+            "name": dataset,
+            "size": config.size,
+            "engines": list(render.training_engines),
+            "heldout_engine": render.heldout_engine,
+            "calls": {split: value.num_examples for split, value in builder.info.splits.items()},
+        },
+        "training": {
+            "fold": multiqt.trained_folds(config)[0],
+            "num_folds": config.num_folds,
+            "steps": config.train.steps,
+            "batch_size": config.train.batch_size,
+            "text": multiqt.text_recogniser(config) if config.models != "audio" else None,
+        },
+        "seconds": seconds,
+        "command": command,
+    }
+
+
+def calls_card(name: str, scores: dict, run: dict) -> dict:
+    """The card of a MultiQT model `name` ("multimodal", "audio", "text"): `scores` as
+    `experiments.ship.calls_scores` gives them ({split: {"calls", "hours", "raw",
+    "smoothed"}}); `run` as `calls_facts` gives it."""
+    modalities = {"multimodal": ["audio", "text"], "audio": ["audio"], "text": ["text"]}[name]
+    return {
+        "model": name,
+        "title": MULTIQT_NAMES.get(name, name),
+        "task": "multiqt",
+        "labels": run["labels"],
+        "modalities": modalities,
+        "corpus": run["corpus"],
+        "training": run["training"],
+        "seconds": run["seconds"],
+        "command": run["command"],
+        "scores": scores,
+        "not_for": calls_not_for(modalities, "heldout" in scores),
+    }
+
+
+def calls_markdown(card: dict) -> str:
+    """card.md of a MultiQT model."""
+    corpus, training = card["corpus"], card["training"]
+    trained_on = corpus["calls"]["train"] - card["scores"]["test"]["calls"]
+    text = training.get("text")
+    lines = [
+        f"# {card['title']}: {card.get('name', card['model'])}",
+        "",
+        f"Labels (class order): {', '.join(card['labels'])}. Inputs: "
+        + " and ".join(card["modalities"])
+        + (f"; the text is {TEXT_SOURCES.get(text, text)}" if text is not None else "")
+        + ".",
+        "",
+        "## Training",
+        "",
+        f"- Corpus: `{corpus['name']}` ({corpus['size']} size), synthetic calls; the train "
+        f"split spoken by {', '.join(corpus['engines'])}"
+        + (
+            f", the held-out split by {corpus['heldout_engine']} alone"
+            if corpus.get("heldout_engine")
+            else ""
+        )
+        + ". Calls: "
+        + ", ".join(f"{split} {count}" for split, count in corpus["calls"].items())
+        + ".",
+        f"- Cross-validation fold {training['fold']} of {training['num_folds']}: trained on "
+        f"the other folds' {trained_on} calls, {training['steps']} steps of batches of "
+        f"{training['batch_size']}, from scratch.",
+        f"- Time on the machine that trained it: building the corpus "
+        f"{_minutes(card['seconds']['corpus'])}, training and scoring "
+        f"{_minutes(training['seconds'])}, the whole run {_minutes(card['seconds']['run'])}.",
+        "",
+        "Rebuild it with:",
+        "",
+        f"    {card['command']}",
+        "",
+        "## Scores",
+        "",
+        "Macro F1 over the classes (TIMESTEP: per 40 ms frame; INSTANCE: per question), raw "
+        "labels and smoothed by the bundle's rule (what `multiqt_jax.track` prints); 95 % "
+        "bootstrap intervals over calls in brackets.",
+        "",
+        *markdown.header(
+            "calls",
+            "hours",
+            "TIMESTEP F1",
+            "INSTANCE F1",
+            "smoothed TIMESTEP F1",
+            "smoothed INSTANCE F1",
+        ),
+    ]
+    for split, scores in card["scores"].items():
+        label = CALL_SPLITS.get(split, split).format(
+            fold=training["fold"],
+            engines=", ".join(corpus["engines"]),
+            engine=corpus.get("heldout_engine"),
+        )
+        cells = [f"{label} ({scores['calls']})", f"{scores['hours']:.2f}"]
+        for stream in ("raw", "smoothed"):
+            for score in ("timestep", "instance"):
+                bounds = scores[stream]["intervals"][f"{score}_f1"]
+                cells.append(markdown.scored(scores[stream][score]["f1"], bounds))
+        lines.append(markdown.row(*cells))
+    lines += ["", "## Not for", "", *(f"- {item}" for item in card["not_for"]), ""]
+    return "\n".join(lines)
+
+
 def markdown_text(card: dict) -> str:
     """card.md: the card as a page a person reads."""
+    if card["task"] == "multiqt":
+        return calls_markdown(card)
     corpus, training = card["corpus"], card["training"]
     lines = [
         f"# {card['title']}: {', '.join(card['keywords'])}",

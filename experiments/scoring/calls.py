@@ -81,12 +81,26 @@ def smoothers(settings: decode.SmoothingConfig) -> dict:
     return {SMOOTHED: smoother(settings)}
 
 
-def score(predict, batches, *, num_classes: int, smoothers: dict, latency: bool = False) -> dict:
+def score(
+    predict,
+    batches,
+    *,
+    num_classes: int,
+    smoothers: dict,
+    latency: bool = False,
+    per_call: bool = False,
+) -> dict:
     """{"raw": scores, name: scores for each of `smoothers`} of `predict` over `batches`
     (`experiments.evaluators.tracking.evaluate_smoothed`); with `latency`, each also holds
-    the tracking latencies of its found instances in output frames."""
+    the tracking latencies of its found instances in output frames, with `per_call` each
+    call's counts ("per_call", for `tracking.bootstrap_intervals`)."""
     return tracking.evaluate_smoothed(
-        predict, batches, num_classes=num_classes, smoothers=smoothers, latency=latency
+        predict,
+        batches,
+        num_classes=num_classes,
+        smoothers=smoothers,
+        latency=latency,
+        per_call=per_call,
     )
 
 

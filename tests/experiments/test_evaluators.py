@@ -32,6 +32,41 @@ def test_tracking_scores_the_whole_set_not_a_mean_of_batches():
         tracking.evaluate(lambda batch: batch, [], num_classes=4)
 
 
+def test_tracking_per_call_counts_add_up_and_bootstrap_around_the_score():
+    batches = _label_batches(np.random.default_rng(1), count=4)
+    dicts = [  # the last batch's second row is a filler row
+        {"pred": p, "gold": g, "mask": m, "example_mask": np.array([True, i < 3])}
+        for i, (p, g, m) in enumerate(batches)
+    ]
+    scored = tracking.evaluate_smoothed(
+        lambda b: (b["pred"], b["gold"], b["mask"] & b["example_mask"][:, None]),
+        dicts,
+        num_classes=4,
+        smoothers={},
+        per_call=True,
+    )["raw"]
+    each = scored["per_call"]
+    assert each["timestep"].tp.shape == (7, 4) and each["instance"].gold.shape == (7, 4)
+    pred, gold, mask = (np.concatenate(parts)[:7] for parts in zip(*batches, strict=True))
+    pooled = metrics.timestep_counts(pred, gold, mask, num_classes=4)
+    np.testing.assert_array_equal(each["timestep"].tp.sum(0), pooled.tp)
+    np.testing.assert_array_equal(each["timestep"].fn.sum(0), pooled.fn)
+    bounds = tracking.bootstrap_intervals(each, resamples=300, seed=0)
+    assert bounds == tracking.bootstrap_intervals(each, resamples=300, seed=0)
+    for name in ("timestep", "instance"):
+        low, high = bounds[f"{name}_f1"]
+        assert low < high and low <= scored[name]["f1"] <= high
+    same = jax.tree_util.tree_map(lambda c: np.repeat(c[:1], 5, axis=0), each)  # 5 equal calls
+    one = metrics.prf_from_counts(jax.tree_util.tree_map(lambda c: c[0], each["timestep"])).f1
+    assert tracking.bootstrap_intervals(same, resamples=50, seed=0)["timestep_f1"] == (
+        pytest.approx([float(one)] * 2)
+    )
+    with pytest.raises(ValueError, match="no calls"):
+        tracking.bootstrap_intervals(
+            jax.tree_util.tree_map(lambda c: c[:0], each), resamples=5, seed=0
+        )
+
+
 def _kws_batch(rng, rows=2, keywords=3):
     start = np.sort(rng.integers(0, 40, size=(rows, 4)) / 8, axis=1).astype(np.float32)
     return {

@@ -299,3 +299,38 @@ def test_two_processes_give_the_single_process_results(reference, tmp_path):
     assert "rf: fold 0" in outputs[0][1] and "rf: fold 0" not in outputs[1][1]
     assert "rf: fold 2" in outputs[1][1] and "rf: fold 2" not in outputs[0][1]
     assert json.loads((tmp_path / "results.json").read_text()) == results
+
+
+def test_chosen_folds_alone_are_trained_scored_and_named(reference, tmp_path):
+    data_dir, results, _ = reference
+    chosen, done = _run(data_dir, tmp_path, 1, "--config.folds=2", "--config.models=multimodal")
+    summary = chosen["models"]["multimodal"]
+    assert summary["trained_folds"] == [2] and "trained_folds" not in results["models"]["rf"]
+    assert len(summary["folds"]) == len(summary["heldout"]["folds"]) == 1
+    assert sorted(p.name for p in (tmp_path / "multimodal").glob("bundle-fold*")) == [
+        "bundle-fold2"
+    ]
+    assert "(training 2)" in done.stderr
+    with open(tmp_path / "multimodal" / "scores.json") as saved:  # reused only for folds "2"
+        from experiments import multiqt
+
+        scores = json.load(saved)
+    smoothing = scores["smoothed"]["smoothing"]
+    assert multiqt.reusable(scores, smoothing, ["heldout"], [2])
+    assert not multiqt.reusable(scores, smoothing, ["heldout"], None)
+
+
+@pytest.mark.parametrize("folds", ["5", "0,0", "x", "-1"])
+def test_chosen_folds_must_be_distinct_fold_ids(folds):
+    import ml_collections
+
+    from experiments import multiqt
+
+    config = ml_collections.ConfigDict({"num_folds": 5, "folds": folds})
+    with pytest.raises(ValueError, match="expected distinct fold ids below config.num_folds=5"):
+        multiqt.trained_folds(config)
+    assert multiqt.trained_folds(ml_collections.ConfigDict({"num_folds": 3, "folds": ""})) == [
+        0,
+        1,
+        2,
+    ]
