@@ -87,13 +87,22 @@ def calls_smoke_score(folder: str, corpus: str, data_dir: str) -> dict:
     }
 
 
-def _prepared(builder) -> float | None:
-    """Builds `builder`'s corpus when missing: the seconds it took, None if it was there
-    (its time is not this run's to report)."""
+def _prepared(builder, dataset: str, data_dir: str) -> dict:
+    """Builds `builder`'s corpus (`dataset`) when missing: {"corpus": the seconds it took}
+    or, when it was there, those `python -m experiments.build_data` recorded in a build
+    report in `data_dir` ({"corpus", "corpus_from": the report's file name}), or
+    {"corpus": None}."""
     started = time.perf_counter()
-    built_here = not builder.is_prepared()
-    builder.download_and_prepare()
-    return time.perf_counter() - started if built_here else None
+    if not builder.is_prepared():
+        builder.download_and_prepare()
+        return {"corpus": time.perf_counter() - started}
+    for name in sorted(os.listdir(data_dir)):
+        if name.startswith("build_report-") and name.endswith(".json"):
+            report = files.read_json(os.path.join(data_dir, name)) or {}
+            entry = report.get("configs", {}).get(dataset, {})
+            if isinstance(entry, dict) and entry.get("build_seconds") is not None:
+                return {"corpus": entry["build_seconds"], "corpus_from": name}
+    return {"corpus": None}
 
 
 def _command(config) -> str:
@@ -112,10 +121,10 @@ def kws_model(config, workdir: str, started: float):
     builder = synthetic_kws.SyntheticKws(
         config=corpus, data_dir=data_dir, file_format="array_record"
     )
-    corpus_seconds = _prepared(builder)
+    corpus_seconds = _prepared(builder, config.dataset, data_dir)
     payload = cskws.train_and_evaluate(config, workdir)
     folder = os.path.join(workdir, "afkws", "bundle")
-    seconds = {"corpus": corpus_seconds, "run": time.perf_counter() - started}
+    seconds = {**corpus_seconds, "run": time.perf_counter() - started}
     facts = card_lib.kws_facts(config, corpus, config.dataset, data_dir, seconds, _command(config))
     card = card_lib.kws_card("afkws", payload["models"]["afkws"], facts)
     card["smoke_check"] = smoke_score(folder, config.smoke_check, data_dir)
@@ -136,13 +145,13 @@ def calls_model(config, workdir: str, started: float):
     builder = synthetic_calls.SyntheticCalls(
         config=name, data_dir=data_dir, file_format="array_record"
     )
-    corpus_seconds = _prepared(builder)
+    dataset = f"synthetic_calls/{name}"
+    corpus_seconds = _prepared(builder, dataset, data_dir)
     model = multiqt.row_name(config.models, config)
     payload, training_seconds = _trained(config, workdir, model)
     folder = os.path.join(workdir, model, f"bundle-fold{chosen[0]}")
-    dataset = f"synthetic_calls/{name}"
     scores = calls_scores(folder, builder, dataset, config, chosen[0])
-    seconds = {"corpus": corpus_seconds, "run": time.perf_counter() - started}
+    seconds = {**corpus_seconds, "run": time.perf_counter() - started}
     facts = card_lib.calls_facts(config, builder, dataset, seconds, _command(config))
     facts["training"]["seconds"] = training_seconds
     card = card_lib.calls_card(config.models, scores, facts)

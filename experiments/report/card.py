@@ -231,8 +231,8 @@ def calls_markdown(card: dict) -> str:
         f"the other folds' {trained_on} calls, {training['steps']} steps of batches of "
         f"{training['batch_size']}, from scratch.",
         f"- Time on the machine that trained it: building the corpus "
-        f"{_minutes(card['seconds']['corpus'])}, training and scoring "
-        f"{_minutes(training['seconds'])}, the whole run {_minutes(card['seconds']['run'])}.",
+        f"{_corpus_minutes(card['seconds'])}, training and scoring "
+        f"{_minutes(training['seconds'])}, the whole run {_run_minutes(card['seconds'])}.",
         "",
         "Rebuild it with:",
         "",
@@ -299,8 +299,8 @@ def markdown_text(card: dict) -> str:
         )
         + ".",
         f"- Time on the machine that trained it: building the corpus "
-        f"{_minutes(card['seconds']['corpus'])}, training and scoring "
-        f"{_minutes(training['seconds'])}, the whole run {_minutes(card['seconds']['run'])}.",
+        f"{_corpus_minutes(card['seconds'])}, training and scoring "
+        f"{_minutes(training['seconds'])}, the whole run {_run_minutes(card['seconds'])}.",
         "",
         "Rebuild it with:",
         "",
@@ -356,6 +356,19 @@ def _split_name(card: dict, split: str) -> str:
     return card.get("chosen_on", "test") if split == "test" else split
 
 
+def _corpus_minutes(seconds: dict) -> str:
+    """The corpus's build time, and where it was read when another run measured it."""
+    source = seconds.get("corpus_from")
+    read = f" (python -m experiments.build_data, {source})" if source else ""
+    return _minutes(seconds["corpus"]) + read
+
+
+def _run_minutes(seconds: dict) -> str:
+    """The whole run's time; without the corpus's when another run built it."""
+    built_before = seconds.get("corpus_from") or seconds.get("corpus") is None
+    return _minutes(seconds["run"]) + (" (the corpus built before)" if built_before else "")
+
+
 def _minutes(seconds) -> str:
     return "n/a (built before)" if seconds is None else f"{seconds / 60:.1f} min"
 
@@ -364,11 +377,15 @@ def kept_times(card: dict, folder: str | os.PathLike) -> dict:
     """`card` with the times of the card already in `folder` when that card is of the same
     trained model (its training seconds are the same: a rerun that found the model's
     scores and trained nothing), so that a rerun does not replace the times it took to
-    build the corpus and train with its own few seconds."""
+    build the corpus and train with its own few seconds (a corpus time the old card
+    lacked is taken from a build report the new one read, "corpus_from")."""
     old = files.read_json(os.path.join(folder, CARD_JSON))
     if old is None or old.get("training", {}).get("seconds") != card["training"]["seconds"]:
         return card
-    return {**card, "seconds": old["seconds"]}
+    seconds = dict(old["seconds"])
+    if card["seconds"].get("corpus_from") and seconds.get("corpus") is None:
+        seconds.update({k: v for k, v in card["seconds"].items() if k != "run"})
+    return {**card, "seconds": seconds}
 
 
 def write(folder: str | os.PathLike, card: dict) -> None:

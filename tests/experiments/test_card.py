@@ -1,6 +1,8 @@
-"""experiments.report.card: an AF-KWS model card from a results.json entry."""
+"""experiments.report.card: AF-KWS and MultiQT model cards from their scores and run facts."""
 
 import json
+
+import pytest
 
 from experiments.report import card as card_lib
 
@@ -94,3 +96,53 @@ def test_a_card_of_a_model_scored_on_its_test_split_alone_claims_no_other_split(
     page = card_lib.markdown_text(card_lib.kws_card("afkws", entry, FACTS))
     assert "It was not scored on an engine it never heard." in page
     assert "out-of-sample" not in page and "held-out engine's score" not in page
+
+
+def test_a_rerun_takes_the_corpus_time_of_a_build_report_the_first_run_lacked(tmp_path):
+    card_lib.write(tmp_path, card_lib.kws_card("afkws", ENTRY, FACTS))  # corpus: None
+    reported = {"corpus": 1455.7, "corpus_from": "build_report-full.json", "run": 2}
+    rerun = card_lib.kws_card("afkws", ENTRY, {**FACTS, "seconds": reported})
+    kept = card_lib.kept_times(rerun, tmp_path)["seconds"]
+    assert kept == {**reported, "run": FACTS["seconds"]["run"]}
+    assert "24.3 min (python -m experiments.build_data, build_report-full.json)" in (
+        card_lib.markdown_text({**rerun, "seconds": kept})
+    )
+
+
+def _call_scores(f1: float, calls: int) -> dict:
+    stream = {
+        "timestep": {"precision": f1, "recall": f1, "f1": f1},
+        "instance": {"precision": f1, "recall": f1, "f1": f1 / 2},
+        "intervals": {"timestep_f1": [f1 - 0.01, f1 + 0.01], "instance_f1": [0.1, 0.2]},
+    }
+    return {"calls": calls, "hours": calls / 100, "raw": stream, "smoothed": stream}
+
+
+CALL_FACTS = {
+    "labels": ["none", "address"],
+    "corpus": {
+        "name": "synthetic_calls/questions-full",
+        "size": "full",
+        "engines": ["espeak"],
+        "heldout_engine": "piper",
+        "calls": {"train": 1000, "heldout": 200},
+    },
+    "training": {"fold": 0, "num_folds": 5, "steps": 3000, "batch_size": 8, "seconds": 400.0},
+    "seconds": {"corpus": None, "run": 420.0},
+    "command": "python -m experiments.ship --config=experiments/configs/shipped.py:x",
+}
+
+
+@pytest.mark.parametrize(("model", "text"), [("multimodal", "ctc_posteriors"), ("audio", None)])
+def test_a_call_card_says_what_the_tracker_reads_and_scores_where(model, text):
+    facts = {**CALL_FACTS, "training": {**CALL_FACTS["training"], "text": text}}
+    scores = {"test": _call_scores(0.9, 200), "heldout": _call_scores(0.3, 200)}
+    card = card_lib.calls_card(model, scores, facts)
+    page = card_lib.markdown_text(card)
+    assert "trained on the other folds' 800 calls, 3000 steps" in page
+    assert "| fold 0, espeak: calls it did not train on (200) | 2.00 | 0.900 [0.89, 0.91]" in page
+    assert "| heldout, piper: an engine it never heard (200) | 2.00 | 0.300 [0.29, 0.31]" in page
+    assert ("character posteriors of the shipped CTC recogniser" in page) == (text is not None)
+    assert any("Text from another recogniser" in item for item in card["not_for"]) == (
+        text is not None
+    )
