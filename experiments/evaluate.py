@@ -42,7 +42,9 @@ The task comes from the bundle (bundle.json's "task"):
   model trained on the CTC recogniser's words or character posteriors (bundle.json
   `decoding.text_recogniser`) reads those of `--ctc_bundle` (default: the shipped
   recogniser) on the calls' stored features, recognised once and cached beside the
-  corpus; any other reads the corpus's own words.
+  corpus; any other reads the corpus's own words. `--missing=text` (or `audio`) scores
+  a multimodal bundle with that modality marked missing in every call, as its modality
+  dropout trained it to take it.
 
 `--split` defaults to "test" for a keyword corpus and "train" for a call corpus (its one
 split holding every call with its fold). With `--manual_dir` the corpus is (re)built
@@ -405,6 +407,7 @@ def score_calls_bundle(fold, path, source, index, dataset, split, settings, task
     if "audio" in net.config.modalities and info.features != CALL_FEATURES:
         raise EvaluationError(f"{path}: the bundle's front end is not the call corpora's")
     source = trained_text(path, source, net, info, dataset, split, settings)
+    predict = with_missing(predict, net, settings.missing, path)
     chosen, which = np.arange(len(source)), "all"
     if fold is not None and info.corpus == dataset and split == CROSS_VALIDATED_SPLIT:
         chosen = np.flatnonzero(index.folds % settings.num_folds == fold)
@@ -422,6 +425,28 @@ def score_calls_bundle(fold, path, source, index, dataset, split, settings, task
     )
     record = calls.smoothing_record(smoothing, calls.output_hop_s(net))
     return scored, (which, len(chosen)), record
+
+
+def with_missing(predict, net, missing: str, path: str):
+    """`predict` with the modality `missing` ("audio" or "text") marked missing in every
+    call (`present`, as modality dropout trains a multimodal model to take it); "" leaves
+    it as it is. An EvaluationError when the bundle's model does not read both."""
+    if not missing:
+        return predict
+    modalities = ("audio", "text")
+    if missing not in modalities:
+        raise EvaluationError(f"--missing={missing!r}: expected '', 'audio' or 'text'")
+    if tuple(sorted(net.config.modalities)) != modalities:
+        raise EvaluationError(
+            f"--missing={missing}: {path} reads {list(net.config.modalities)}; only a "
+            "multimodal model (audio and text) can miss one"
+        )
+    present = np.array([m != missing for m in modalities])
+
+    def predict_missing(batch):
+        return predict(batch, np.tile(present, (len(batch["audio"]), 1)))
+
+    return predict_missing
 
 
 def trained_text(path, source, net, info, dataset: str, split: str, settings):
@@ -532,6 +557,7 @@ class Settings:
     batch_size: int = _option(16, "utterances or calls per evaluation batch")
     num_folds: int = _option(NUM_FOLDS, "folds of the bundles' cross-validation")
     min_frames: int = _option(3, "MultiQT: frames a class must hold when smoothed (1: off)")
+    missing: str = _option("", "MultiQT: mark this modality missing in every call (audio, text)")
     ctc_bundle: str = _option(
         "", "MultiQT: the CTC recogniser of a bundle trained on its text (default: the shipped)"
     )

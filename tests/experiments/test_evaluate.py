@@ -292,6 +292,29 @@ def test_multiqt_fold_bundles_are_scored_on_an_annotated_calls_folder(
     assert [b["scored_calls"] for b in other_split["bundles"]] == [3, 3]
 
 
+def test_missing_marks_one_modality_of_a_multimodal_model_missing_in_every_call():
+    import types
+
+    seen = []
+
+    def predict(batch, present=None):
+        seen.append(present)
+        return present
+
+    both = types.SimpleNamespace(config=types.SimpleNamespace(modalities=("audio", "text")))
+    batch = {"audio": np.zeros((3, 8, 40), np.float32)}
+    assert evaluate.with_missing(predict, both, "", "b") is predict
+    evaluate.with_missing(predict, both, "text", "b")(batch)
+    evaluate.with_missing(predict, both, "audio", "b")(batch)
+    np.testing.assert_array_equal(seen[0], [[True, False]] * 3)
+    np.testing.assert_array_equal(seen[1], [[False, True]] * 3)
+    audio = types.SimpleNamespace(config=types.SimpleNamespace(modalities=("audio",)))
+    with pytest.raises(evaluate.EvaluationError, match="only a multimodal model"):
+        evaluate.with_missing(predict, audio, "text", "b")
+    with pytest.raises(evaluate.EvaluationError, match="expected '', 'audio' or 'text'"):
+        evaluate.with_missing(predict, both, "video", "b")
+
+
 def test_a_bundle_of_one_task_refuses_a_corpus_of_the_other(tmp_path, kws_bundle_path):
     calls = tmp_path / "calls"
     calls.mkdir()
