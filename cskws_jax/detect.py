@@ -317,6 +317,7 @@ def parser() -> argparse.ArgumentParser:
         "Detect keywords in audio with a trained AF-KWS bundle or export, streamed\n"
         "block by block; each detection is printed when the detector decides it.",
         "Example: python -m cskws_jax.detect out/cskws/afkws/bundle calls/ --format jsonl\n"
+        "Shipped: python -m cskws_jax.detect --model afkws-top20 calls/\n"
         f"Microphone: {stream_inputs.MICROPHONE} | python -m cskws_jax.detect MODEL -\n"
         "Exported (python -m cskws_jax.export BUNDLE OUT_DIR): python -m cskws_jax.detect "
         "OUT_DIR AUDIO...",

@@ -26,6 +26,7 @@ HELDOUT = "heldout"  # the presets' evaluation: the held-out engine's split
 TAKEN = frozenset(
     {"test", "train", "folds", "mean", "std", "smoothed", "timestep_f1_per_class"}
     | {"intervals", "allowed_false_alarms", "operating_points", "seconds", "test_hours"}
+    | {"trained_folds"}
 )
 
 

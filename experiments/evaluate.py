@@ -42,9 +42,11 @@ The task comes from the bundle (bundle.json's "task"):
   model trained on the CTC recogniser's words or character posteriors (bundle.json
   `decoding.text_recogniser`) reads those of `--ctc_bundle` (default: the shipped
   recogniser) on the calls' stored features, recognised once and cached beside the
-  corpus; any other reads the corpus's own words. `--missing=text` (or `audio`) scores
-  a multimodal bundle with that modality marked missing in every call, as its modality
-  dropout trained it to take it.
+  corpus (recognised afresh, not cached, when `--manual_dir` rebuilt the corpus); any
+  other reads the corpus's own words. `--missing=text` (or `audio`) scores a multimodal
+  bundle with that modality marked missing in every call, as its modality dropout
+  trained it to take it. results.json records `missing` and `ctc_bundle` (the recogniser
+  such bundles read; others read none).
 
 `--split` defaults to "test" for a keyword corpus and "train" for a call corpus (its one
 split holding every call with its fold). With `--manual_dir` the corpus is (re)built
@@ -61,6 +63,7 @@ import dataclasses
 import json
 import os
 import re
+import tempfile
 import time
 
 import jax
@@ -406,8 +409,9 @@ def score_calls_bundle(fold, path, source, index, dataset, split, settings, task
         )
     if "audio" in net.config.modalities and info.features != CALL_FEATURES:
         raise EvaluationError(f"{path}: the bundle's front end is not the call corpora's")
-    source = trained_text(path, source, net, info, dataset, split, settings)
     predict = with_missing(predict, net, settings.missing, path)
+    if settings.missing != "text":  # marked missing, the text is never read
+        source = trained_text(path, source, net, info, dataset, split, settings)
     chosen, which = np.arange(len(source)), "all"
     if fold is not None and info.corpus == dataset and split == CROSS_VALIDATED_SPLIT:
         chosen = np.flatnonzero(index.folds % settings.num_folds == fold)
@@ -427,15 +431,21 @@ def score_calls_bundle(fold, path, source, index, dataset, split, settings, task
     return scored, (which, len(chosen)), record
 
 
+def check_missing(missing: str) -> tuple[str, str]:
+    """The modalities a MultiQT model can miss, after checking `--missing` names one."""
+    modalities = ("audio", "text")
+    if missing and missing not in modalities:
+        raise EvaluationError(f"--missing={missing!r}: expected '', 'audio' or 'text'")
+    return modalities
+
+
 def with_missing(predict, net, missing: str, path: str):
     """`predict` with the modality `missing` ("audio" or "text") marked missing in every
     call (`present`, as modality dropout trains a multimodal model to take it); "" leaves
     it as it is. An EvaluationError when the bundle's model does not read both."""
     if not missing:
         return predict
-    modalities = ("audio", "text")
-    if missing not in modalities:
-        raise EvaluationError(f"--missing={missing!r}: expected '', 'audio' or 'text'")
+    modalities = check_missing(missing)
     if tuple(sorted(net.config.modalities)) != modalities:
         raise EvaluationError(
             f"--missing={missing}: {path} reads {list(net.config.modalities)}; only a "
@@ -465,9 +475,11 @@ def trained_text(path, source, net, info, dataset: str, split: str, settings):
     recogniser = settings.ctc_bundle or ctc_bundle.SHIPPED
     log(f"{path}: text from the CTC recogniser {recogniser} ({trained})")
     posteriors = trained == multiqt.CTC_POSTERIORS
-    return multiqt.ctc_text(
-        source, dataset, split, common.data_dir(settings), recogniser, posteriors
-    )
+    if not settings.manual_dir:
+        data_dir = common.data_dir(settings)
+        return multiqt.ctc_text(source, dataset, split, data_dir, recogniser, posteriors)
+    with tempfile.TemporaryDirectory() as scratch:  # a rebuilt folder: recognised afresh
+        return multiqt.ctc_text(source, dataset, split, scratch, recogniser, posteriors)
 
 
 def evaluate_calls(path: str, builder, source, settings, dataset: str, split: str) -> dict:
@@ -500,6 +512,9 @@ def evaluate(settings, workdir: str) -> dict:
     os.makedirs(workdir, exist_ok=True)
     task = bundle_task(settings.bundle)
     kws = task == kws_bundle.TASK
+    check_missing(settings.missing)
+    if kws and settings.missing:
+        raise EvaluationError("--missing: only a MultiQT bundle reads more than one modality")
     builder = corpus_builder(settings.dataset, common.data_dir(settings))
     _check_corpus_kind(builder, kws, settings.dataset)
     prepare(builder, settings.manual_dir)
@@ -512,6 +527,8 @@ def evaluate(settings, workdir: str) -> dict:
         )
     else:
         result = evaluate_calls(settings.bundle, builder, source, settings, settings.dataset, split)
+        result["missing"] = settings.missing or None  # a modality marked missing in every call
+        result["ctc_bundle"] = settings.ctc_bundle or ctc_bundle.SHIPPED  # what CTC-text reads
     payload = {
         "task": task,
         "bundle": os.path.abspath(settings.bundle),

@@ -63,7 +63,7 @@ from multiqt_jax.datasets.features import (
     record_call_id,
     spoken_words,
 )
-from speechkit import augment, batching, checks, files, tts
+from speechkit import augment, batching, checks, errors, files, tts
 from speechkit.ctc.recognise import Recogniser, cached_posteriors, cached_words
 from speechkit.optim import OptimizerConfig, TrainState
 
@@ -274,7 +274,7 @@ def trained_folds(config) -> list[int]:
     entries = [entry.strip() for entry in str(config.folds).split(",")]
     chosen = []
     for entry in entries:
-        if not entry.isdigit() or int(entry) >= num_folds or int(entry) in chosen:
+        if not entry.isdecimal() or int(entry) >= num_folds or int(entry) in chosen:
             raise ValueError(
                 f"config.folds={config.folds!r}: expected distinct fold ids below "
                 f"config.num_folds={num_folds}, comma-separated, got {entry!r}"
@@ -286,6 +286,23 @@ def trained_folds(config) -> list[int]:
 def chosen_folds_record(config) -> list[int] | None:
     """What a model's saved scores record of `config.folds`: the fold ids, None for all."""
     return trained_folds(config) if str(config.folds).strip() else None
+
+
+def check_folds(folder: str, config) -> None:
+    """Records in folder/folds.json which folds a model folder's run trains
+    (`chosen_folds_record`), or checks it against the one recorded: its checkpoints would
+    otherwise be restored as another fold choice's models. An InvalidInput names both."""
+    path = os.path.join(folder, "folds.json")
+    wanted = {"folds": chosen_folds_record(config)}
+    recorded = files.read_json(path)
+    if recorded is None:
+        files.write_json(path, wanted)
+    elif recorded != wanted:
+        raise errors.InvalidInput(
+            f"{folder}: trained for folds {recorded['folds'] or 'all'}, not "
+            f"{wanted['folds'] or 'all'} (config.folds); use another --workdir or delete "
+            "that folder"
+        )
 
 
 def epochs_for(steps: int, batch_size: int, train_sets) -> int:
@@ -456,6 +473,8 @@ class FoldTrainer:
         self.net = model.MultiQT(model_config(config, name, len(self.classes)))
         self.workdir = os.path.join(workdir, row_name(name, config))
         os.makedirs(self.workdir, exist_ok=True)
+        if jax.process_index() == 0:
+            check_folds(self.workdir, config)
         steps, batch_size = config.train.steps, config.train.batch_size
         every_set = [training_calls(fold_ids, f, config) for f in range(self.num_folds)]
         self.train_sets = {f: every_set[f] for f in self.folds}
@@ -756,7 +775,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
             log(f"{key}: scores found, skipped")
             continue
         if saved is not None:
-            log(f"{key}: saved scores lack this smoothing or an evaluation, recomputing")
+            log(
+                f"{key}: saved scores lack these folds, this smoothing or an evaluation; "
+                "recomputing"
+            )
         started = time.perf_counter()
         if name in NEURAL:
             if record_counts is None:

@@ -60,11 +60,11 @@ def smoke_score(folder: str, corpus: str, data_dir: str) -> dict:
     return {"corpus": corpus, "split": "test", "mAP": scores["mAP"], "AP@0.05": scores["AP@0.05"]}
 
 
-def calls_smoke_score(folder: str, corpus: str, data_dir: str) -> dict:
+def calls_smoke_score(folder: str, corpus: str, data_dir: str, ctc_bundle: str = "") -> dict:
     """{"corpus", "split", "timestep_f1", "instance_f1"} (raw labels) of the MultiQT bundle
     at `folder` on every call of `corpus` (a synthetic_calls config, built in `data_dir`
     when missing), scored as `python -m experiments.evaluate` scores a bundle (the text
-    it was trained on included)."""
+    it was trained on included: `ctc_bundle`'s, default the shipped recogniser's)."""
     builder = synthetic_calls.SyntheticCalls(
         config=corpus.split("/", 1)[1], data_dir=data_dir, file_format="array_record"
     )
@@ -74,7 +74,7 @@ def calls_smoke_score(folder: str, corpus: str, data_dir: str) -> dict:
         folder,
         builder,
         evaluate.split_source(builder, split),
-        evaluate.Settings(data_dir=data_dir),
+        evaluate.Settings(data_dir=data_dir, ctc_bundle=ctc_bundle),
         corpus,
         split,
     )
@@ -135,10 +135,10 @@ def calls_model(config, workdir: str, started: float):
     """(payload, bundle folder, card) of a shipped MultiQT model (`experiments.multiqt`,
     one model of one fold)."""
     chosen = multiqt.trained_folds(config)
-    if len(chosen) != 1 or "," in config.models:
+    if len(chosen) != 1 or config.models not in multiqt.NEURAL:
         raise errors.InvalidInput(
-            f"a shipped MultiQT model is one model of one fold: got config.models="
-            f"{config.models!r}, config.folds={config.folds!r}"
+            f"a shipped MultiQT model is one MultiQT model ({', '.join(multiqt.NEURAL)}) of "
+            f"one fold: got config.models={config.models!r}, config.folds={config.folds!r}"
         )
     data_dir = common.data_dir(config)
     name = multiqt.corpus_name(config)
@@ -155,28 +155,32 @@ def calls_model(config, workdir: str, started: float):
     facts = card_lib.calls_facts(config, builder, dataset, seconds, _command(config))
     facts["training"]["seconds"] = training_seconds
     card = card_lib.calls_card(config.models, scores, facts)
-    card["smoke_check"] = calls_smoke_score(folder, config.smoke_check, data_dir)
+    card["smoke_check"] = calls_smoke_score(folder, config.smoke_check, data_dir, config.ctc_bundle)
     runner = payload["models"][model]["folds"][0]["timestep"]["f1"]
-    log(f"fold {chosen[0]}: TIMESTEP F1 {runner:.4f} in the run, {scores['test']['raw']}")
+    again = scores["test"]["raw"]["timestep"]["f1"]
+    log(f"fold {chosen[0]}: TIMESTEP F1 {runner:.4f} in the run, {again:.4f} on the card")
     return payload, folder, card
 
 
 def _trained(config, workdir: str, model: str) -> tuple[dict, float]:
     """(`experiments.multiqt`'s payload, the seconds training and scoring took): the
     seconds of the run that trained the model, kept in WORKDIR/<model>/ship_seconds.json
-    (a rerun that finds its scores trains nothing)."""
+    (a rerun that finds its scores trains nothing; None where another command trained it)."""
     record = os.path.join(workdir, model, "ship_seconds.json")
     trained_before = os.path.exists(os.path.join(workdir, model, "scores.json"))
     started = time.perf_counter()
     payload = multiqt.train_and_evaluate(config, workdir)
-    if not trained_before or files.read_json(record) is None:
+    if not trained_before:
         files.write_json(record, {"training": time.perf_counter() - started})
+    elif files.read_json(record) is None:
+        files.write_json(record, {"training": None})
     return payload, files.read_json(record)["training"]
 
 
 def calls_scores(folder: str, builder, dataset: str, config, fold: int) -> dict:
     """{"test": fold `fold`'s calls, "heldout": the held-out engine's (where the corpus has
-    them)}, each {"calls", "hours", "raw", "smoothed"}: the bundle's TIMESTEP and INSTANCE
+    them)}, each {"calls", "hours", "raw", "smoothed"} ("test" also "training_calls": how
+    many the fold's model trained on): the bundle's TIMESTEP and INSTANCE
     precision, recall and F1 with 95 % bootstrap intervals of the F1s over calls, its
     labels raw and smoothed by the bundle's own rule."""
     info = calls_bundle.load(folder)[2]
@@ -184,6 +188,7 @@ def calls_scores(folder: str, builder, dataset: str, config, fold: int) -> dict:
         data_dir=common.data_dir(config),
         num_folds=config.num_folds,
         min_frames=info.decoding.smoothing.min_frames,
+        ctc_bundle=config.ctc_bundle,
     )
     found = {}
     splits = {"test": evaluate.CROSS_VALIDATED_SPLIT, "heldout": "heldout"}
@@ -199,6 +204,9 @@ def calls_scores(folder: str, builder, dataset: str, config, fold: int) -> dict:
             index.frames[index.folds % config.num_folds == fold] if name == "test" else index.frames
         )
         found[name] = {"calls": count, "hours": float(frames.sum()) / 100 / 3600}
+        if name == "test":  # the calls the fold's model trained on
+            fold_ids = index.folds % config.num_folds
+            found[name]["training_calls"] = len(multiqt.training_calls(fold_ids, fold, config))
         for stream, scores in scored.items():
             each = scores.pop("per_call")
             intervals = tracking.bootstrap_intervals(each, resamples=RESAMPLES, seed=config.seed)

@@ -504,7 +504,8 @@ def parser() -> argparse.ArgumentParser:
         "Track questions (or symptoms: the model's labels) in calls with a MultiQT\n"
         "bundle or export, streamed block by block; each segment is printed when it closes.",
         "Example: python -m multiqt_jax.track out/multimodal/bundle-fold0 calls/ "
-        "--asr pocketsphinx\nMicrophone (audio-only model): "
+        "--asr pocketsphinx\nShipped: python -m multiqt_jax.track --model "
+        "multiqt-questions-audio calls/\nMicrophone (audio-only model): "
         f"{stream_inputs.MICROPHONE} | python -m multiqt_jax.track MODEL -\n"
         "Text for a model that reads it: --asr, --words, "
         "--posteriors, <call>.npy or <call>.json beside the call, or --no-text.",

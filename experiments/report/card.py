@@ -185,7 +185,7 @@ def calls_facts(config, builder, dataset: str, seconds: dict, command: str) -> d
 def calls_card(name: str, scores: dict, run: dict) -> dict:
     """The card of a MultiQT model `name` ("multimodal", "audio", "text"): `scores` as
     `experiments.ship.calls_scores` gives them ({split: {"calls", "hours", "raw",
-    "smoothed"}}); `run` as `calls_facts` gives it."""
+    "smoothed"}}, "test" also "training_calls"); `run` as `calls_facts` gives it."""
     modalities = {"multimodal": ["audio", "text"], "audio": ["audio"], "text": ["text"]}[name]
     return {
         "model": name,
@@ -205,7 +205,8 @@ def calls_card(name: str, scores: dict, run: dict) -> dict:
 def calls_markdown(card: dict) -> str:
     """card.md of a MultiQT model."""
     corpus, training = card["corpus"], card["training"]
-    trained_on = corpus["calls"]["train"] - card["scores"]["test"]["calls"]
+    test = card["scores"]["test"]
+    trained_on = test.get("training_calls", corpus["calls"]["train"] - test["calls"])
     text = training.get("text")
     lines = [
         f"# {card['title']}: {card.get('name', card['model'])}",

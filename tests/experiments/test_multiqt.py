@@ -334,3 +334,36 @@ def test_chosen_folds_must_be_distinct_fold_ids(folds):
         1,
         2,
     ]
+
+
+def test_chosen_folds_get_the_full_runs_calls_weights_and_keys(smoke_build, tmp_path):
+    """A trainer of folds "2,0" gives each fold the batches, class weights and step keys
+    that the full cross-validation's trainer gives it (padding aside: module docstring)."""
+    from experiments import fingerprint, folds, multiqt
+    from experiments.configs import multiqt as presets
+
+    data_dir, _ = smoke_build
+
+    def trainer(chosen: str, workdir):
+        config = presets.get_config("smoke")
+        config.data_dir, config.build_missing = str(data_dir), False
+        config.num_folds, config.folds = FOLDS, chosen
+        source, index = multiqt.load_corpus(config)
+        fold_ids = index.folds % config.num_folds
+        counts = multiqt.record_frame_counts(source, 7)
+        return multiqt.FoldTrainer(
+            "multimodal", config, source, index, fold_ids, folds.fold_mesh(), workdir, counts
+        )
+
+    full, chosen = trainer("", tmp_path / "all"), trainer("2,0", tmp_path / "some")
+    assert [chosen._fold(s) for s in chosen.mine] == [2, 0]
+    full_keys, chosen_keys = full._rng_table(), chosen._rng_table()
+    for position, fold in enumerate([2, 0]):
+        same = full.mine.index(fold)
+        assert fingerprint.digest(chosen.datasets[position], 6) == fingerprint.digest(
+            full.datasets[same], 6
+        )
+        np.testing.assert_array_equal(chosen.weights[position], full.weights[same])
+        np.testing.assert_array_equal(chosen_keys[:, position], full_keys[:, same])
+    with pytest.raises(ValueError, match="trained for folds \\[2, 0\\], not all"):
+        trainer("", tmp_path / "some")  # its checkpoints are another fold choice's
