@@ -64,6 +64,7 @@ from multiqt_jax.datasets.features import (
     spoken_words,
 )
 from speechkit import augment, batching, checks, errors, files, tts
+from speechkit.ctc import bundle as ctc_bundle
 from speechkit.ctc.recognise import Recogniser, cached_posteriors, cached_words
 from speechkit.optim import OptimizerConfig, TrainState
 
@@ -166,10 +167,9 @@ def text_scores(source) -> dict | None:
 
 @functools.cache
 def ctc_recogniser(path: str) -> Recogniser:
-    """The CTC recogniser bundle at `path`, loaded once per process."""
-    if not path:
-        raise ValueError(f"config.text_recogniser={CTC!r} needs config.ctc_bundle (a folder)")
-    return Recogniser.load(os.path.expanduser(path))
+    """The CTC recogniser bundle at `path` ("": the shipped one,
+    `speechkit.ctc.bundle.SHIPPED`), loaded once per process."""
+    return Recogniser.load(os.path.expanduser(path or ctc_bundle.SHIPPED))
 
 
 def evaluation_sources(config) -> dict:

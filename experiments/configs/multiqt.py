@@ -25,7 +25,6 @@ from experiments.common import check_preset
 from experiments.configs import section
 from multiqt_jax import baselines, decode, model
 from speechkit import augment, optim
-from speechkit.ctc import bundle as ctc_bundle
 
 
 def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
@@ -55,7 +54,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # recogniser of speechkit.ctc, the bundle folder `ctc_bundle`, or "ctc_posteriors":
     # its 20 ms character posteriors (the paper's input); "" is the corpus's own.
     config.text_recogniser = ""
-    config.ctc_bundle = ctc_bundle.SHIPPED  # the recogniser of text_recogniser="ctc*"
+    # The recogniser of text_recogniser="ctc*": a bundle folder, or "" for the shipped one
+    # (speechkit.ctc.bundle.SHIPPED; a workdir's recorded config then holds no path).
+    config.ctc_bundle = ""
     config.text_lag_s = 0.0
     config.text_substitution_rate = 0.0
     config.train_fraction = 1.0  # share of each fold's training calls (a study)
