@@ -5,7 +5,6 @@ size for both stages, and the report with its figures; and the report's tables a
 figures (`experiments.report.reproduce_md`) from made-up results."""
 
 import json
-import types
 
 import numpy as np
 import pytest
@@ -177,7 +176,7 @@ def check_the_trained_models_work_outside_the_runner(workdir, tmp, capsys) -> No
         assert segment["label"] in labels.QUESTION_CLASSES[1:]
         assert 0 <= segment["start"] < segment["end"] <= segment["emitted"]
 
-    run = types.SimpleNamespace(
+    run = evaluate.Settings(
         bundle=str(kws_bundle),
         dataset="folder_kws/shipped",
         split="",
