@@ -231,14 +231,7 @@ def calls_markdown(card: dict) -> str:
         f"- Cross-validation fold {training['fold']} of {training['num_folds']}: trained on "
         f"the other folds' {trained_on} calls, {training['steps']} steps of batches of "
         f"{training['batch_size']}, from scratch.",
-        f"- Time on the machine that trained it: building the corpus "
-        f"{_corpus_minutes(card['seconds'])}, training and scoring "
-        f"{_minutes(training['seconds'])}, the whole run {_run_minutes(card['seconds'])}.",
-        "",
-        "Rebuild it with:",
-        "",
-        f"    {card['command']}",
-        "",
+        *_time_and_rebuild(card),
         "## Scores",
         "",
         "Macro F1 over the classes (TIMESTEP: per 40 ms frame; INSTANCE: per question), raw "
@@ -299,14 +292,7 @@ def markdown_text(card: dict) -> str:
             else ", from scratch"
         )
         + ".",
-        f"- Time on the machine that trained it: building the corpus "
-        f"{_corpus_minutes(card['seconds'])}, training and scoring "
-        f"{_minutes(training['seconds'])}, the whole run {_run_minutes(card['seconds'])}.",
-        "",
-        "Rebuild it with:",
-        "",
-        f"    {card['command']}",
-        "",
+        *_time_and_rebuild(card),
         "## Scores",
         "",
         "95 % bootstrap intervals over utterances in brackets.",
@@ -355,6 +341,21 @@ def markdown_text(card: dict) -> str:
 def _split_name(card: dict, split: str) -> str:
     """A budget entry's split as the page names it ("test" is the one chosen on)."""
     return card.get("chosen_on", "test") if split == "test" else split
+
+
+def _time_and_rebuild(card: dict) -> list[str]:
+    """card.md's lines on the run's times and the command that rebuilds the model."""
+    return [
+        f"- Time on the machine that trained it: building the corpus "
+        f"{_corpus_minutes(card['seconds'])}, training and scoring "
+        f"{_minutes(card['training']['seconds'])}, the whole run "
+        f"{_run_minutes(card['seconds'])}.",
+        "",
+        "Rebuild it with:",
+        "",
+        f"    {card['command']}",
+        "",
+    ]
 
 
 def _corpus_minutes(seconds: dict) -> str:
