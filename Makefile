@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= outputs
 
-.PHONY: venv test lint demo studies metrics-demo bench lock clean clean-cache gpu-check gpu-wheels
+.PHONY: venv test suite-profile lint demo studies metrics-demo bench lock clean clean-cache gpu-check gpu-wheels
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,8 +20,15 @@ venv: $(STAMP)
 # time so a module's fixtures are built once; a worker per core, at most 4. Files in
 # collection order, where tests/conftest.py puts those with end-to-end tests first (xdist
 # would otherwise order them by test count, and the longest ones often started last).
+PYTEST_PARALLEL := -n auto --maxprocesses=4 --dist loadfile --no-loadscope-reorder
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -n auto --maxprocesses=4 --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL)
+
+# The suite as `make test` runs it, with each test's seconds and JAX compilation summed
+# per file (benchmarks/suite.py, docs/benchmarks.md).
+suite-profile: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -p benchmarks.suite \
+		--suite-profile=benchmarks/results/suite.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

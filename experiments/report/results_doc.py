@@ -657,6 +657,8 @@ def _benchmarks(provenance: dict, data: dict) -> list[str]:
     lines += _export_backends(data["export_backends"], sources["export_backends"])
     if "installs" in data:  # benchmarks.installs, once recorded
         lines += _installs(data["installs"], sources["installs"])
+    if "suite" in data:  # benchmarks.suite (make suite-profile), once recorded
+        lines += _suite(data["suite"], sources["suite"])
     return lines
 
 
@@ -718,6 +720,38 @@ def _installs(e: dict, source: dict) -> list[str]:
                 f"{x['size_mb']:,.0f} MB",
                 f"{largest} (MB)",
                 imports,
+            )
+        )
+    return lines + ["", _source_line(source), ""]
+
+
+def _suite(e: dict, source: dict, files: int = 12) -> list[str]:
+    """Where the test suite's time went: totals, workers, the costliest files."""
+    t = e["totals"]
+    busy = ", ".join(
+        f"{name} {w['busy_seconds']:.0f} s of tests in {w['span_seconds']:.0f} s"
+        for name, w in e["workers"].items()
+    )
+    lines = [
+        "### The test suite",
+        "",
+        f"`make suite-profile` ({e['machine']['cpus']} CPUs, Python {e['machine']['python']}): "
+        f"{t['tests']} tests in {_minutes(e['wall_seconds'])} ({busy}). Of the "
+        f"{t['seconds']:.0f} s of test time, JAX compiled {t['programs']:,} programs in the "
+        f"test processes in {t['compile_seconds']:.0f} s ({t['cache_hits']:,} read from the "
+        f"cache) and traced and lowered for {t['trace_and_lower_seconds']:.0f} s; the "
+        "experiment tests' subprocesses compile on top, inside their tests' seconds.",
+        "",
+        *header("file | tests | seconds | compiling | programs"),
+    ]
+    for name, f in list(e["files"].items())[:files]:
+        lines.append(
+            row(
+                f"`{name}`",
+                str(f["tests"]),
+                f"{f['seconds']:.0f}",
+                f"{f['compile_seconds']:.0f}",
+                f"{f['programs']:,}",
             )
         )
     return lines + ["", _source_line(source), ""]
