@@ -735,7 +735,8 @@ def _suite(e: dict, source: dict, files: int = 12) -> list[str]:
     lines = [
         "### The test suite",
         "",
-        f"The suite with the `benchmarks.suite` plugin ({e['machine']['cpus']} CPUs, Python {e['machine']['python']}): "
+        f"The suite with the `benchmarks.suite` plugin ({e['machine']['cpus']} CPUs, Python "
+        f"{e['machine']['python']}): "
         f"{t['tests']} tests in {_minutes(e['wall_seconds'])} ({busy}). Of the "
         f"{t['seconds']:.0f} s of test time, JAX compiled {t['programs']:,} programs in the "
         f"test processes in {t['compile_seconds']:.0f} s ({t['cache_hits']:,} read from the "
