@@ -25,6 +25,8 @@ from collections import defaultdict
 
 import pytest
 
+from speechkit import files
+
 SLOWEST = 25  # tests listed one by one in the summary
 
 
@@ -65,8 +67,7 @@ class _Recorder:
 
     def pytest_sessionfinish(self, session):
         part = {"worker": self.worker, "span": [self.started, time.time()], "tests": self.tests}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        _part_path(self.path, self.worker).write_text(json.dumps(part))
+        files.write_json(_part_path(self.path, self.worker), part)
 
 
 class _Merger:
@@ -82,10 +83,7 @@ class _Merger:
         parts = sorted(self.path.parent.glob(self.path.name + ".*"))
         loaded = [json.loads(p.read_text()) for p in parts]
         summary = summarise(loaded, time.time() - self.started, int(exitstatus))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(self.path.name + ".writing")
-        temporary.write_text(json.dumps(summary, indent=1) + "\n")
-        os.replace(temporary, self.path)
+        files.write_json(self.path, summary)
         for p in parts:
             p.unlink()
         print(f"\nsuite profile: {self.path}\n" + "\n".join(table(summary)))
