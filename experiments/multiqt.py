@@ -65,7 +65,7 @@ from multiqt_jax.datasets.features import (
 )
 from speechkit import augment, batching, checks, errors, files, tts
 from speechkit.ctc import bundle as ctc_bundle
-from speechkit.ctc.recognise import Recogniser, cached_posteriors, cached_words
+from speechkit.ctc.recognise import Recogniser, cached_outputs, features_digest
 from speechkit.optim import OptimizerConfig, TrainState
 
 CTC = "ctc"  # config.text_recogniser: speechkit.ctc's recogniser (config.ctc_bundle)
@@ -119,34 +119,44 @@ def ctc_text(source, corpus: str, split: str, data_dir: str, recogniser: str, po
     """`source` (split `split` of `corpus`) with the words of the CTC recogniser bundle at
     `recogniser` in its asr_* fields and, with `posteriors`, its character posteriors as
     the records' `text_posteriors` (what the text input then reads): recognised from the
-    calls' stored features (no synthesis again), once, and cached in
-    DATA_DIR/<corpus>/<ctc_words|ctc_posteriors>/<split>-<parameter digest>.npz."""
+    calls' stored features (no synthesis again) in one pass, once, and cached in
+    DATA_DIR/<dataset>/<ctc_words|ctc_posteriors>/<split>-<calls digest>-<parameter
+    digest>.npz (`ctc_cache_path`), so corpora holding the same calls (the MultiQT
+    tasks) share it."""
     records = (source[i] for i in range(len(source)))  # each record read once
     features = {record_call_id(r): r["audio"] for r in records}
-    place = (data_dir, corpus, split, recogniser)
-    words = _ctc_outputs(features, *place, "ctc_words")
+    loaded = ctc_recogniser(recogniser)
+    calls = features_digest(features)
+    paths = {
+        kind: ctc_cache_path(data_dir, corpus, split, calls, loaded.digest, kind)
+        for kind in ("ctc_words",) + (("ctc_posteriors",) if posteriors else ())
+    }
+    words, found = _ctc_outputs(loaded, features, paths, f"{corpus} {split}")
     if not posteriors:
         return RecognisedBy(source, words)
-    return WithPosteriors(
-        RecognisedBy(source, words), _ctc_outputs(features, *place, "ctc_posteriors")
-    )
+    return WithPosteriors(RecognisedBy(source, words), found)
 
 
-def _ctc_outputs(features: dict, data_dir, corpus, split, recogniser: str, kind: str) -> dict:
-    """{call id: the words ("ctc_words") or character posteriors ("ctc_posteriors") of
-    the CTC recogniser bundle at `recogniser`} for the calls' `features` {call id:
-    [frames, 40]}, cached (`speechkit.ctc.recognise.cached_words` / `cached_posteriors`;
-    process 0 writes it, the others wait)."""
-    cached = cached_words if kind == "ctc_words" else cached_posteriors
-    loaded = ctc_recogniser(recogniser)
-    path = os.path.join(data_dir, corpus, kind, f"{split}-{loaded.digest[:12]}.npz")
+def ctc_cache_path(data_dir, corpus: str, split: str, calls: str, recogniser: str, kind: str):
+    """Where `ctc_text` keeps a recogniser's outputs ("ctc_words" or "ctc_posteriors") for
+    the calls of digest `calls` (`speechkit.ctc.recognise.features_digest`): beside the
+    dataset's configs, named by the split and both digests."""
+    dataset = corpus.split("/")[0]
+    return os.path.join(data_dir, dataset, kind, f"{split}-{calls[:16]}-{recogniser[:12]}.npz")
+
+
+def _ctc_outputs(loaded: Recogniser, features: dict, paths: dict, what: str):
+    """(words, posteriors or None) of the recogniser for the calls' `features` {call id:
+    [frames, 40]}, cached at `paths` {kind: path} (`speechkit.ctc.recognise.cached_outputs`;
+    process 0 writes them, the others wait)."""
+    words_path, posteriors_path = paths["ctc_words"], paths.get("ctc_posteriors")
     found = None
     if jax.process_index() == 0:
-        found = cached(loaded, features, path)
+        found = cached_outputs(loaded, features, words_path, posteriors_path)
     if jax.process_count() > 1:
-        multihost_utils.sync_global_devices(f"{kind} {corpus} {split}")
+        multihost_utils.sync_global_devices(f"ctc outputs {what}")
     if found is None:
-        found = cached(loaded, features, path)
+        found = cached_outputs(loaded, features, words_path, posteriors_path)
     return found
 
 

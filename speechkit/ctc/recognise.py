@@ -1,24 +1,30 @@
 """A trained recogniser over many recordings, and its words cached as data.
 
     recogniser = Recogniser.load(SHIPPED)                          # a speechkit.ctc.bundle
-    transcripts = recogniser.transcribe([features, ...])           # [frames, 40] each
+    transcripts = recogniser.transcribe([features, ...])             # [frames, 40] each
+    posteriors = recogniser.posteriors([features, ...])              # [frames // 2, 29] each
+    transcripts, posteriors = recogniser.recognise([features, ...])  # both at once
     words = cached_words(recogniser, {"call-00001": features, ...}, "cache/train.npz")
-    posteriors = recogniser.posteriors([features, ...])            # [frames // 2, 29] each
 
-`Recogniser.transcribe` runs the whole-call model (equal to streaming it, the contract)
+`Recogniser.recognise` runs the whole-call model (equal to streaming it, the contract)
 over batches of recordings in length order, padded to `pad_multiple` frames so a corpus
 compiles a handful of programs, and decodes greedily and causally
-(`speechkit.ctc.decode`): every word carries the time the recogniser emitted it.
+(`speechkit.ctc.decode`): every word carries the time the recogniser emitted it. One
+program gives both the words and the posteriors, so the two always agree.
 `cached_words` keeps a corpus's words in one `.npz` of plain arrays (read with
 `allow_pickle=False`), keyed by the bundle's parameter digest, so another recogniser
 never reads them and a replaced file is recomputed, never run; `cached_posteriors` does
-the same for the 20 ms character posteriors (`Recogniser.posteriors`, float16 on disk).
+the same for the 20 ms character posteriors (`Recogniser.posteriors`, float16 on disk),
+and `cached_outputs` for both at once, from one pass of the network.
+`features_digest` names a set of recordings by content, so corpora that share their
+calls (the MultiQT tasks) can share one cache.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -48,29 +54,18 @@ class Recogniser:
         return cls(net, params, files.sha256(os.path.join(path, "params.npz")))
 
     @functools.cached_property
-    def _predict(self):
-        return jax.jit(functools.partial(train.predict, self.net))
+    def _outputs(self):
+        def outputs(params, batch):
+            emit, symbol, logits = train.predict_with_logits(self.net, params, batch)
+            return emit, symbol, decode.text_posteriors(logits)
 
-    @functools.cached_property
-    def _posteriors(self):
-        def posteriors(params, batch):
-            mask = {"audio": batch["audio_mask"]}
-            outputs, _ = self.net.apply(params, {"audio": batch["audio"]}, mask)
-            return decode.text_posteriors(outputs["logits"])
-
-        return jax.jit(posteriors)
+        return jax.jit(outputs)
 
     def transcribe(
         self, features: Sequence[np.ndarray], batch_size: int = 8, pad_multiple: int = 200
     ) -> list[decode.Transcript]:
         """Transcripts of recordings given as log-mel features [frames, 40] each, in order."""
-        hop_s = self.net.config.output_hop_s
-        found: list[decode.Transcript | None] = [None] * len(features)
-        for rows, batch in _batches(features, batch_size, pad_multiple):
-            emit, symbol, _ = jax.device_get(self._predict(self.params, batch))
-            for row, index in enumerate(rows):
-                found[int(index)] = decode.transcribe(emit[row], symbol[row], hop_s=hop_s)
-        return found
+        return self.recognise(features, batch_size, pad_multiple)[0]
 
     def posteriors(
         self, features: Sequence[np.ndarray], batch_size: int = 8, pad_multiple: int = 200
@@ -78,13 +73,36 @@ class Recogniser:
         """Each recording's causal character posteriors (`decode.text_posteriors`),
         float32 [frames // 2, speechkit.asr.NUM_SYMBOLS] at 20 ms: MultiQT's text input
         for a call of `frames` 10 ms frames."""
+        return self.recognise(features, batch_size, pad_multiple)[1]
+
+    def recognise(
+        self, features: Sequence[np.ndarray], batch_size: int = 8, pad_multiple: int = 200
+    ) -> tuple[list[decode.Transcript], list[np.ndarray]]:
+        """(`transcribe`, `posteriors`) of the same recordings, from one program and one
+        pass of the network per batch (so the two always agree with each other)."""
+        hop_s = self.net.config.output_hop_s
+        transcripts: list[decode.Transcript | None] = [None] * len(features)
         found: list[np.ndarray | None] = [None] * len(features)
         for rows, batch in _batches(features, batch_size, pad_multiple):
-            posteriors = np.asarray(jax.device_get(self._posteriors(self.params, batch)))
+            emit, symbol, posteriors = jax.device_get(self._outputs(self.params, batch))
             for row, index in enumerate(rows):
                 frames = np.shape(features[int(index)])[0]
-                found[int(index)] = posteriors[row, : frames // 2]
-        return found
+                transcripts[int(index)] = decode.transcribe(emit[row], symbol[row], hop_s=hop_s)
+                found[int(index)] = np.asarray(posteriors[row, : frames // 2])
+        return transcripts, found
+
+
+def features_digest(features: Mapping[str, np.ndarray]) -> str:
+    """sha256 hex of recordings {key: features}: their keys in order, shapes, dtypes and
+    values. Two corpora with the same digest hold the same recordings under the same keys,
+    so a recogniser's outputs cached for one serve the other."""
+    digest = hashlib.sha256()
+    for key, value in features.items():
+        value = np.ascontiguousarray(value)
+        header = json.dumps([key, list(value.shape), value.dtype.str]).encode()
+        digest.update(len(header).to_bytes(8, "little") + header)
+        digest.update(value.tobytes())
+    return digest.hexdigest()
 
 
 def _batches(features: Sequence[np.ndarray], batch_size: int, pad_multiple: int):
@@ -102,6 +120,7 @@ def _batches(features: Sequence[np.ndarray], batch_size: int, pad_multiple: int)
 
 
 def _save(path: str, digest: str, words: Mapping[str, Sequence[asr.TimedWord]]) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     keys = list(words)
     flat = [w for key in keys for w in words[key]]
     counts = np.array([len(words[key]) for key in keys], np.int64)
@@ -161,15 +180,7 @@ def cached_words(
     """{key: the words the recogniser heard in features[key]}, computed once and kept in
     `path` (see the module docstring); `features` may be a lazy mapping (read only when
     the cache is missing or stale)."""
-    cached = _read(path, recogniser.digest)
-    if cached is not None and set(cached) == set(features):
-        return cached
-    keys = list(features)
-    transcripts = recogniser.transcribe([features[key] for key in keys], batch_size)
-    words = {key: t.words for key, t in zip(keys, transcripts, strict=True)}
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    _save(path, recogniser.digest, words)
-    return words
+    return cached_outputs(recogniser, features, words_path=path, batch_size=batch_size)[0]
 
 
 def cached_posteriors(
@@ -182,13 +193,48 @@ def cached_posteriors(
     float32 values rounded to float16, as they are kept), computed once and kept in
     `path` like `cached_words`: plain arrays read with `allow_pickle=False`, keyed by the
     parameter digest."""
-    cached = _read_posteriors(path, recogniser.digest)
-    if cached is not None and set(cached) == set(features):
-        return cached
+    return cached_outputs(recogniser, features, posteriors_path=path, batch_size=batch_size)[1]
+
+
+def cached_outputs(
+    recogniser: Recogniser,
+    features: Mapping[str, np.ndarray],
+    words_path: str | None = None,
+    posteriors_path: str | None = None,
+    batch_size: int = 8,
+) -> tuple[dict | None, dict | None]:
+    """(`cached_words`, `cached_posteriors`) of the same recordings, each None where its
+    path is None; what is missing from its cache is computed by one pass of the network
+    (`Recogniser.recognise`)."""
+    words = posteriors = None
+    if words_path is not None:
+        words = _if_complete(_read(words_path, recogniser.digest), features)
+    if posteriors_path is not None:
+        posteriors = _if_complete(_read_posteriors(posteriors_path, recogniser.digest), features)
+    want_words = words_path is not None and words is None
+    want_posteriors = posteriors_path is not None and posteriors is None
+    if not (want_words or want_posteriors):
+        return words, posteriors
     keys = list(features)
-    found = recogniser.posteriors([features[key] for key in keys], batch_size)
+    transcripts, found = recogniser.recognise([features[key] for key in keys], batch_size)
+    if want_words:
+        words = {key: t.words for key, t in zip(keys, transcripts, strict=True)}
+        _save(words_path, recogniser.digest, words)
+    if want_posteriors:
+        posteriors = _save_posteriors(posteriors_path, recogniser.digest, keys, found)
+    return words, posteriors
+
+
+def _if_complete(cached: dict | None, features: Mapping) -> dict | None:
+    """The cache's entries when they are exactly the recordings of `features`."""
+    return cached if cached is not None and set(cached) == set(features) else None
+
+
+def _save_posteriors(path: str, digest: str, keys: list, found: list) -> dict[str, np.ndarray]:
+    """Keeps posteriors (float32 [frames, NUM_SYMBOLS] each, in `keys` order) as float16
+    in `path`; returns them as kept, {key: float32}."""
     found = [np.asarray(p, np.float16) for p in found]
-    description = {"format": CACHE_FORMAT, "digest": recogniser.digest, "keys": keys}
+    description = {"format": CACHE_FORMAT, "digest": digest, "keys": keys}
     description = np.frombuffer(json.dumps(description).encode(), np.uint8)
     offsets = np.cumsum([0] + [len(p) for p in found]).astype(np.int64)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

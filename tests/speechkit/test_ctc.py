@@ -334,13 +334,57 @@ def test_cached_words_are_data_keyed_by_the_recogniser(tmp_path, monkeypatch):
     whole = recogniser.transcribe([features[k] for k in features], batch_size=1)
     assert [words[k] for k in features] == [t.words for t in whole]
     calls = []
-    monkeypatch.setattr(recognise.Recogniser, "transcribe", lambda *a, **k: calls.append(1) or [])
+    monkeypatch.setattr(
+        recognise.Recogniser, "recognise", lambda *a, **k: calls.append(1) or ([], [])
+    )
     assert recognise.cached_words(recogniser, features, path) == words and not calls
     with pytest.raises(ValueError):  # another recogniser's cache is not read: recomputed
         recognise.cached_words(recognise.Recogniser(net, params, digest="b"), features, path)
     assert calls == [1]
     (tmp_path / "train.npz").write_bytes(pickle.dumps({"not": "data"}))
     assert recognise._read(path, "a") is None
+
+
+def test_one_pass_gives_words_and_posteriors_and_fills_both_caches(tmp_path, monkeypatch):
+    """`recognise` is `transcribe` and `posteriors` bit for bit; `cached_outputs` runs it
+    once for both caches and then reads them; the calls' digest names their keys and
+    values."""
+    pytest.importorskip("grain")  # speechkit.batching's
+    from speechkit.ctc import recognise
+
+    net, params, _ = _setup()
+    rng = np.random.default_rng(7)
+    features = {
+        f"call-{i}": rng.normal(size=(57 + 45 * i, 40)).astype(np.float32) for i in range(3)
+    }
+    recogniser = recognise.Recogniser(net, params, digest="a")
+    recordings = list(features.values())
+    transcripts, posteriors = recogniser.recognise(recordings, batch_size=2, pad_multiple=100)
+    assert transcripts == recogniser.transcribe(recordings, batch_size=2, pad_multiple=100)
+    alone = recogniser.posteriors(recordings, batch_size=2, pad_multiple=100)
+    assert all(np.array_equal(a, b) for a, b in zip(posteriors, alone, strict=True))
+
+    words_path, posteriors_path = str(tmp_path / "w.npz"), str(tmp_path / "p.npz")
+    passes = []
+    one_pass = recognise.Recogniser.recognise
+    monkeypatch.setattr(
+        recognise.Recogniser, "recognise", lambda *a, **k: passes.append(1) or one_pass(*a, **k)
+    )
+    words, cached = recognise.cached_outputs(recogniser, features, words_path, posteriors_path)
+    assert passes == [1] and [words[k] for k in features] == [t.words for t in transcripts]
+    for key, value in zip(features, posteriors, strict=True):
+        np.testing.assert_array_equal(cached[key], value.astype(np.float16).astype(np.float32))
+    monkeypatch.setattr(recognise.Recogniser, "recognise", lambda *a, **k: 1 / 0)
+    again = recognise.cached_outputs(recogniser, features, words_path, posteriors_path)
+    assert passes == [1] and again[0] == words
+    assert all(np.array_equal(again[1][k], cached[k]) for k in features)
+    assert recognise.cached_outputs(recogniser, features) == (None, None)
+
+    digest = recognise.features_digest(features)
+    assert digest == recognise.features_digest(dict(features))
+    renamed = {f"other-{k}": v for k, v in features.items()}
+    changed = {**features, "call-0": features["call-0"] + 1e-3}
+    assert digest not in {recognise.features_digest(renamed), recognise.features_digest(changed)}
 
 
 def test_text_posteriors_fold_the_word_boundary_into_blank_and_sum_to_one():
@@ -380,7 +424,7 @@ def test_posteriors_are_each_calls_own_and_cached_as_data(tmp_path, monkeypatch)
     cached = recognise.cached_posteriors(recogniser, features, path, batch_size=2)
     for key, posteriors in zip(features, found, strict=True):
         np.testing.assert_array_equal(cached[key], posteriors.astype(np.float16).astype(np.float32))
-    monkeypatch.setattr(recognise.Recogniser, "posteriors", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(recognise.Recogniser, "recognise", lambda *a, **k: 1 / 0)
     again = recognise.cached_posteriors(recogniser, features, path)
     assert all(np.array_equal(again[k], cached[k]) for k in features)
     assert recognise._read_posteriors(path, "b") is None  # another recogniser's: not read
