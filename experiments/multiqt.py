@@ -127,10 +127,10 @@ def ctc_text(source, corpus: str, split: str, data_dir: str, recogniser: str, po
     features = {record_call_id(r): r["audio"] for r in records}
     loaded = ctc_recogniser(recogniser)
     calls = features_digest(features)
-    paths = {
-        kind: ctc_cache_path(data_dir, corpus, split, calls, loaded.digest, kind)
-        for kind in ("ctc_words",) + (("ctc_posteriors",) if posteriors else ())
-    }
+    place = (data_dir, corpus, split, calls, loaded.digest)
+    words_path = ctc_cache_path(*place, "ctc_words")
+    posteriors_path = ctc_cache_path(*place, "ctc_posteriors") if posteriors else None
+    paths = (words_path, posteriors_path)
     words, found = _ctc_outputs(loaded, features, paths, f"{corpus} {split}")
     if not posteriors:
         return RecognisedBy(source, words)
@@ -145,18 +145,17 @@ def ctc_cache_path(data_dir, corpus: str, split: str, calls: str, recogniser: st
     return os.path.join(data_dir, dataset, kind, f"{split}-{calls[:16]}-{recogniser[:12]}.npz")
 
 
-def _ctc_outputs(loaded: Recogniser, features: dict, paths: dict, what: str):
+def _ctc_outputs(loaded: Recogniser, features: dict, paths: tuple, what: str):
     """(words, posteriors or None) of the recogniser for the calls' `features` {call id:
-    [frames, 40]}, cached at `paths` {kind: path} (`speechkit.ctc.recognise.cached_outputs`;
-    process 0 writes them, the others wait)."""
-    words_path, posteriors_path = paths["ctc_words"], paths.get("ctc_posteriors")
+    [frames, 40]}, cached at `paths` (words path, posteriors path or None;
+    `speechkit.ctc.recognise.cached_outputs`; process 0 writes them, the others wait)."""
     found = None
     if jax.process_index() == 0:
-        found = cached_outputs(loaded, features, words_path, posteriors_path)
+        found = cached_outputs(loaded, features, *paths)
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices(f"ctc outputs {what}")
     if found is None:
-        found = cached_outputs(loaded, features, words_path, posteriors_path)
+        found = cached_outputs(loaded, features, *paths)
     return found
 
 

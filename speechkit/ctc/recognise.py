@@ -60,7 +60,7 @@ class Recogniser:
     @functools.cached_property
     def _outputs(self):
         def outputs(params, batch):
-            emit, symbol, logits = train.predict_with_logits(self.net, params, batch)
+            emit, symbol, _, logits = train.predict_with_logits(self.net, params, batch)
             return emit, symbol, decode.text_posteriors(logits)
 
         return jax.jit(outputs)

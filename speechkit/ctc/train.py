@@ -64,18 +64,12 @@ def train_step(net, state: TrainState, batch, rng, masks: MaskConfig | None = No
 def predict(net, params, batch):
     """Greedy causal decoding of a batch -> (emit bool [B, To], symbol int32 [B, To],
     out_mask bool [B, To]), out_mask False on filler rows."""
-    emit, symbol, out_mask, _ = _decoded(net, params, batch)
-    return emit, symbol, out_mask
+    return predict_with_logits(net, params, batch)[:3]
 
 
 def predict_with_logits(net, params, batch):
-    """`predict`'s emit and symbol with the logits they were decoded from: (emit bool
-    [B, To], symbol int32 [B, To], logits float [B, To, V])."""
-    emit, symbol, _, logits = _decoded(net, params, batch)
-    return emit, symbol, logits
-
-
-def _decoded(net, params, batch):
+    """`predict`'s outputs and the logits they were decoded from: (emit, symbol,
+    out_mask, logits float [B, To, V])."""
     outputs, out_mask = net.apply(params, {"audio": batch["audio"]}, {"audio": batch["audio_mask"]})
     out_mask = out_mask & batch["example_mask"][:, None]
     emit, symbol = decode.greedy(outputs["logits"], out_mask)

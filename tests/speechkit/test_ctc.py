@@ -36,6 +36,14 @@ def _setup(config=SMALL, frames=91, batch=2, seed=0):
     return net, net.init(jax.random.key(seed), {"audio": audio}), audio
 
 
+def _recordings(seed: int, first: int, step: int) -> dict[str, np.ndarray]:
+    """Three random recordings {"call-<i>": float32 [first + step * i, 40]}."""
+    rng = np.random.default_rng(seed)
+    return {
+        f"call-{i}": rng.normal(size=(first + step * i, 40)).astype(np.float32) for i in range(3)
+    }
+
+
 def test_streaming_over_random_block_partitions_equals_the_whole_call():
     net, params, audio = _setup()
     outputs, out_mask = net.apply(params, {"audio": audio})
@@ -324,10 +332,7 @@ def test_cached_words_are_data_keyed_by_the_recogniser(tmp_path, monkeypatch):
     from speechkit.ctc import recognise
 
     net, params, _ = _setup()
-    rng = np.random.default_rng(5)
-    features = {
-        f"call-{i}": rng.normal(size=(60 + 40 * i, 40)).astype(np.float32) for i in range(3)
-    }
+    features = _recordings(5, 60, 40)
     recogniser = recognise.Recogniser(net, params, digest="a")
     path = str(tmp_path / "train.npz")
     words = recognise.cached_words(recogniser, features, path, batch_size=2)
@@ -353,10 +358,7 @@ def test_one_pass_gives_words_and_posteriors_and_fills_both_caches(tmp_path, mon
     from speechkit.ctc import recognise
 
     net, params, _ = _setup()
-    rng = np.random.default_rng(7)
-    features = {
-        f"call-{i}": rng.normal(size=(57 + 45 * i, 40)).astype(np.float32) for i in range(3)
-    }
+    features = _recordings(7, 57, 45)
     recogniser = recognise.Recogniser(net, params, digest="a")
     recordings = list(features.values())
     transcripts, posteriors = recogniser.recognise(recordings, batch_size=2, pad_multiple=100)
@@ -408,11 +410,7 @@ def test_posteriors_are_each_calls_own_and_cached_as_data(tmp_path, monkeypatch)
     from speechkit.ctc import recognise
 
     net, params, _ = _setup()
-    rng = np.random.default_rng(6)
-    shapes = [(61 + 40 * i, 40) for i in range(3)]
-    features = {
-        f"call-{i}": rng.normal(size=shape).astype(np.float32) for i, shape in enumerate(shapes)
-    }
+    features = _recordings(6, 61, 40)
     recogniser = recognise.Recogniser(net, params, digest="a")
     found = recogniser.posteriors(list(features.values()), batch_size=2, pad_multiple=100)
     for (key, audio), posteriors in zip(features.items(), found, strict=True):
