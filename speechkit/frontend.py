@@ -205,7 +205,8 @@ def waveform_log_mel(waveform: np.ndarray, config: FeatureConfig = FeatureConfig
     block = 5 * config.sample_rate
     padded = np.pad(np.asarray(waveform, np.float32), (0, -np.size(waveform) % block))[None]
     features, mask = _jitted_log_mel(padded, np.array([np.size(waveform)]), config)
-    return np.asarray(features[0, : int(mask.sum())])
+    # Sliced in NumPy: slicing the device array compiles a program for every new length.
+    return np.asarray(features)[0, : int(np.asarray(mask).sum())]
 
 
 def _hann(config: FeatureConfig) -> np.ndarray:

@@ -162,3 +162,16 @@ def test_the_envelope_keeps_slow_shapes_and_drops_ripple():
     np.testing.assert_allclose((tilt + ripple) @ smooth, tilt, atol=0.05)
     with pytest.raises(ValueError, match="keep"):
         frontend.envelope_matrix(64, 65)
+
+
+def test_a_corpus_of_new_lengths_compiles_one_program_per_block():
+    from speechkit import compilation
+
+    rng = np.random.default_rng(3)
+    frontend.waveform_log_mel(np.zeros(16000, np.float32), WIDE_FFT)  # the 5 s block's program
+    with compilation.Counter() as counted:
+        for frames in (130, 270, 410):  # new lengths inside the same block
+            samples = rng.normal(size=frames * 160).astype(np.float32)
+            features = frontend.waveform_log_mel(samples, WIDE_FFT)
+            assert features.shape == (frames, WIDE_FFT.num_mels)
+    assert counted.programs == 0, counted.summary()
