@@ -212,6 +212,27 @@ def window_labels(
 # ----------------------------------------------------------------------------- classifier
 
 
+def max_pool(x, size: int):
+    """Maxima over windows of `size` frames at stride `size` with SAME padding: x float
+    [N, L, C] -> [N, ceil(L / size), C]. Values and gradients equal `flax.linen.max_pool`'s
+    (the first of tied maxima takes the gradient), built from comparisons: XLA:CPU runs
+    reduce_window's gradient (select-and-scatter) as a scan over index arrays of the
+    whole input, which made the classifier's training step about 15 % slower."""
+    frames = x.shape[1]
+    pooled = -(-frames // size)
+    missing = pooled * size - frames
+    if missing:
+        x = jnp.pad(
+            x, ((0, 0), (missing // 2, missing - missing // 2), (0, 0)), constant_values=-jnp.inf
+        )
+    x = x.reshape(x.shape[0], pooled, size, x.shape[2])
+    best = x[:, :, 0]
+    for j in range(1, size):
+        candidate = x[:, :, j]
+        best = jnp.where((candidate > best) | jnp.isnan(candidate), candidate, best)
+    return best
+
+
 class WindowClassifier(nn.Module):
     """Log-mel windows [..., W, 64] -> logits [..., num_classes] (module docstring)."""
 
@@ -225,8 +246,7 @@ class WindowClassifier(nn.Module):
         for i, channels in enumerate(self.config.channels):
             x = nn.Conv(channels, (self.config.kernel,), padding="SAME", name=f"conv{i}")(x)
             x = nn.relu(nn.LayerNorm(name=f"norm{i}")(x))
-            pool = self.config.pool
-            x = nn.max_pool(x, (pool,), strides=(pool,), padding="SAME")
+            x = max_pool(x, self.config.pool)
         x = jnp.concatenate([jnp.mean(x, axis=1), jnp.max(x, axis=1)], axis=-1)
         x = nn.relu(nn.Dense(self.config.hidden, name="hidden")(x))
         logits = nn.Dense(self.num_classes, name="logits")(x)

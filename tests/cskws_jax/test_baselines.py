@@ -180,6 +180,28 @@ def trained():
     return initial, state, losses
 
 
+@pytest.mark.parametrize("size, frames", [(2, 80), (2, 7), (3, 10), (1, 5)])
+def test_max_pool_equals_flax_in_values_and_gradients(size, frames):
+    import flax.linen as nn
+
+    rng = np.random.default_rng(size * 100 + frames)
+    # Ties on purpose: values drawn from a few levels, zeros as after a ReLU.
+    x = jnp.asarray(rng.choice([0.0, 0.0, 0.5, 1.0, 2.0], size=(3, frames, 4)), jnp.float32)
+    weights = jnp.asarray(rng.normal(size=(3, -(-frames // size), 4)), jnp.float32)
+
+    def flax_pool(x):
+        return nn.max_pool(x, (size,), strides=(size,), padding="SAME")
+
+    np.testing.assert_array_equal(baselines.max_pool(x, size), flax_pool(x))
+    for pool in (baselines.max_pool, lambda x, size: flax_pool(x)):
+        assert np.all(np.isnan(pool(x.at[1, 0, 2].set(jnp.nan), size)[1, 0, 2]))
+    grads = [
+        jax.grad(lambda x, pool=pool: jnp.sum(pool(x) * weights))(x)
+        for pool in (lambda x: baselines.max_pool(x, size), flax_pool)
+    ]
+    np.testing.assert_array_equal(*grads)
+
+
 def test_training_reduces_the_loss(trained):
     initial, state, losses = trained
     held_out = _batch(7, 16, 400, 400)
