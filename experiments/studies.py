@@ -346,13 +346,11 @@ class Studies:
         return {"rows": rows, "audio": fold_summary(base_results, "audio")}
 
     def text_lag(self) -> dict:
-        sweep = [float(s) for s in self.config.sweeps.text_lag_s]
+        sweep = text_lag_variants(self.config)
         models = {name: [] for name in NEURAL}
         heldout = {name: [] for name in NEURAL}
-        for lag in sweep:
-            name = "base" if lag == 0 else f"lag{lag:g}s"
-            run = ",".join(NEURAL) if lag == 0 else "multimodal,text"
-            results, _, _ = self.runs.multiqt(name, {"text_lag_s": lag}, models=run)
+        for _, variant_of_lag in sweep:
+            results, _, _ = self.runs.multiqt(*variant_of_lag)
             base, _, _ = self.runs.multiqt("base")
             for model_name in NEURAL:  # the audio-only model reads no text: its base row
                 source = results if model_name in results["models"] else base
@@ -362,7 +360,7 @@ class Studies:
             "offline", {"text_stream": "offline"}, models="multimodal,text"
         )
         return {
-            **_sweep_record("text_lag_s", sweep, models, heldout),
+            **_sweep_record("text_lag_s", [lag for lag, _ in sweep], models, heldout),
             "offline": {m: fold_summary(offline, f"{m}@offline") for m in ("multimodal", "text")},
         }
 
@@ -371,9 +369,7 @@ class Studies:
         matched_range = tuple(float(s) for s in self.config.sweeps.matched_snr_db)
         rows = {}
         _, base_dir, _ = self.runs.multiqt("base")
-        _, matched_dir, _ = self.runs.multiqt(
-            "noise-matched", {"train.noise_snr_db": matched_range}, models="multimodal,audio"
-        )
+        _, matched_dir, _ = self.runs.multiqt(*noise_matched_variant(self.config))
         variants = [(m, os.path.join(base_dir, m)) for m in NEURAL] + [
             (f"{m} (noise-trained)", os.path.join(matched_dir, m)) for m in ("multimodal", "audio")
         ]
@@ -528,6 +524,22 @@ def data_size_variants(config) -> list[tuple[float, tuple]]:
     ]
 
 
+def text_lag_variants(config) -> list[tuple[float, tuple]]:
+    """(lag in seconds, variant) of the text-lag study; the base variant at 0."""
+    return [
+        (lag, ("base", {"text_lag_s": lag}, ",".join(NEURAL)))
+        if lag == 0
+        else (lag, (f"lag{lag:g}s", {"text_lag_s": lag}, "multimodal,text"))
+        for lag in (float(s) for s in config.sweeps.text_lag_s)
+    ]
+
+
+def noise_matched_variant(config) -> tuple:
+    """The noise study's variant trained with noise in `config.sweeps.matched_snr_db`."""
+    matched_range = tuple(float(s) for s in config.sweeps.matched_snr_db)
+    return ("noise-matched", {"train.noise_snr_db": matched_range}, "multimodal,audio")
+
+
 def unknown_class_corpora(config) -> list[str]:
     """The unknown-class study's corpora: the base one, then `config.sweeps.kws_datasets`."""
     extra = [name for name in config.sweeps.kws_datasets if name != config.cskws.dataset]
@@ -577,8 +589,10 @@ def selected(config) -> list[str]:
 
 
 # The MultiQT studies whose variants (all but the base) the second process trains; this
-# process waits for it before them.
-BESIDE_MULTIQT = ("data_size", "missing_modality")
+# process waits for it before them. None of their variants is one that a study run
+# here before the wait trains (asr_quality: the base, offline, oracle and recogniser
+# variants), so no variant is trained by both processes.
+BESIDE_MULTIQT = ("text_lag", "noise", "data_size", "missing_modality")
 
 
 def beside_multiqt_variants(config, names: list[str]) -> list[tuple]:
@@ -588,6 +602,10 @@ def beside_multiqt_variants(config, names: list[str]) -> list[tuple]:
         variants += [v for _, v in data_size_variants(config) if v[0] != "base"]
     if "missing_modality" in names:
         variants.append(NO_MODALITY_DROPOUT)
+    if "text_lag" in names:
+        variants += [v for _, v in text_lag_variants(config) if v[0] != "base"]
+    if "noise" in names:
+        variants.append(noise_matched_variant(config))
     return variants
 
 
@@ -631,7 +649,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     with contextlib.ExitStack() as stack:
         beside = None
         if _second_process(config, names):
-            log("the AF-KWS studies and variants of data_size, missing_modality: second process")
+            log(f"the AF-KWS studies and variants of {', '.join(BESIDE_MULTIQT)}: second process")
             beside = stack.enter_context(
                 common.Beside("experiments.studies", config, workdir, "run_beside")
             )

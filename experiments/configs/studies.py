@@ -40,9 +40,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.cskws = cskws.get_config(preset)
     # The variants' intervals (only the AF-KWS unknown-class study reads them).
     config.cskws.eval.bootstrap_resamples = {"smoke": 10, "quick": 100, "full": 200}[preset]
-    # The AF-KWS studies, and the variants of data_size and missing_modality, run in a
-    # second process while the other MultiQT studies run here (2 or more cores; the same
-    # numbers).
+    # The AF-KWS studies, and the variants of text_lag, noise, data_size and
+    # missing_modality, run in a second process while the other MultiQT studies run here
+    # (2 or more cores; the same numbers).
     config.second_process = True
 
     config.sweeps = ml_collections.ConfigDict()

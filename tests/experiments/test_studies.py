@@ -126,11 +126,17 @@ def test_unknown_class_cells_name_their_corpus():
     }
 
 
-def test_the_second_process_trains_the_variants_the_studies_ask_for():
+def test_the_second_process_trains_the_variants_the_studies_ask_for(monkeypatch):
+    monkeypatch.setattr(studies, "fold_summary", lambda *args, **kwargs: {})  # no real runs
     config = studies_config.get_config("quick")
     names = studies.selected(config)
     listed = studies.beside_multiqt_variants(config, names)
-    assert [v[0] for v in listed] == ["data0.25", "no-modality-dropout"]
+    assert [v[0] for v in listed] == [
+        "data0.25",
+        "no-modality-dropout",
+        *(f"lag{lag:g}s" for lag in config.sweeps.text_lag_s if lag),
+        "noise-matched",
+    ]
     asked = []
 
     class Recording(studies.Runs):
@@ -138,7 +144,7 @@ def test_the_second_process_trains_the_variants_the_studies_ask_for():
             asked.append((name, overrides or {}, models))
             if name != "base":
                 raise Asked  # enough: the variant the study trains beside the base
-            return {}, "/nonexistent/base", None
+            return {"models": {}}, "/nonexistent/base", None
 
     class Asked(Exception):
         pass
@@ -149,7 +155,7 @@ def test_the_second_process_trains_the_variants_the_studies_ask_for():
         with pytest.raises(Asked):
             getattr(found, name)()
         assert asked[-1] in listed, name
-    assert studies.beside_multiqt_variants(config, ["smoothing", "noise"]) == []
+    assert studies.beside_multiqt_variants(config, ["smoothing", "asr_quality"]) == []
 
 
 def test_verdicts_follow_the_spread_over_folds():
