@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.train --json benchmarks/results/train.json
 	$(BIN)/python -m benchmarks.data --json benchmarks/results/data.json
 	$(BIN)/python -m benchmarks.cost --json benchmarks/results/cost.json
+	$(BIN)/python -m benchmarks.pooling --json benchmarks/results/pooling.json
 	$(BIN)/python -m benchmarks.export_backends --json benchmarks/results/export_backends.json
 	$(BIN)/python -m benchmarks.installs --json benchmarks/results/installs.json
 

@@ -655,6 +655,8 @@ def _benchmarks(provenance: dict, data: dict) -> list[str]:
         )
     lines += ["", _source_line(sources["bench-cost"]), ""]
     lines += _export_backends(data["export_backends"], sources["export_backends"])
+    if "pooling" in data:  # benchmarks.pooling, once recorded
+        lines += _pooling(data["pooling"], sources["pooling"])
     if "installs" in data:  # benchmarks.installs, once recorded
         lines += _installs(data["installs"], sources["installs"])
     if "suite" in data:  # benchmarks.suite (make suite-profile), once recorded
@@ -694,6 +696,34 @@ def _export_backends(e: dict, source: dict) -> list[str]:
         for file_name, size in e[key]["file_bytes"].items():
             lines.append(row(name, file_name, f"{size:,}"))
     return lines + ["", _source_line(source), ""]
+
+
+def _pooling(e: dict, source: dict) -> list[str]:
+    """The sliding-window classifier's training step with each max-pool, in turns."""
+    ms = lambda s: f"{s * 1000:.1f} ms"  # noqa: E731
+    seconds, fastest = e["step_seconds"], e["min_step_seconds"]
+    lines = [
+        "### Sliding-window training step: max-pool forms",
+        "",
+        f"{e['machine']['cpu']}, {e['batch']}, default `WindowConfig`; median (minimum) "
+        f"over {e['rounds']} turns of {e['calls_per_round']} steps each, the forms in turns.",
+        "",
+        *header("max-pool | step | against comparisons"),
+        row(
+            "`baselines.max_pool` (comparisons)",
+            f"{ms(seconds['comparisons'])} ({ms(fastest['comparisons'])})",
+            "1.00x",
+        ),
+        row(
+            "`flax.linen.max_pool` (reduce_window)",
+            f"{ms(seconds['flax_reduce_window'])} ({ms(fastest['flax_reduce_window'])})",
+            f"{e['flax_over_comparisons']:.2f}x",
+        ),
+        "",
+        "Same parameters after one step from the same state, bit for bit: "
+        f"{e['same_parameters_after_one_step']}. " + _source_line(source),
+    ]
+    return lines + [""]
 
 
 def _installs(e: dict, source: dict) -> list[str]:
