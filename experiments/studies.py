@@ -366,10 +366,11 @@ class Studies:
 
     def noise(self) -> dict:
         points = [CLEAN] + [float(s) for s in self.config.sweeps.snr_db]
-        matched_range = tuple(float(s) for s in self.config.sweeps.matched_snr_db)
+        matched = noise_matched_variant(self.config)
+        matched_range = matched[1]["train.noise_snr_db"]
         rows = {}
         _, base_dir, _ = self.runs.multiqt("base")
-        _, matched_dir, _ = self.runs.multiqt(*noise_matched_variant(self.config))
+        _, matched_dir, _ = self.runs.multiqt(*matched)
         variants = [(m, os.path.join(base_dir, m)) for m in NEURAL] + [
             (f"{m} (noise-trained)", os.path.join(matched_dir, m)) for m in ("multimodal", "audio")
         ]

@@ -511,12 +511,15 @@ def _studies(provenance: dict, data: dict) -> list[str]:
     return lines + [""]
 
 
+def _milliseconds(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
 def _benchmarks(provenance: dict, data: dict) -> list[str]:
     sources = provenance["sources"]
     m = data["bench-metrics"]
     seq, det = m["sequence"], m["detection"]
     machine = m["machine"]
-    ms = lambda s: f"{s * 1000:.1f} ms"  # noqa: E731
     lines = [
         "## Benchmarks (`make bench`)",
         "",
@@ -530,28 +533,28 @@ def _benchmarks(provenance: dict, data: dict) -> list[str]:
         row(
             f"TIMESTEP + INSTANCE, {seq['shape'][0]} x {seq['shape'][1]:,} timesteps, "
             f"{seq['num_classes']} classes",
-            f"{ms(seq['seconds']['jit_timestep_plus_instance'])} "
-            f"({ms(seq['min_seconds']['jit_timestep_plus_instance'])})",
-            f"scikit-learn TIMESTEP alone {ms(seq['seconds']['sklearn_timestep'])}",
+            f"{_milliseconds(seq['seconds']['jit_timestep_plus_instance'])} "
+            f"({_milliseconds(seq['min_seconds']['jit_timestep_plus_instance'])})",
+            f"scikit-learn TIMESTEP alone {_milliseconds(seq['seconds']['sklearn_timestep'])}",
             f"{m['ratios']['sklearn_timestep_over_jit_timestep_plus_instance']:.1f}x",
         ),
         row(
             "same, against the NumPy loop reference",
-            ms(seq["seconds"]["jit_timestep_plus_instance"]),
+            _milliseconds(seq["seconds"]["jit_timestep_plus_instance"]),
             f"{seq['seconds']['numpy_reference_both']:.2f} s",
             f"{m['ratios']['reference_over_jit_sequence']:.0f}x",
         ),
         row(
             f"`detection_scores`, {det['num_detections']:,} detections, "
             f"{det['num_ground_truths']:,} ground truths, {det['num_classes']} classes",
-            f"{ms(det['seconds']['jit_detection_scores'])} "
-            f"({ms(det['min_seconds']['jit_detection_scores'])})",
+            f"{_milliseconds(det['seconds']['jit_detection_scores'])} "
+            f"({_milliseconds(det['min_seconds']['jit_detection_scores'])})",
             f"ActivityNet-style NumPy AP {det['seconds']['numpy_ap_peer']:.2f} s",
             f"{m['ratios']['numpy_ap_peer_over_jit_detection_scores']:.1f}x",
         ),
         row(
             "same, against the NumPy loop reference",
-            ms(det["seconds"]["jit_detection_scores"]),
+            _milliseconds(det["seconds"]["jit_detection_scores"]),
             f"{det['seconds']['numpy_reference']:.2f} s",
             f"{m['ratios']['reference_over_jit_detection']:.0f}x",
         ),
@@ -700,8 +703,10 @@ def _export_backends(e: dict, source: dict) -> list[str]:
 
 def _pooling(e: dict, source: dict) -> list[str]:
     """The sliding-window classifier's training step with each max-pool, in turns."""
-    ms = lambda s: f"{s * 1000:.1f} ms"  # noqa: E731
-    seconds, fastest = e["step_seconds"], e["min_step_seconds"]
+    forms = {
+        "comparisons": ("`baselines.max_pool` (comparisons)", 1.0),
+        "flax_reduce_window": ("`flax.linen.max_pool` (reduce_window)", e["flax_over_comparisons"]),
+    }
     lines = [
         "### Sliding-window training step: max-pool forms",
         "",
@@ -709,16 +714,12 @@ def _pooling(e: dict, source: dict) -> list[str]:
         f"over {e['rounds']} turns of {e['calls_per_round']} steps each, the forms in turns.",
         "",
         *header("max-pool | step | against comparisons"),
-        row(
-            "`baselines.max_pool` (comparisons)",
-            f"{ms(seconds['comparisons'])} ({ms(fastest['comparisons'])})",
-            "1.00x",
-        ),
-        row(
-            "`flax.linen.max_pool` (reduce_window)",
-            f"{ms(seconds['flax_reduce_window'])} ({ms(fastest['flax_reduce_window'])})",
-            f"{e['flax_over_comparisons']:.2f}x",
-        ),
+    ]
+    for form, (label, against) in forms.items():
+        step = _milliseconds(e["step_seconds"][form])
+        fastest = _milliseconds(e["min_step_seconds"][form])
+        lines.append(row(label, f"{step} ({fastest})", f"{against:.2f}x"))
+    lines += [
         "",
         "Same parameters after one step from the same state, bit for bit: "
         f"{e['same_parameters_after_one_step']}. " + _source_line(source),
