@@ -22,6 +22,7 @@ from speechkit import normalise as normalise_lib
 from speechkit.frontend import FeatureConfig
 
 TASK = "cskws"
+FREQUENCY_KERNEL = (3, 5)  # (frames, mel bands) of each `frequency_stem` convolution
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +62,13 @@ class AfKwsConfig:
     # Cepstral smoothing of each input frame before it: keep the first `envelope` DCT
     # coefficients of the bands (`speechkit.frontend.envelope_matrix`; 0: off).
     envelope: int = dataclasses.field(default=0, metadata={dataclass_json.OPTIONAL: True})
+    # 2-D convolutions over (time, mel band) before the stem, filters per layer (): none.
+    # Each is causal in time (FREQUENCY_KERNEL frames x bands) and halves the bands, so
+    # its weights are shared across frequency: a formant pattern moved up or down a few
+    # bands (another vocal tract, another synthesiser) meets the same filters.
+    frequency_stem: tuple[int, ...] = dataclasses.field(
+        default=(), metadata={dataclass_json.OPTIONAL: True}
+    )
 
     def __post_init__(self):
         field = "AfKwsConfig.{}".format
@@ -69,6 +77,8 @@ class AfKwsConfig:
         checks.require_number(field("normalise_time_s"), self.normalise_time_s, above=0)
         checks.require_int(field("envelope"), self.envelope, at_least=0, at_most=self.features)
         checks.require_int(field("num_keywords"), self.num_keywords, at_least=1)
+        for i, filters in enumerate(self.frequency_stem):
+            checks.require_int(field(f"frequency_stem[{i}]"), filters, at_least=1)
         for name in ("features", "stem_channels", "kernel", "head_channels"):
             checks.require_int(field(name), getattr(self, name), at_least=1)
         if not self.stages:
@@ -87,7 +97,9 @@ class AfKwsConfig:
         in microseconds."""
         hop, kernel = FEATURES.hop_s, self.kernel
         checks.require_context(field("kernel"), kernel, hop, "the stem's kernel")
-        frames, stride = kernel, 1  # the stem's receptive field, then each stage's
+        # the frequency stem's receptive field, the stem's, then each stage's
+        frames = kernel + (FREQUENCY_KERNEL[0] - 1) * len(self.frequency_stem)
+        stride = 1
         for i, stage in enumerate(self.stages):
             blocks, dilation = stage.blocks, stage.dilation
             own = checks.receptive_field(
@@ -124,7 +136,14 @@ class AfKwsConfig:
         (tests/speechkit/test_bundle_hostile.py), and a bundle whose arrays do not add up
         to them is refused before its model is built."""
         kernel, width = self.kernel, self.stem_channels
-        parts = {"stem_channels": (2, kernel * self.features * width + width)}
+        parts = {}
+        if self.frequency_stem:
+            taps, previous, scalars = math.prod(FREQUENCY_KERNEL), 1, 0
+            for filters in self.frequency_stem:
+                scalars += taps * previous * filters + filters
+                previous = filters
+            parts["frequency_stem"] = (2 * len(self.frequency_stem), scalars)
+        parts["stem_channels"] = (2, kernel * self.stem_inputs * width + width)
         for i, stage in enumerate(self.stages):
             channels, blocks = stage.channels, stage.blocks
             conv = kernel * channels * channels + channels
@@ -143,6 +162,16 @@ class AfKwsConfig:
     def num_classes(self) -> int:
         """Heatmap classes: the keywords, then the unknown class if used."""
         return self.num_keywords + int(self.unknown_class)
+
+    @property
+    def stem_inputs(self) -> int:
+        """Channels into the stem: the mel bands, or the frequency stem's bands x filters."""
+        if not self.frequency_stem:
+            return self.features
+        bands = self.features
+        for _ in self.frequency_stem:
+            bands = -(-bands // 2)
+        return bands * self.frequency_stem[-1]
 
     @property
     def normalisation(self) -> normalise_lib.NormaliseConfig:

@@ -1,8 +1,9 @@
 """AF-KWS: an anchor-free (CenterNet-style, 1-D) keyword detector, in flax.linen.
 
     log-mel [B, T, 64] (10 ms) -> [cepstral smoothing, `envelope`] -> [causal per-band
-    normalisation, `normalise`] -> stem -> residual stages (causal Conv1D, total stride
-    `output_stride`) -> three per-frame heads:
+    normalisation, `normalise`] -> [2-D convolutions over (time, band), `frequency_stem`]
+    -> stem -> residual stages (causal Conv1D, total stride `output_stride`) -> three
+    per-frame heads:
         heatmap  [B, To, C]  centre logits per class (keywords + the unknown class)
         length   [B, To]     keyword length in output frames
         offset   [B, To]     sub-frame centre offset in [0, 1)
@@ -49,7 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 import sequence_layers.jax as sl
 
-from cskws_jax.config import AfKwsConfig, Stage  # noqa: F401 (model.Stage)
+from cskws_jax.config import FREQUENCY_KERNEL, AfKwsConfig, Stage  # noqa: F401 (model.Stage)
 from cskws_jax.datasets.features import FEATURES
 from speechkit import accelerator, frontend, streaming
 from speechkit import bundle as bundle_lib
@@ -79,7 +80,8 @@ def _conv(channels, kernel, stride=1, dilation=1, activation=None, name=None, pr
 
 def _backbone(config: AfKwsConfig) -> sl.Serial.Config:
     conv = functools.partial(_conv, precision=config.lax_precision)
-    layers = [conv(config.stem_channels, config.kernel, activation=jax.nn.relu, name="stem")]
+    layers = _frequency_stem(config)
+    layers.append(conv(config.stem_channels, config.kernel, activation=jax.nn.relu, name="stem"))
     width = config.stem_channels
     for s, stage in enumerate(config.stages):
         for b in range(stage.blocks):
@@ -101,6 +103,27 @@ def _backbone(config: AfKwsConfig) -> sl.Serial.Config:
             width = stage.channels
     layers.append(conv(config.head_channels, 3, activation=jax.nn.relu, name="head_conv"))
     return sl.Serial.Config(layers, name="backbone")
+
+
+def _frequency_stem(config: AfKwsConfig) -> list:
+    """[B, T, F] -> [B, T, ceil(F / 2^L) x filters]: L 2-D convolutions, causal in time."""
+    if not config.frequency_stem:
+        return []
+    layers = [sl.ExpandDims.Config(-1)]
+    for i, filters in enumerate(config.frequency_stem):
+        layers.append(
+            sl.Conv2D.Config(
+                filters=filters,
+                kernel_size=FREQUENCY_KERNEL,
+                strides=(1, 2),
+                time_padding="causal",
+                spatial_padding="same",
+                activation=jax.nn.relu,
+                precision=config.lax_precision,
+                name=f"frequency{i}",
+            )
+        )
+    return [*layers, sl.Flatten.Config()]
 
 
 class AfKws(nn.Module):

@@ -21,6 +21,12 @@ from experiments.configs import cskws
 CMN = {"model.normalise": "cmn"}
 VTLP = {"augment.vtlp": (0.9, 1.1)}
 NO_UNKNOWN = {"models": "afkws_no_unknown"}
+DEFAULTS = {**CMN, **VTLP, "loss.unknown_weight": 0.1}  # what the screen chose
+BIG = {  # the full preset's detector
+    "model.stem_channels": 64,
+    "model.stages": ((64, 2, 1, 1), (96, 2, 2, 1), (128, 1, 2, 2), (128, 1, 1, 4)),
+    "model.head_channels": 64,
+}
 FESTIVAL = "synthetic_kws/quick-festival"
 CATALOGUE = {
     "base": {},
@@ -35,12 +41,7 @@ CATALOGUE = {
     "cmn_fast": {**CMN, "model.normalise_time_s": 0.5},
     "cmn_eq": {**CMN, "augment.eq_db": 6.0},
     "cmn_noise": {**CMN, "augment.noise_probability": 1.0, "augment.snr_db": (0.0, 20.0)},
-    "cmn_big": {
-        **CMN,
-        "model.stem_channels": 64,
-        "model.stages": ((64, 2, 1, 1), (96, 2, 2, 1), (128, 1, 2, 2), (128, 1, 1, 4)),
-        "model.head_channels": 64,
-    },
+    "cmn_big": {**CMN, **BIG},
     "cmn_3000": {**CMN, "train.steps": 3000},
     "cmn_nounk": {**CMN, **NO_UNKNOWN},
     "cmn_uw01": {**CMN, "loss.unknown_weight": 0.1},
@@ -73,6 +74,19 @@ CATALOGUE = {
     # decoding: detections down to a score of 0.01 instead of 0.05
     "cmn_vtlp_uw01_floor": {**CMN, **VTLP, "loss.unknown_weight": 0.1, "decode.min_score": 0.01},
     "cmn_vtlp_nounk_floor": {**CMN, **VTLP, **NO_UNKNOWN, "decode.min_score": 0.01},
+    # 2-D convolutions over (time, band) before the stem, on the chosen defaults
+    "defaults_freq8": {**DEFAULTS, "model.frequency_stem": (8, 8)},
+    "defaults_freq8_seed1": {**DEFAULTS, "model.frequency_stem": (8, 8), "seed": 1},
+    # data, size and training time together, on the chosen defaults: the larger detector
+    # for twice the steps, then also on four times the training utterances
+    "defaults_big_3000": {**DEFAULTS, **BIG, "train.steps": 3000},
+    "defaults_big_3000_seed1": {**DEFAULTS, **BIG, "train.steps": 3000, "seed": 1},
+    "medium_defaults_big_3000": {
+        **DEFAULTS,
+        **BIG,
+        "train.steps": 3000,
+        "dataset": "synthetic_kws/medium",
+    },
     # Festival's voices join espeak-ng in train and test (its packages must be installed)
     "festival": {"dataset": FESTIVAL},
     "festival_nounk": {"dataset": FESTIVAL, **NO_UNKNOWN},

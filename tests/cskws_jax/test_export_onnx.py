@@ -1,7 +1,8 @@
 """cskws_jax.export's ONNX modules, read back from bytes and run by onnxruntime, equal
 jax within 1e-4: the front end over audio pushed in random pieces, the step and the
 detector (step and peak decoding) block by block with their state, and the forward over
-any batch and length; with the input normaliser's running means as state too."""
+any batch and length; with the input normaliser's running means as state too, and
+with 2-D convolutions over (time, band) before the stem."""
 
 from __future__ import annotations
 
@@ -19,11 +20,16 @@ ATOL = 1e-4
 KEYWORDS = ("alpha", "beta", "gamma")
 
 
-@pytest.fixture(scope="module", params=["cmn"])
+@pytest.fixture(
+    scope="module",
+    params=[{"normalise": "cmn"}, {"normalise": "cmn", "frequency_stem": (4, 3)}],
+    ids=["cmn", "cmn-frequency-stem"],
+)
 def exported(request, tiny_afkws_config, tmp_path_factory):
-    """(net, params, info, {name: onnx_export.Module}) of a tiny AF-KWS (normaliser
-    `param`) exported with blocks of 3 output frames, each module through its bytes."""
-    config = dataclasses.replace(tiny_afkws_config(3), normalise=request.param)
+    """(net, params, info, {name: onnx_export.Module}) of a tiny AF-KWS (the config
+    fields `param`) exported with blocks of 3 output frames, each module through its
+    bytes."""
+    config = dataclasses.replace(tiny_afkws_config(3), **request.param)
     net = model.AfKws(config)
     params = net.init(jax.random.key(0), {"audio": np.zeros((1, 16, 64), np.float32)})
     params = jax.tree_util.tree_map(lambda a: 1.5 * a, params)  # livelier heatmaps

@@ -74,11 +74,36 @@ def test_streaming_contract_holds_with_a_normalised_input(small):
         dataclasses.replace(SMALL, envelope=65)
 
 
+def test_streaming_contract_holds_with_a_frequency_stem(small):
+    """2-D convolutions over (time, band) before the stem stream like the rest; their
+    parameters are counted in closed form and their frames in the receptive field."""
+    _, _, features = small
+    config = dataclasses.replace(SMALL, frequency_stem=(4, 3))
+    net = model.AfKws(config)
+    params = net.init(jax.random.key(0), {"audio": features})
+    mask = np.ones(features.shape[:2], bool)
+    mask[1, 120:] = False
+    assert streaming.check_contract(net, params, {"audio": features}, {"audio": mask}) <= 1e-5
+    parts = config.parameter_parts()
+    assert sum(arrays for arrays, _ in parts.values()) == len(jax.tree.leaves(params))
+    assert sum(scalars for _, scalars in parts.values()) == sum(
+        leaf.size for leaf in jax.tree.leaves(params)
+    )
+    assert config.stem_inputs == 16 * 3
+    _check_receptive_field(net, params, features, config)
+    with pytest.raises(ValueError, match=r"AfKwsConfig.frequency_stem\[1\]"):
+        dataclasses.replace(SMALL, frequency_stem=(4, 0))
+
+
 def test_look_ahead_and_receptive_field_are_as_declared(small):
     net, params, features = small
-    spec = model.streaming_spec(SMALL)
+    _check_receptive_field(net, params, features, SMALL)
+
+
+def _check_receptive_field(net, params, features, config):
+    spec = model.streaming_spec(config)
     audio = spec.inputs["audio"]
-    assert spec.output_latency == SMALL.delay and spec.output_hop_s == 0.04
+    assert spec.output_latency == config.delay and spec.output_hop_s == 0.04
     position = 30
 
     def heat(features):
@@ -86,8 +111,8 @@ def test_look_ahead_and_receptive_field_are_as_declared(small):
 
     grad = jax.grad(heat)(jnp.asarray(features))
     seen = np.flatnonzero(np.abs(grad[0]).sum(axis=1) > 0)
-    assert seen.max() == (position + SMALL.delay) * audio.block
-    assert seen.min() == (position + SMALL.delay) * audio.block - audio.receptive_field + 1
+    assert seen.max() == (position + config.delay) * audio.block
+    assert seen.min() == (position + config.delay) * audio.block - audio.receptive_field + 1
 
 
 def _precisions(net, params, features) -> dict[str, set]:
