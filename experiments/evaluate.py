@@ -49,7 +49,9 @@ The task comes from the bundle (bundle.json's "task"):
   such bundles read; others read none).
 
 `--split` defaults to "test" for a keyword corpus and "train" for a call corpus (its one
-split holding every call with its fold). With `--manual_dir` the corpus is (re)built
+split holding every call with its fold); a keyword corpus's split may be a TFDS slice
+("heldout[50%:]": the half of the held-out engine's utterances that `experiments.
+kws_levers` leaves for the final check). With `--manual_dir` the corpus is (re)built
 from that folder first (a manual corpus's folder may have changed); without it, a
 corpus that is not prepared in `--data_dir` is built if its builder can (synthetic ones).
 The bundle's front end must be the corpus's (`features` of bundle.json). Writes
@@ -77,7 +79,7 @@ from cskws_jax import operating_points
 from cskws_jax import train as kws_train
 from cskws_jax.datasets import folder_kws, libritop20, synthetic_kws  # noqa: F401 (registers)
 from cskws_jax.datasets.features import FEATURES as KWS_FEATURES
-from experiments import common, multiqt
+from experiments import common, evals, multiqt
 from experiments.scoring import calls
 from experiments.scoring import keywords as kws_scoring
 from multiqt_jax import bundle as calls_bundle
@@ -159,12 +161,21 @@ def prepare(builder, manual_dir: str | None) -> None:
         builder.download_and_prepare()
 
 
-def split_source(builder, split: str):
-    """The data source of one split of a prepared corpus."""
+def split_source(builder, split: str, kws: bool = True):
+    """The data source of one split of a prepared corpus, whole or, for a keyword corpus,
+    a TFDS slice of it ("heldout[50%:]", as `experiments.evals` reads them)."""
     sources = builder.as_data_source()
-    if split not in sources:
-        raise EvaluationError(f"{builder.name}: no {split!r} split (has {sorted(sources)})")
-    return sources[split]
+    base = evals.base_split(split)
+    if base not in sources:
+        raise EvaluationError(f"{builder.name}: no {base!r} split (has {sorted(sources)})")
+    if base == split:
+        return sources[split]
+    if not kws:  # a slice would cut across the cross-validation folds
+        raise EvaluationError(f"--split: a call corpus is scored whole, got {split!r}")
+    try:
+        return builder.as_data_source(split=split)
+    except ValueError as err:
+        raise EvaluationError(f"--split: {split!r} of {builder.name}: {err}") from None
 
 
 # ------------------------------------------------------------------------- keywords
@@ -519,7 +530,7 @@ def evaluate(settings, workdir: str) -> dict:
     _check_corpus_kind(builder, kws, settings.dataset)
     prepare(builder, settings.manual_dir)
     split = settings.split or ("test" if kws else "train")
-    source = split_source(builder, split)
+    source = split_source(builder, split, kws)
     started = time.perf_counter()
     if kws:
         result = evaluate_kws(

@@ -9,7 +9,9 @@ and not redone on a rerun; a folder trained with another config is refused), sco
 the in-engine test split and on the evaluation `config.cskws.evals.heldout` (the first
 half of the held-out engine's split by default), with 95 % bootstrap intervals. Writes
 WORKDIR/results.json (a row per lever: its fields, the model, the corpus, in-engine and
-development mAP with intervals, their ratio, seconds) and prints the table.
+development mAP with intervals, their ratio, seconds), prints the table and draws the
+levers as points, development against in-engine mAP with the line where the one is
+half the other (WORKDIR/levers.png).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import ml_collections
 
 from experiments import common, cskws
 from experiments.configs import kws_levers as levers_config
+from experiments.report import figures
 from experiments.report.markdown import header, ratio, row, scored
 from speechkit import files
 
@@ -70,6 +73,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
             )
     results = {"development_split": config.cskws.evals.heldout.split, "rows": rows}
     files.write_json(os.path.join(workdir, "results.json"), results)
+    figures.levers_figure(rows, os.path.join(workdir, "levers.png"))
     print(table(results))
     return results
 

@@ -77,16 +77,44 @@ CATALOGUE = {
     # 2-D convolutions over (time, band) before the stem, on the chosen defaults
     "defaults_freq8": {**DEFAULTS, "model.frequency_stem": (8, 8)},
     "defaults_freq8_seed1": {**DEFAULTS, "model.frequency_stem": (8, 8), "seed": 1},
-    # data, size and training time together, on the chosen defaults: the larger detector
-    # for twice the steps, then also on four times the training utterances
+    # data, size and training time, on the chosen defaults: the larger detector for twice
+    # the steps; four times the training utterances (synthetic_kws/medium) with the quick
+    # detector, for the same and twice the steps, and with the larger one
     "defaults_big_3000": {**DEFAULTS, **BIG, "train.steps": 3000},
     "defaults_big_3000_seed1": {**DEFAULTS, **BIG, "train.steps": 3000, "seed": 1},
+    "medium_defaults": {**DEFAULTS, "dataset": "synthetic_kws/medium"},
+    "medium_defaults_3000": {**DEFAULTS, "train.steps": 3000, "dataset": "synthetic_kws/medium"},
     "medium_defaults_big_3000": {
         **DEFAULTS,
         **BIG,
         "train.steps": 3000,
         "dataset": "synthetic_kws/medium",
     },
+    "medium_defaults_big_3000_seed1": {
+        **DEFAULTS,
+        **BIG,
+        "train.steps": 3000,
+        "dataset": "synthetic_kws/medium",
+        "seed": 1,
+    },
+    "medium_big_3000_nounk": {
+        **CMN,
+        **VTLP,
+        **BIG,
+        "train.steps": 3000,
+        "dataset": "synthetic_kws/medium",
+        **NO_UNKNOWN,
+    },
+    "medium_big_3000_nounk_seed1": {
+        **CMN,
+        **VTLP,
+        **BIG,
+        "train.steps": 3000,
+        "dataset": "synthetic_kws/medium",
+        **NO_UNKNOWN,
+        "seed": 1,
+    },
+    "medium_nounk": {**CMN, **VTLP, "dataset": "synthetic_kws/medium", **NO_UNKNOWN},
     # Festival's voices join espeak-ng in train and test (its packages must be installed)
     "festival": {"dataset": FESTIVAL},
     "festival_nounk": {"dataset": FESTIVAL, **NO_UNKNOWN},

@@ -145,6 +145,45 @@ def unknown_class_figure(cells: list[dict], path: str) -> None:
     write(figure, path)
 
 
+def levers_figure(rows: list[dict], path: str, goal: float = 0.5) -> None:
+    """The AF-KWS levers (`experiments.kws_levers` rows): development (held-out engine)
+    against in-engine mAP, each with its 95 % interval, and the line where the held-out
+    score is `goal` times the in-engine one. Rows without the unknown class are hollow."""
+    figure, ax = plt.subplots(figsize=(6.4, 4.4))
+    for item in rows:
+        x, y = item["in_engine"]["mAP"], item["development"]["mAP"]
+        (x_low, x_high), (y_low, y_high) = (
+            item[part]["interval"] for part in ("in_engine", "development")
+        )
+        unknown = item["model"] == "afkws"
+        ax.errorbar(
+            x,
+            y,
+            xerr=[[x - x_low], [x_high - x]],
+            yerr=[[y - y_low], [y_high - y]],
+            fmt="o",
+            color="C0" if unknown else "C1",
+            mfc="C0" if unknown else "none",
+            ms=4,
+            elinewidth=0.6,
+            alpha=0.8,
+        )
+        ax.annotate(item["lever"], (x, y), fontsize=5, xytext=(2, 2), textcoords="offset points")
+    reach = max(item["in_engine"]["interval"][1] for item in rows)
+    span = np.array([0.0, reach * 1.05])
+    ax.plot(span, goal * span, "k--", lw=0.8, label=f"held-out = {goal:g} x in-engine")
+    ax.plot([], [], "o", color="C0", label="afkws")
+    ax.plot([], [], "o", color="C1", mfc="none", label="afkws_no_unknown")
+    _label_and_write(
+        figure,
+        ax,
+        path,
+        title="AF-KWS levers: held-out engine against in-engine",
+        xlabel="in-engine mAP (test split)",
+        ylabel="held-out engine mAP (development split)",
+    )
+
+
 def _by_training_set(cells: list[dict]) -> list[tuple[str, list[dict]]]:
     """The unknown-class cells grouped by training set (corpus and share), in cell order,
     each labelled with its utterance count."""

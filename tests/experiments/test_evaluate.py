@@ -322,3 +322,21 @@ def test_a_bundle_of_one_task_refuses_a_corpus_of_the_other(tmp_path, kws_bundle
     run = settings(kws_bundle_path, "annotated_calls/questions", tmp_path / "tfds", calls)
     with pytest.raises(evaluate.EvaluationError, match="needs a keyword corpus"):
         evaluate.evaluate(run, str(tmp_path / "out"))
+
+
+def test_a_keyword_corpus_split_may_be_a_slice(smoke_build):
+    """`--split=heldout[50%:]`: the half the lever screen leaves for the final check; a
+    call corpus is scored whole (its folds), and a bad slice is named."""
+    data_dir = str(smoke_build[0])
+    builder = evaluate.corpus_builder("synthetic_kws/smoke", data_dir)
+    whole = evaluate.split_source(builder, "heldout")
+    half = evaluate.split_source(builder, "heldout[50%:]")
+    assert len(half) == len(whole) - len(whole) // 2
+    assert half[0]["utterance_id"] == whole[len(whole) // 2]["utterance_id"]
+    with pytest.raises(evaluate.EvaluationError, match=r"--split: 'heldout\[:x\]'"):
+        evaluate.split_source(builder, "heldout[:x]")
+    with pytest.raises(evaluate.EvaluationError, match="no 'dev' split"):
+        evaluate.split_source(builder, "dev[:50%]")
+    calls = evaluate.corpus_builder("synthetic_calls/questions-smoke", data_dir)
+    with pytest.raises(evaluate.EvaluationError, match="a call corpus is scored whole"):
+        evaluate.split_source(calls, "train[:50%]", kws=False)

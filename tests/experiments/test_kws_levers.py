@@ -1,5 +1,5 @@
 """experiments.kws_levers: every lever names real fields that build, and the table is
-assembled from the CS-KWS runs (stand-in payloads here, so no training)."""
+assembled (and drawn) from the CS-KWS runs (stand-in payloads here, so no training)."""
 
 import json
 
@@ -54,6 +54,7 @@ def test_the_table_has_a_row_per_lever(tmp_path, monkeypatch, capsys):
     assert results["rows"][1]["fields"]["augment.vtlp"] == [0.9, 1.1]
     assert results["rows"][1]["development"]["mAP"] == 0.2
     assert json.loads((tmp_path / "results.json").read_text()) == results
+    assert (tmp_path / "levers.png").read_bytes().startswith(b"\x89PNG")
     assert (
         "| cmn_vtlp_nounk | afkws_no_unknown | 0.400 [0.35, 0.45] | 0.200 [0.05, 0.25] | 0.50 |"
         in capsys.readouterr().out
