@@ -313,7 +313,8 @@ def _kws_levers(provenance: dict, data: dict) -> list[str]:
         "### Levers",
         "",
         "Each row one CS-KWS run of the quick preset (AF-KWS, 1,500 steps unless the "
-        "lever says otherwise) on synthetic_kws/quick: in-engine = its test split "
+        "lever says otherwise) on synthetic_kws/quick (or the corpus its `dataset` "
+        "names: medium holds quick's test and held-out utterances): in-engine = its test split "
         "(espeak-ng voices not heard in training; with Festival, also Festival's ked "
         f"voice); development = `{levers['development_split']}`, the first half of the "
         "Piper utterances, which choose the levers (the other half is scored once, "
