@@ -161,16 +161,17 @@ def prepare(builder, manual_dir: str | None) -> None:
         builder.download_and_prepare()
 
 
-def split_source(builder, split: str, kws: bool = True):
-    """The data source of one split of a prepared corpus, whole or, for a keyword corpus,
-    a TFDS slice of it ("heldout[50%:]", as `experiments.evals` reads them)."""
+def split_source(builder, split: str, *, slices: bool = False):
+    """The data source of one split of a prepared corpus, whole or, with `slices` (a
+    keyword corpus), a TFDS slice of it ("heldout[50%:]", as `experiments.evals` reads
+    them)."""
     sources = builder.as_data_source()
     base = evals.base_split(split)
     if base not in sources:
         raise EvaluationError(f"{builder.name}: no {base!r} split (has {sorted(sources)})")
     if base == split:
         return sources[split]
-    if not kws:  # a slice would cut across the cross-validation folds
+    if not slices:  # a call corpus: a slice would cut across its cross-validation folds
         raise EvaluationError(f"--split: a call corpus is scored whole, got {split!r}")
     try:
         return builder.as_data_source(split=split)
@@ -530,7 +531,7 @@ def evaluate(settings, workdir: str) -> dict:
     _check_corpus_kind(builder, kws, settings.dataset)
     prepare(builder, settings.manual_dir)
     split = settings.split or ("test" if kws else "train")
-    source = split_source(builder, split, kws)
+    source = split_source(builder, split, slices=kws)
     started = time.perf_counter()
     if kws:
         result = evaluate_kws(

@@ -330,13 +330,13 @@ def test_a_keyword_corpus_split_may_be_a_slice(smoke_build):
     data_dir = str(smoke_build[0])
     builder = evaluate.corpus_builder("synthetic_kws/smoke", data_dir)
     whole = evaluate.split_source(builder, "heldout")
-    half = evaluate.split_source(builder, "heldout[50%:]")
+    half = evaluate.split_source(builder, "heldout[50%:]", slices=True)
     assert len(half) == len(whole) - len(whole) // 2
     assert half[0]["utterance_id"] == whole[len(whole) // 2]["utterance_id"]
     with pytest.raises(evaluate.EvaluationError, match=r"--split: 'heldout\[:x\]'"):
-        evaluate.split_source(builder, "heldout[:x]")
+        evaluate.split_source(builder, "heldout[:x]", slices=True)
     with pytest.raises(evaluate.EvaluationError, match="no 'dev' split"):
-        evaluate.split_source(builder, "dev[:50%]")
+        evaluate.split_source(builder, "dev[:50%]", slices=True)
     calls = evaluate.corpus_builder("synthetic_calls/questions-smoke", data_dir)
     with pytest.raises(evaluate.EvaluationError, match="a call corpus is scored whole"):
-        evaluate.split_source(calls, "train[:50%]", kws=False)
+        evaluate.split_source(calls, "train[:50%]")
