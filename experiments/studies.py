@@ -527,12 +527,13 @@ def data_size_variants(config) -> list[tuple[float, tuple]]:
 
 def text_lag_variants(config) -> list[tuple[float, tuple]]:
     """(lag in seconds, variant) of the text-lag study; the base variant at 0."""
-    return [
-        (lag, ("base", {"text_lag_s": lag}, ",".join(NEURAL)))
-        if lag == 0
-        else (lag, (f"lag{lag:g}s", {"text_lag_s": lag}, "multimodal,text"))
-        for lag in (float(s) for s in config.sweeps.text_lag_s)
-    ]
+    variants = []
+    for lag in (float(s) for s in config.sweeps.text_lag_s):
+        name, models = (
+            ("base", ",".join(NEURAL)) if lag == 0 else (f"lag{lag:g}s", "multimodal,text")
+        )
+        variants.append((lag, (name, {"text_lag_s": lag}, models)))
+    return variants
 
 
 def noise_matched_variant(config) -> tuple:

@@ -27,6 +27,8 @@ BIG = {  # the full preset's detector
     "model.stages": ((64, 2, 1, 1), (96, 2, 2, 1), (128, 1, 2, 2), (128, 1, 1, 4)),
     "model.head_channels": 64,
 }
+BIG_3000 = {**BIG, "train.steps": 3000}  # ... for twice the quick preset's steps
+MEDIUM = {"dataset": "synthetic_kws/medium"}  # four times quick's training utterances
 FESTIVAL = "synthetic_kws/quick-festival"
 CATALOGUE = {
     "base": {},
@@ -80,41 +82,15 @@ CATALOGUE = {
     # data, size and training time, on the chosen defaults: the larger detector for twice
     # the steps; four times the training utterances (synthetic_kws/medium) with the quick
     # detector, for the same and twice the steps, and with the larger one
-    "defaults_big_3000": {**DEFAULTS, **BIG, "train.steps": 3000},
-    "defaults_big_3000_seed1": {**DEFAULTS, **BIG, "train.steps": 3000, "seed": 1},
-    "medium_defaults": {**DEFAULTS, "dataset": "synthetic_kws/medium"},
-    "medium_defaults_3000": {**DEFAULTS, "train.steps": 3000, "dataset": "synthetic_kws/medium"},
-    "medium_defaults_big_3000": {
-        **DEFAULTS,
-        **BIG,
-        "train.steps": 3000,
-        "dataset": "synthetic_kws/medium",
-    },
-    "medium_defaults_big_3000_seed1": {
-        **DEFAULTS,
-        **BIG,
-        "train.steps": 3000,
-        "dataset": "synthetic_kws/medium",
-        "seed": 1,
-    },
-    "medium_big_3000_nounk": {
-        **CMN,
-        **VTLP,
-        **BIG,
-        "train.steps": 3000,
-        "dataset": "synthetic_kws/medium",
-        **NO_UNKNOWN,
-    },
-    "medium_big_3000_nounk_seed1": {
-        **CMN,
-        **VTLP,
-        **BIG,
-        "train.steps": 3000,
-        "dataset": "synthetic_kws/medium",
-        **NO_UNKNOWN,
-        "seed": 1,
-    },
-    "medium_nounk": {**CMN, **VTLP, "dataset": "synthetic_kws/medium", **NO_UNKNOWN},
+    "defaults_big_3000": {**DEFAULTS, **BIG_3000},
+    "defaults_big_3000_seed1": {**DEFAULTS, **BIG_3000, "seed": 1},
+    "medium_defaults": {**DEFAULTS, **MEDIUM},
+    "medium_defaults_3000": {**DEFAULTS, "train.steps": 3000, **MEDIUM},
+    "medium_defaults_big_3000": {**DEFAULTS, **BIG_3000, **MEDIUM},
+    "medium_defaults_big_3000_seed1": {**DEFAULTS, **BIG_3000, **MEDIUM, "seed": 1},
+    "medium_big_3000_nounk": {**CMN, **VTLP, **BIG_3000, **MEDIUM, **NO_UNKNOWN},
+    "medium_big_3000_nounk_seed1": {**CMN, **VTLP, **BIG_3000, **MEDIUM, **NO_UNKNOWN, "seed": 1},
+    "medium_nounk": {**CMN, **VTLP, **MEDIUM, **NO_UNKNOWN},
     # Festival's voices join espeak-ng in train and test (its packages must be installed)
     "festival": {"dataset": FESTIVAL},
     "festival_nounk": {"dataset": FESTIVAL, **NO_UNKNOWN},
