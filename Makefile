@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT ?= outputs
 
-.PHONY: venv test suite-profile lint demo studies metrics-demo bench lock clean clean-cache gpu-check gpu-wheels
+.PHONY: venv voices test suite-profile lint demo studies metrics-demo bench lock clean clean-cache gpu-check gpu-wheels
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,16 @@ $(STAMP): pyproject.toml requirements.lock
 
 # The environment alone (make test and make demo build it too).
 venv: $(STAMP)
+
+# Festival and its three English voices (Debian packages), the third synthesiser of the
+# engine sets "festival" and "all" (speechkit.tts.festival). Needs Debian's apt-get and
+# root (or sudo); says so and stops otherwise.
+FESTIVAL_PACKAGES := festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts
+voices:
+	@command -v apt-get >/dev/null || { echo "make voices: needs Debian's apt-get; install Festival and the voices $(FESTIVAL_PACKAGES) with your system's packages"; exit 2; }
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null; then SUDO=sudo; else echo "make voices: needs root or sudo to run: apt-get install $(FESTIVAL_PACKAGES)"; exit 2; fi; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(FESTIVAL_PACKAGES)
+	@festival --version
 
 # Test files run in parallel worker processes (pytest-xdist), one file per worker at a
 # time so a module's fixtures are built once; a worker per core, at most 4. Files in

@@ -15,7 +15,10 @@ Engines (`ENGINES`; `available_engines()` says which are installed here):
 Every voice has a `warp` (speed perturbation, as in Kaldi's recipes: the waveform is
 resampled by the factor, which scales pitch, formants - the vocal-tract length - and
 tempo together; word timings follow), so one engine voice gives many speakers.
-`draw_speaker` draws a speaker of an engine from a `SpeakerConfig` (`voices`). Forced
+`draw_speaker` draws a speaker of an engine from a `SpeakerConfig` (`voices`); with a
+`SpeakerStage` there, every utterance gets a speaker of its own: formants, pitch median
+and range and tempo drawn and made with Praat (`speakers`), and for Piper its generator
+and phoneme-width noise drawn too. Forced
 alignment (`speechkit.asr`) refines and cross-checks the timings in the corpus
 renderers.
 
@@ -35,11 +38,19 @@ deterministic by itself.
 """
 
 from speechkit.tts.espeak import ESPEAK_RATE, variants
+from speechkit.tts.speakers import (
+    SpeakerShift,
+    SpeakerStage,
+    apply_shift,
+    parse_shift,
+    speaker_distribution,
+)
 from speechkit.tts.synthesis import Synthesis, synthesize, warp
 from speechkit.tts.timing import WordTiming
 from speechkit.tts.voices import (
     ENGINE_SETS,
     ENGINES,
+    VARIATIONS,
     WARP_RANGE,
     AnyVoice,
     EspeakVoice,
@@ -52,11 +63,14 @@ from speechkit.tts.voices import (
     draw_voice,
     engine_voices,
     require_engine,
+    variation_name,
+    variation_stage,
 )
 
 __all__ = [
     "ENGINES",
     "ENGINE_SETS",
+    "VARIATIONS",
     "ESPEAK_RATE",
     "WARP_RANGE",
     "AnyVoice",
@@ -64,15 +78,22 @@ __all__ = [
     "FestivalVoice",
     "PiperVoice",
     "SpeakerConfig",
+    "SpeakerShift",
+    "SpeakerStage",
     "Synthesis",
     "WordTiming",
+    "apply_shift",
     "available_engines",
     "corpus_config_name",
     "draw_speaker",
     "draw_voice",
     "engine_voices",
+    "parse_shift",
     "require_engine",
+    "speaker_distribution",
     "synthesize",
     "variants",
+    "variation_name",
+    "variation_stage",
     "warp",
 ]

@@ -140,7 +140,8 @@ def require(voice: str | None = None) -> None:
     """Raises RuntimeError, saying what to install, unless Festival (and `voice`, if
     given, else any of `VOICES`) is installed."""
     advice = (
-        f"Install it with `{INSTALL}` (Debian/Ubuntu; Festival is not pip-installable), "
+        f"Install it with `{INSTALL}` (Debian/Ubuntu; from a clone of the toolkit `make "
+        "voices` runs it; Festival is not pip-installable), "
         "or use a pip-installable engine of speechkit.tts (espeak, piper), which work "
         "without it."
     )

@@ -45,7 +45,11 @@ class Piper:
         `voice`, a `speechkit.tts.voices.PiperVoice`. Mutates the noise state."""
         from piper import SynthesisConfig
 
-        settings = SynthesisConfig(length_scale=voice.length_scale)
+        settings = SynthesisConfig(
+            length_scale=voice.length_scale,
+            noise_scale=voice.noise_scale,
+            noise_w_scale=voice.noise_w,
+        )
         out = []
         for sentence in sentences:
             chunks = list(self.model.synthesize(sentence, settings, include_alignments=True))

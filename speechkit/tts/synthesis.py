@@ -1,5 +1,6 @@
 """`synthesize`: text with a voice of any engine -> `Synthesis` (waveform and word
-timings at the rate asked for), with the voice's speed perturbation (`warp`)."""
+timings at the rate asked for), with the voice's speed perturbation (`warp`) and then
+its speaker stage (`shift`, `speakers.apply_shift`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 from scipy import signal as scipy_signal
 
 from speechkit import dsp
-from speechkit.tts import espeak, festival, server, timing, voices
+from speechkit.tts import espeak, festival, server, speakers, timing, voices
 
 DEFAULT_VOICE = voices.EspeakVoice()  # espeak-ng's en-us voice
 
@@ -74,8 +75,9 @@ def synthesize(
     """Speaks `text` with `voice` (of any engine); the waveform at `sample_rate` with
     word timings.
 
-    seed: espeak-ng's random generators (small pitch and timing variation); the same
-    text, voice and seed always give the same samples.
+    seed: espeak-ng's random generators (small pitch and timing variation) and those of
+    the speaker stage's resynthesis; the same text, voice and seed always give the same
+    samples.
     """
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"text: expected a non-empty string, got {text!r}")
@@ -88,6 +90,8 @@ def synthesize(
     if waveform.size == 0:
         raise RuntimeError(f"{voice.engine} produced no audio for {text[:40]!r}")
     waveform, words = warp(waveform, words, voice.warp)
+    if voice.shift is not None:
+        waveform, words = speakers.apply_shift(waveform, rate, words, voice.shift, seed)
     if sample_rate != rate:
         waveform = dsp.resample(waveform, rate, sample_rate)
     return Synthesis(np.clip(waveform, -1.0, 1.0).astype(np.float32), sample_rate, words)

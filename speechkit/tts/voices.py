@@ -16,29 +16,36 @@ import numpy as np
 
 from speechkit import checks
 from speechkit.tts import espeak, festival, piper
+from speechkit.tts.speakers import SpeakerShift, SpeakerStage, draw_shift, speaker_suffix
 
 ENGINES = ("espeak", "piper", "festival")
 # The engine sets the embedded corpora come in: name -> (engines, the held-out engine
-# that speaks only their heldout split). "pip": the pip-installable engines alone (the
-# default); "festival": Debian's Festival voices join espeak-ng for training.
+# that speaks only their heldout split, None for none). "pip": the pip-installable
+# engines alone (the default); "festival": Debian's Festival voices join espeak-ng for
+# training; "all": all three train (`make voices` installs Festival).
 ENGINE_SETS = {
     "pip": (("espeak", "piper"), "piper"),
     "festival": (("espeak", "festival", "piper"), "piper"),
+    # every engine trains: the shipped models' and the recogniser's set (no heldout split)
+    "all": (("espeak", "festival", "piper"), None),
 }
 WARP_RANGE = (0.7, 1.4)  # speed perturbation factors a voice accepts
 
 
 class _Speaker:
-    """What every engine's voice has: `engine`, `name`, `warp` -> `speaker`."""
+    """What every engine's voice has: `engine`, `name`, `warp`, `shift` -> `speaker`."""
 
     engine: str
     name: str
     warp: float
+    shift: SpeakerShift | None
 
     @property
     def speaker(self) -> str:
-        """The speaker as the corpora record it: "engine:voice", "@warp" unless 1."""
-        return f"{self.engine}:{self.name}" + ("" if self.warp == 1.0 else f"@{self.warp:.2f}")
+        """The speaker as the corpora record it: "engine:voice", "@warp" unless 1, then
+        the speaker stage's shift where there is one (`speakers.speaker_suffix`)."""
+        warp = "" if self.warp == 1.0 else f"@{self.warp:.2f}"
+        return f"{self.engine}:{self.name}{warp}{speaker_suffix(self.shift)}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +59,7 @@ class EspeakVoice(_Speaker):
     pitch_range: int = 50  # 0..99, 0 = monotone
     word_gap: int = 0  # extra pause between words, in 10 ms units
     warp: float = 1.0  # speed perturbation factor (see the package's docstring)
+    shift: SpeakerShift | None = None  # the speaker stage (speechkit.tts.speakers)
 
     engine = "espeak"
 
@@ -86,6 +94,9 @@ class PiperVoice(_Speaker):
     model: str = "joe"
     length_scale: float = 1.0  # phoneme durations x this (> 1: slower)
     warp: float = 1.0
+    shift: SpeakerShift | None = None
+    noise_scale: float | None = None  # generator noise; None: the model's own (0.667)
+    noise_w: float | None = None  # phoneme-width noise; None: the model's own (0.8)
 
     engine = "piper"
 
@@ -93,10 +104,20 @@ class PiperVoice(_Speaker):
         checks.require_choice("PiperVoice.model", self.model, piper.PIPER_MODELS)
         checks.require_number("PiperVoice.length_scale", self.length_scale, above=0.3, at_most=3.0)
         _check_warp("PiperVoice", self.warp)
+        for name in ("noise_scale", "noise_w"):
+            if getattr(self, name) is not None:
+                checks.require_number(
+                    f"PiperVoice.{name}", getattr(self, name), at_least=0.0, at_most=2.0
+                )
 
     @property
     def name(self) -> str:
-        return self.model
+        """The model, then its noise settings where they are not the model's own."""
+        if self.noise_scale is None and self.noise_w is None:
+            return self.model
+        noise = "" if self.noise_scale is None else f"n{self.noise_scale:.3f}"
+        width = "" if self.noise_w is None else f"w{self.noise_w:.3f}"
+        return f"{self.model}~{noise}{width}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +127,7 @@ class FestivalVoice(_Speaker):
     voice: str = "kal_diphone"
     duration_stretch: float = 1.0  # > 1: slower
     warp: float = 1.0
+    shift: SpeakerShift | None = None
 
     engine = "festival"
 
@@ -148,8 +170,11 @@ class SpeakerConfig:
     pitch: tuple[int, int] = (30, 70)  # espeak: 0..99
     tempo: tuple[float, float] = (0.85, 1.15)  # piper / festival: speaking-rate factor
     warp: tuple[float, float] = (1.0, 1.0)  # speed perturbation, every engine
+    stage: SpeakerStage | None = None  # the speaker stage; None: none
 
     def __post_init__(self):
+        if self.stage is not None and not isinstance(self.stage, SpeakerStage):
+            raise TypeError(f"SpeakerConfig.stage: expected a SpeakerStage, got {self.stage!r}")
         for name in ("rate_wpm", "pitch", "tempo", "warp"):
             checks.require_interval(f"SpeakerConfig.{name}", getattr(self, name))
         checks.require_number("SpeakerConfig.tempo[0]", self.tempo[0], above=0.4)
@@ -163,8 +188,10 @@ def draw_speaker(
     rng: np.random.Generator, engine: str, voices: Sequence[str], config: SpeakerConfig
 ) -> AnyVoice:
     """A speaker of `engine` drawn from `rng`: one of `voices` (espeak variants, piper
-    models or festival voices), its engine's tempo, then a warp. The warp is drawn only
-    when its range is not a single value (so espeak draws stay those of `draw_voice`)."""
+    models or festival voices), its engine's tempo, then a warp, then with a speaker
+    stage (`config.stage`) Piper's two noises (Piper only) and the shift. The warp is
+    drawn only when its range is not a single value (so espeak draws stay those of
+    `draw_voice`); with no stage nothing more is drawn (so draws stay those before it)."""
     checks.require_choice("engine", engine, ENGINES)
     if not voices:
         raise ValueError(f"draw_speaker: no voices given for engine {engine!r}")
@@ -180,7 +207,13 @@ def draw_speaker(
         )
     if config.warp[0] != config.warp[1]:
         voice = dataclasses.replace(voice, warp=round(float(rng.uniform(*config.warp)), 3))
-    return voice
+    if config.stage is None:
+        return voice
+    if engine == "piper":
+        noise = round(float(rng.uniform(*config.stage.piper_noise_scale)), 3)
+        width = round(float(rng.uniform(*config.stage.piper_noise_w)), 3)
+        voice = dataclasses.replace(voice, noise_scale=noise, noise_w=width)
+    return dataclasses.replace(voice, shift=draw_shift(rng, config.stage))
 
 
 def engine_voices(engine: str) -> tuple[str, ...]:
@@ -194,10 +227,29 @@ def engine_voices(engine: str) -> tuple[str, ...]:
     return festival.voices() if festival.available() else ()
 
 
-def corpus_config_name(base: str, engine_set: str) -> str:
-    """A corpus config's name for an engine set: `base` for "pip", else base-<set>."""
+# How far the embedded corpora vary their speech: "plain" (the engines' voices with a
+# speed perturbation), "speakers" (plus the speaker stage, `SpeakerStage`), "varied"
+# (plus text that varies: the calls' scripts, the keyword utterances' keyword places).
+VARIATIONS = ("plain", "speakers", "varied")
+
+
+def corpus_config_name(base: str, engine_set: str, variation: str = "plain") -> str:
+    """A corpus config's name for an engine set and a variation (`VARIATIONS`): `base`,
+    then -<set> unless "pip", then -<variation> unless "plain"."""
     checks.require_choice("engine_set", engine_set, tuple(ENGINE_SETS))
-    return base if engine_set == "pip" else f"{base}-{engine_set}"
+    return variation_name(base if engine_set == "pip" else f"{base}-{engine_set}", variation)
+
+
+def variation_name(name: str, variation: str) -> str:
+    """`name`, then -<variation> unless "plain"."""
+    checks.require_choice("variation", variation, VARIATIONS)
+    return name if variation == "plain" else f"{name}-{variation}"
+
+
+def variation_stage(variation: str) -> SpeakerStage | None:
+    """The speaker stage of a variation: None for "plain", else the default stage."""
+    checks.require_choice("variation", variation, VARIATIONS)
+    return None if variation == "plain" else SpeakerStage()
 
 
 def available_engines() -> tuple[str, ...]:
