@@ -412,7 +412,8 @@ def score_calls_bundle(fold, path, source, index, dataset, split, settings, task
     one MultiQT bundle (`fold` None: not a fold bundle). Only on the split its
     cross-validation drew folds from (its training corpus's "train") does a fold bundle
     see just its own held-out fold; any other split was never trained on. `options` go
-    to `experiments.scoring.calls.score` (e.g. per_call=True)."""
+    to `experiments.scoring.calls.score` (e.g. per_call=True); the early question frames
+    are counted on the bundle's output clock."""
     predict, net, info = calls.load_predictor(path)
     if tuple(info.labels) != labels.classes(task):
         raise EvaluationError(
@@ -437,6 +438,7 @@ def score_calls_bundle(fold, path, source, index, dataset, split, settings, task
         calls.eval_batches(source, chosen, index, batching),
         num_classes=len(info.labels),
         smoothers=calls.smoothers(smoothing),
+        hop_s=calls.output_hop_s(net),
         **options,
     )
     record = calls.smoothing_record(smoothing, calls.output_hop_s(net))

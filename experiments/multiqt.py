@@ -667,8 +667,9 @@ class FoldScorer:
         splits = ["test", *self.others]
         return [f"{split}/{stream}" for split in splits for stream in calls.LABEL_STREAMS]
 
-    def score(self, fold: int, predict) -> dict:
-        """{part: scores} of fold `fold`'s model (`parts`)."""
+    def score(self, fold: int, predict, hop_s: float) -> dict:
+        """{part: scores} of fold `fold`'s model (`parts`); `hop_s`: seconds per frame
+        of its predicted labels (for the early question frames)."""
         test = np.flatnonzero(self.fold_ids == fold)
         splits = {"test": (self.source, test, self.index)}
         for name, (source, index) in self.others.items():
@@ -677,7 +678,11 @@ class FoldScorer:
         for split, (source, indices, index) in splits.items():
             batches = calls.eval_batches(source, indices, index, self.batching)
             found = calls.score(
-                predict, batches, num_classes=self.num_classes, smoothers=self.smoothers
+                predict,
+                batches,
+                num_classes=self.num_classes,
+                smoothers=self.smoothers,
+                hop_s=hop_s,
             )
             scored.update({f"{split}/{stream}": found[stream] for stream in found})
         return scored
@@ -711,6 +716,7 @@ def run_baseline(name, config, source, index, fold_ids, mesh, scorer: FoldScorer
     this process's {fold: `FoldScorer.score`}."""
     classes = labels.classes(config.task)
     stride = model.MultiQTConfig(num_classes=len(classes)).audio_stride
+    hop_s = stride * model.AUDIO_HOP_S  # seconds per frame of the 40 ms clock
     settings = common.build(
         baselines.BaselineConfig, config.baselines, "config.baselines", seed=config.seed
     )
@@ -733,7 +739,7 @@ def run_baseline(name, config, source, index, fold_ids, mesh, scorer: FoldScorer
             classifier = baselines.fit_random_forest(features, targets, settings)
         else:
             classifier = baselines.fit_fnn(features, targets, settings, num_classes=len(classes))
-        mine[fold] = scorer.score(fold, functools.partial(predict, classifier))
+        mine[fold] = scorer.score(fold, functools.partial(predict, classifier), hop_s)
         log(
             f"{name}: fold {fold} TIMESTEP F1 {mine[fold]['test/raw']['timestep']['f1']:.3f}"
             + "".join(
@@ -796,7 +802,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
                 name, config, source, index, fold_ids, mesh, workdir, record_counts
             )
             predictors = trainer.finish(trainer.train())
-            mine = {fold: scorer.score(fold, predict) for fold, predict in predictors.items()}
+            hop_s = calls.output_hop_s(trainer.net)
+            mine = {
+                fold: scorer.score(fold, predict, hop_s) for fold, predict in predictors.items()
+            }
         else:
             mine = run_baseline(name, config, source, index, fold_ids, mesh, scorer)
         results[key] = scorer.summary(mine, smoothing)

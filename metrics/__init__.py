@@ -5,12 +5,21 @@ Definitions (normative, with worked examples): `docs/metrics.md`.
 Sequence labelling (MultiQT): `timestep_prf`, `instance_prf`, their count-level
 functions and `prf_from_counts`. Detection (CS-KWS): `iou_1d`, `detection_scores`,
 `pooled_matches` (the per-detection outcomes behind FRR and the curves). Latency:
-`tracking_latency`, `detection_latency` and `latency_summary`.
+`tracking_latency`, `detection_latency` and `latency_summary`. Early question frames
+(MultiQT predictions before the question is spoken): `early_frames`, its counts
+`early_frame_counts` and `early_frames_from_counts`.
 NumPy loop references live in `metrics.reference`.
 """
 
 from metrics.checked import checked
 from metrics.detection import DEFAULT_IOU_THRESHOLDS, detection_scores, iou_1d, pooled_matches
+from metrics.early import (
+    EarlyFrameCounts,
+    EarlyFrames,
+    early_frame_counts,
+    early_frames,
+    early_frames_from_counts,
+)
 from metrics.latency import (
     DetectionLatencies,
     LatencySummary,
@@ -36,6 +45,8 @@ from metrics.sequence import (
 __all__ = [
     "DEFAULT_IOU_THRESHOLDS",
     "DetectionLatencies",
+    "EarlyFrameCounts",
+    "EarlyFrames",
     "PRF",
     "InstanceCounts",
     "LatencySummary",
@@ -44,6 +55,9 @@ __all__ = [
     "checked",
     "detection_latency",
     "detection_scores",
+    "early_frame_counts",
+    "early_frames",
+    "early_frames_from_counts",
     "eligible_classes",
     "instance_counts",
     "instance_prf",

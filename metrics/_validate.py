@@ -8,6 +8,7 @@ arrays (label ranges, NaN scores) cannot be checked without a host sync; see
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping, Sequence
 
@@ -77,3 +78,15 @@ def require_thresholds(name: str, values: Sequence[float]) -> tuple[float, ...]:
         if not 0.0 < v <= 1.0:
             raise ValueError(f"{name}: thresholds must lie in (0, 1], got {v}")
     return values
+
+
+def require_seconds(name: str, value, *, positive: bool) -> float:
+    """Checks a static, finite duration in seconds: > 0 if `positive`, else >= 0."""
+    if isinstance(value, (jax.core.Tracer, bool)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected static seconds (a Python float), got {value!r}")
+    value = float(value)
+    low_ok = value > 0 if positive else value >= 0
+    if not (math.isfinite(value) and low_ok):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name}: expected finite seconds {bound}, got {value!r}")
+    return value

@@ -23,9 +23,17 @@ import jax.numpy as jnp
 from jax.experimental import checkify
 
 from metrics.detection import detection_scores
+from metrics.early import early_frame_counts, early_frames
 from metrics.sequence import instance_counts, instance_prf, timestep_counts, timestep_prf
 
-_SEQUENCE_METRICS = (timestep_prf, instance_prf, timestep_counts, instance_counts)
+_SEQUENCE_METRICS = (
+    timestep_prf,
+    instance_prf,
+    timestep_counts,
+    instance_counts,
+    early_frames,
+    early_frame_counts,
+)
 
 
 def _check_range(name: str, labels, where, where_name: str, num_classes: int) -> None:
@@ -63,9 +71,9 @@ def _checks(metric, args, kwargs) -> None:
 def checked(metric):
     """Wraps a metric so out-of-range labels (and non-finite scores) raise ValueError.
 
-    Works for `timestep_prf`, `instance_prf`, `timestep_counts`, `instance_counts` and
-    `detection_scores`. The wrapped call is jitted and synchronises with the host to
-    raise; use it outside other transformations.
+    Works for `timestep_prf`, `instance_prf`, `timestep_counts`, `instance_counts`,
+    `early_frames`, `early_frame_counts` and `detection_scores`. The wrapped call is
+    jitted and synchronises with the host to raise; use it outside other transformations.
     """
 
     @functools.wraps(metric)

@@ -7,9 +7,12 @@ with float results.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from metrics.detection import DEFAULT_IOU_THRESHOLDS
+from metrics.early import EarlyFrameCounts, EarlyFrames
 from metrics.latency import DetectionLatencies, LatencySummary, TrackingLatencies
 
 
@@ -330,3 +333,37 @@ def latency_summary(latency, valid):
         return LatencySummary(0, float("nan"), float("nan"), float("nan"))
     mean = sum(values) / len(values)
     return LatencySummary(len(values), mean, _quantile(values, 0.5), _quantile(values, 0.9))
+
+
+def _onset(gold_row, mask_row, cls) -> float:
+    """The first valid frame with gold label `cls`; infinity when there is none."""
+    for t, (label, valid) in enumerate(zip(gold_row, mask_row, strict=True)):
+        if valid and int(label) == cls:
+            return t
+    return math.inf
+
+
+def _is_early(t, onset, hop_s, margin_s) -> bool:
+    """t * hop_s < onset * hop_s - margin_s, i.e. the lead (onset - t) * hop_s exceeds the
+    margin; a lead within 1e-9 frames of the margin is the margin (not early)."""
+    if onset == math.inf:
+        return True
+    return (onset - t) * hop_s > margin_s + 1e-9 * hop_s * max(1.0, margin_s / hop_s)
+
+
+def early_frames(pred, gold, mask, *, num_classes, hop_s, margin_s=0.5, background=0):
+    """`metrics.early_frames` as an `EarlyFrames` of NumPy arrays (shares float64)."""
+    early = np.zeros(num_classes, np.int64)
+    predicted = np.zeros(num_classes, np.int64)
+    for b in range(len(gold)):
+        for c in range(num_classes):
+            if c == background:
+                continue
+            onset = _onset(gold[b], mask[b], c)
+            for t in range(len(pred[b])):
+                if mask[b][t] and int(pred[b][t]) == c:
+                    predicted[c] += 1
+                    early[c] += _is_early(t, onset, hop_s, margin_s)
+    share = np.array([_ratio(early[c], predicted[c]) for c in range(num_classes)])
+    overall = _ratio(early.sum(), predicted.sum())
+    return EarlyFrames(share, overall, EarlyFrameCounts(early, predicted))

@@ -18,7 +18,10 @@ int32 [B, T], e.g. `multiqt_jax.decode.smooth` with a fixed config) from one pas
 `predict` over the batches. With `latency=True` each also holds "latency_frames" (float32
 [N]) and "latency_valid" (bool [N]): `metrics.tracking_latency` of every batch, pooled
 (output frames from a gold onset to the first correctly labelled frame; valid where the
-instance was found). With `per_call=True` each also holds "per_call": every scored call's
+instance was found). With `hop_s` (seconds per frame of the predicted labels) each also
+holds "early_frames": `metrics.early_frames` of the pooled counts (the share of each
+question's predicted frames more than `early_margin_s` before it is spoken in its call;
+`early_frames_record`). With `per_call=True` each also holds "per_call": every scored call's
 own counts ({"timestep": `metrics.TimestepCounts`, "instance": `metrics.InstanceCounts`},
 NumPy int32 [calls, num_classes] each, the filler rows of a last batch left out), which
 `bootstrap_intervals` resamples:
@@ -40,13 +43,22 @@ from speechkit import progress
 
 SCORES = ("timestep", "instance")
 PARTS = ("precision", "recall", "f1")
+EARLY = "early_frames"
+EARLY_MARGIN_S = 0.5  # seconds a prediction may lead the spoken question (`metrics.early_frames`)
+BACKGROUND = 0  # the non-question class of both MultiQT tasks
 
 
-@functools.partial(jax.jit, static_argnames="num_classes")
-def counts(pred, gold, mask, *, num_classes: int) -> dict:
-    """One batch's mergeable counts {"timestep", "instance"} (merge with `+`)."""
+@functools.partial(jax.jit, static_argnames=("num_classes", "hop_s", "margin_s"))
+def counts(pred, gold, mask, *, num_classes: int, hop_s=None, margin_s=EARLY_MARGIN_S) -> dict:
+    """One batch's mergeable counts {"timestep", "instance"} (merge with `+`), and with
+    `hop_s` (seconds per frame) also "early_frames" (`metrics.EarlyFrameCounts`)."""
     timestep, instance = metrics.sequence_counts(pred, gold, mask, num_classes=num_classes)
-    return {"timestep": timestep, "instance": instance}
+    found = {"timestep": timestep, "instance": instance}
+    if hop_s is not None:
+        found[EARLY] = metrics.early_frame_counts(
+            pred, gold, mask, num_classes=num_classes, hop_s=hop_s, margin_s=margin_s
+        )
+    return found
 
 
 @functools.partial(jax.jit, static_argnames="num_classes")
@@ -77,15 +89,39 @@ def bootstrap_intervals(per_call: dict, *, resamples: int, seed: int, level: flo
     return found
 
 
-def scores_from_counts(total: dict) -> dict:
-    """Summed counts -> P/R/F1 of both scores and per-class TIMESTEP F1."""
+def scores_from_counts(total: dict, early: dict | None = None) -> dict:
+    """Summed counts -> P/R/F1 of both scores and per-class TIMESTEP F1; where `total`
+    holds early-frame counts also "early_frames" (`early_frames_record`; `early`:
+    {"margin_s", "hop_s"} they were counted with)."""
     per_class = np.asarray(metrics.per_class_prf(total["timestep"]).f1, np.float64)
     result = {}
     for name in SCORES:
         prf = metrics.prf_from_counts(total[name])
         result[name] = {part: float(getattr(prf, part)) for part in PARTS}
     result["timestep_f1_per_class"] = [None if np.isnan(v) else float(v) for v in per_class]
+    if EARLY in total:
+        result[EARLY] = early_frames_record(total[EARLY], **early)
     return result
+
+
+def early_frames_record(counts: metrics.EarlyFrameCounts, *, margin_s: float, hop_s: float):
+    """results.json's "early_frames" of summed counts: {"margin_s", "hop_s" (seconds per
+    frame), "per_class" (share of each class's predicted frames that are early: None at
+    the background, 0 where "predicted" is 0), "overall", "early", "predicted" (int
+    frame counts per class, which add up across folds)}."""
+    shares = metrics.early_frames_from_counts(
+        metrics.EarlyFrameCounts(*(np.asarray(c, np.int32) for c in counts))
+    )
+    per_class = [float(v) for v in np.asarray(shares.share)]
+    per_class[BACKGROUND] = None
+    return {
+        "margin_s": margin_s,
+        "hop_s": hop_s,
+        "per_class": per_class,
+        "overall": float(shares.overall),
+        "early": [int(v) for v in np.asarray(counts.early)],
+        "predicted": [int(v) for v in np.asarray(counts.predicted)],
+    }
 
 
 def evaluate(predict: Callable, batches: Iterable, *, num_classes: int) -> dict:
@@ -101,6 +137,8 @@ def evaluate_smoothed(
     smoothers: Mapping[str, Callable],
     latency: bool = False,
     per_call: bool = False,
+    hop_s: float | None = None,
+    early_margin_s: float = EARLY_MARGIN_S,
 ) -> dict[str, dict]:
     """{"raw": scores of `predict`, name: scores of `smoother(pred, mask)` for each of
     `smoothers`}, every batch predicted once (see the module docstring)."""
@@ -111,13 +149,15 @@ def evaluate_smoothed(
         pred, gold, mask = predict(batch)
         labelled = {"raw": pred} | {name: fn(pred, mask) for name, fn in smoothers.items()}
         found = {
-            name: counts(labels, gold, mask, num_classes=num_classes)
+            name: counts(
+                labels, gold, mask, num_classes=num_classes, hop_s=hop_s, margin_s=early_margin_s
+            )
             for name, labels in labelled.items()
         }
         total = (
             found
             if total is None
-            else {name: {k: total[name][k] + found[name][k] for k in SCORES} for name in found}
+            else {name: {k: total[name][k] + v for k, v in found[name].items()} for name in found}
         )
         if per_call:
             real = np.ones(len(pred), bool)  # a batch's filler rows are left out
@@ -136,7 +176,8 @@ def evaluate_smoothed(
                 )
     if total is None:
         raise ValueError("tracking.evaluate: no batches")
-    scored = {name: scores_from_counts(counted) for name, counted in total.items()}
+    early = {"margin_s": early_margin_s, "hop_s": hop_s}
+    scored = {name: scores_from_counts(counted, early) for name, counted in total.items()}
     for name, pieces in rows.items():
         scored[name]["per_call"] = jax.tree_util.tree_map(
             lambda *parts: np.concatenate(parts), *pieces

@@ -248,19 +248,54 @@ def calls_markdown(card: dict) -> str:
         ),
     ]
     for split, scores in card["scores"].items():
-        label = CALL_SPLITS.get(split, split).format(
-            fold=training["fold"],
-            engines=", ".join(corpus["engines"]),
-            engine=corpus.get("heldout_engine"),
-        )
-        cells = [f"{label} ({scores['calls']})", f"{scores['hours']:.2f}"]
+        cells = [f"{_call_split_label(card, split)} ({scores['calls']})", f"{scores['hours']:.2f}"]
         for stream in ("raw", "smoothed"):
             for score in ("timestep", "instance"):
                 bounds = scores[stream]["intervals"][f"{score}_f1"]
                 cells.append(markdown.scored(scores[stream][score]["f1"], bounds))
         lines.append(markdown.row(*cells))
+    lines += _early_frames_lines(card)
     lines += ["", "## Not for", "", *(f"- {item}" for item in card["not_for"]), ""]
     return "\n".join(lines)
+
+
+def _call_split_label(card: dict, split: str) -> str:
+    corpus = card["corpus"]
+    return CALL_SPLITS.get(split, split).format(
+        fold=card["training"]["fold"],
+        engines=", ".join(corpus["engines"]),
+        engine=corpus.get("heldout_engine"),
+    )
+
+
+def _early_frames_lines(card: dict) -> list[str]:
+    """card.md's early question frames of each split, raw and smoothed; nothing for a card
+    whose scores have none (cards scored before they were counted)."""
+    found = [
+        (f"{_call_split_label(card, split)}{suffix}", scores[stream]["early_frames"])
+        for split, scores in card["scores"].items()
+        for stream, suffix in (("raw", ""), ("smoothed", ", smoothed"))
+        if "early_frames" in scores[stream]
+    ]
+    if not found:
+        return []
+    return [
+        "",
+        f"Early question frames: the share of each class's predicted frames more than "
+        f"{found[0][1]['margin_s']:g} s before it is first spoken in the call (all of them "
+        "where the call never has it), with early / predicted frames; near 0 for a tracker "
+        "that follows the speech rather than the clock of the call.",
+        "",
+        *markdown.header("calls", "all classes", *card["labels"][1:]),
+        *(
+            markdown.row(
+                label,
+                markdown.early_share_text(early),
+                *(markdown.early_share_text(early, c) for c in range(1, len(card["labels"]))),
+            )
+            for label, early in found
+        ),
+    ]
 
 
 def markdown_text(card: dict) -> str:

@@ -38,6 +38,14 @@ def scored(value, bounds) -> str:
     return number(value) + interval_text(bounds)
 
 
+def early_share_text(early: dict, index: int | None = None) -> str:
+    """A share of results.json's "early_frames" with its frame counts, "0.125 (3/24)":
+    class `index`'s, or with None the overall one."""
+    if index is None:
+        return f"{early['overall']:.3f} ({sum(early['early'])}/{sum(early['predicted'])})"
+    return f"{early['per_class'][index]:.3f} ({early['early'][index]}/{early['predicted'][index]})"
+
+
 def row(*cells: str) -> str:
     """One table row: "| a | b |"."""
     return "| " + " | ".join(cells) + " |"

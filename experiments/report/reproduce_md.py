@@ -16,7 +16,15 @@ from cskws_jax.datasets import render as kws_render
 from experiments import multiqt
 from experiments.report import figures
 from experiments.report.layout import multiqt_folder, multiqt_tasks, task_config
-from experiments.report.markdown import header, interval_text, mean_std_text, number, ratio, row
+from experiments.report.markdown import (
+    early_share_text,
+    header,
+    interval_text,
+    mean_std_text,
+    number,
+    ratio,
+    row,
+)
 from experiments.report.models import HELDOUT, KWS_NAMES, MULTIQT_NAMES, mean_std
 from experiments.scoring.keywords import FRR_BUDGETS
 from multiqt_jax import labels
@@ -186,6 +194,7 @@ def multiqt_section(config, workdir: str, task: str) -> list[str]:
         "",
         f"![per-class F1](figures/{os.path.basename(per_class)})",
         "",
+        *early_frames_lines(mq["models"], list(labels.classes(task))),
     ]
     if task == "questions":
         timeline = _first_timeline(os.path.join(workdir, folder), mq)
@@ -193,6 +202,38 @@ def multiqt_section(config, workdir: str, task: str) -> list[str]:
             figures.timeline_figure(timeline, _figure_path(workdir, "multiqt_timeline.png"))
             lines += ["![timeline](figures/multiqt_timeline.png)", ""]
     return lines
+
+
+def early_frames_lines(results: dict, classes: list[str]) -> list[str]:
+    """Each MultiQT model's early question frames (results.json "early_frames"), raw and
+    smoothed; nothing for results recorded without them."""
+    found = []  # (row label, "early_frames")
+    for name, summary in results.items():
+        label = MULTIQT_NAMES.get(name, name)
+        for suffix, scores in (("", summary), (", smoothed", summary.get("smoothed", {}))):
+            if "early_frames" in scores:
+                found.append((label + suffix, scores["early_frames"]))
+    if not found:
+        return []
+    margin_s = found[0][1]["margin_s"]
+    return [
+        "### Early question frames",
+        "",
+        f"Share of each class's predicted frames that come more than {margin_s:g} s before "
+        "the class is first spoken in the call (all of them where the call never has it), "
+        "with early / predicted frames, the folds' test calls pooled: a tracker that "
+        "follows the speech rather than the clock of the call keeps these near 0 "
+        "(`metrics.early_frames`).",
+        "",
+        *header("Model", "all classes", *classes[1:]),
+        *(_early_frames_row(label, early) for label, early in found),
+        "",
+    ]
+
+
+def _early_frames_row(label: str, early: dict) -> str:
+    classes = range(1, len(early["per_class"]))
+    return row(label, early_share_text(early), *(early_share_text(early, c) for c in classes))
 
 
 def text_source_line(mq: dict) -> str:

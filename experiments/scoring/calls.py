@@ -22,6 +22,7 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
+import metrics
 from experiments import common
 from experiments.evaluators import tracking
 from multiqt_jax import bundle as calls_bundle
@@ -89,11 +90,13 @@ def score(
     smoothers: dict,
     latency: bool = False,
     per_call: bool = False,
+    hop_s: float | None = None,
 ) -> dict:
     """{"raw": scores, name: scores for each of `smoothers`} of `predict` over `batches`
     (`experiments.evaluators.tracking.evaluate_smoothed`); with `latency`, each also holds
     the tracking latencies of its found instances in output frames, with `per_call` each
-    call's counts ("per_call", for `tracking.bootstrap_intervals`)."""
+    call's counts ("per_call", for `tracking.bootstrap_intervals`), with `hop_s` (seconds
+    per predicted frame, `output_hop_s`) the early question frames ("early_frames")."""
     return tracking.evaluate_smoothed(
         predict,
         batches,
@@ -101,6 +104,7 @@ def score(
         smoothers=smoothers,
         latency=latency,
         per_call=per_call,
+        hop_s=hop_s,
     )
 
 
@@ -132,22 +136,51 @@ def output_hop_s(net) -> float:
 # ------------------------------------------------------------------ folds and summaries
 
 
+EARLY_FIELDS = ("margin_s", "hop_s", "early", "predicted")  # what the folds' pytrees carry
+
+
 def _as_arrays(scores: dict) -> dict:
     """One label stream's scores as a pytree of float64 arrays (absent classes as NaN)."""
     per_class = [np.nan if v is None else v for v in scores["timestep_f1_per_class"]]
     return {
         **{s: {p: np.float64(scores[s][p]) for p in tracking.PARTS} for s in SCORES},
         "timestep_f1_per_class": np.asarray(per_class, np.float64),
+        tracking.EARLY: _early_arrays(scores.get(tracking.EARLY), len(per_class)),
     }
 
 
+def _early_arrays(early: dict | None, num_classes: int) -> dict:
+    """The early-frame counts and settings of one label stream's scores as float64
+    arrays; all NaN where it has none (`_from_arrays` then leaves them out)."""
+    if early is None:
+        early = {"margin_s": np.nan, "hop_s": np.nan}
+        early["early"] = early["predicted"] = np.full(num_classes, np.nan)
+    return {k: np.asarray(early[k], np.float64) for k in EARLY_FIELDS}
+
+
 def _from_arrays(arrays: dict) -> dict:
-    return {
+    scores = {
         **{s: {p: float(arrays[s][p]) for p in tracking.PARTS} for s in SCORES},
         "timestep_f1_per_class": [
             None if np.isnan(v) else float(v) for v in arrays["timestep_f1_per_class"]
         ],
     }
+    early = arrays[tracking.EARLY]
+    if not np.isnan(early["margin_s"]):
+        scores[tracking.EARLY] = _early_record(
+            [early["early"]], [early["predicted"]], early["margin_s"], early["hop_s"]
+        )
+    return scores
+
+
+def _early_record(early, predicted, margin_s, hop_s) -> dict:
+    """`tracking.early_frames_record` of the counts of folds (lists of [C]) summed."""
+    counts = (
+        np.sum(np.asarray(c, np.float64), axis=0).astype(np.int32) for c in (early, predicted)
+    )
+    return tracking.early_frames_record(
+        metrics.EarlyFrameCounts(*counts), margin_s=float(margin_s), hop_s=float(hop_s)
+    )
 
 
 def _empty(names, num_classes: int) -> dict:
@@ -195,7 +228,8 @@ def _set_row(column: np.ndarray, row: int, value) -> np.ndarray:
 
 def summarise(per_fold: list[dict]) -> dict:
     """Per-fold scores -> {"folds", "mean", "std", "timestep_f1_per_class" (the mean
-    over the folds where the class is present)}."""
+    over the folds where the class is present)}, and "early_frames" of the folds' counts
+    summed (`tracking.early_frames_record`) where every fold has them."""
     per_class = np.array(
         [[np.nan if v is None else v for v in fold["timestep_f1_per_class"]] for fold in per_fold]
     )
@@ -214,6 +248,14 @@ def summarise(per_fold: list[dict]) -> dict:
             values = np.array([fold[name][part] for fold in per_fold], np.float64)
             summary["mean"].setdefault(name, {})[part] = float(np.nanmean(values))
             summary["std"].setdefault(name, {})[part] = float(np.nanstd(values))
+    if per_fold and all(tracking.EARLY in fold for fold in per_fold):
+        early = [fold[tracking.EARLY] for fold in per_fold]
+        summary[tracking.EARLY] = _early_record(
+            [e["early"] for e in early],
+            [e["predicted"] for e in early],
+            early[0]["margin_s"],
+            early[0]["hop_s"],
+        )
     return summary
 
 

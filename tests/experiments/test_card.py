@@ -146,3 +146,24 @@ def test_a_call_card_says_what_the_tracker_reads_and_scores_where(model, text):
     assert any("Text from another recogniser" in item for item in card["not_for"]) == (
         text is not None
     )
+
+
+def test_a_call_card_shows_early_question_frames_where_its_scores_have_them():
+    scores = {"test": _call_scores(0.9, 200), "heldout": _call_scores(0.3, 200)}
+    page = card_lib.markdown_text(card_lib.calls_card("audio", scores, CALL_FACTS))
+    assert "Early question frames" not in page  # a card scored before they were counted
+    early = {
+        "margin_s": 0.5,
+        "hop_s": 0.04,
+        "per_class": [None, 0.125],
+        "overall": 0.125,
+        "early": [0, 3],
+        "predicted": [0, 24],
+    }
+    scores["test"] = {**scores["test"], "raw": {**scores["test"]["raw"], "early_frames": early}}
+    page = card_lib.markdown_text(card_lib.calls_card("audio", scores, CALL_FACTS))
+    assert "more than 0.5 s before it is first spoken" in page
+    assert "| calls | all classes | address |" in page
+    assert "| fold 0, espeak: calls it did not train on | 0.125 (3/24) | 0.125 (3/24) |" in page
+    rows = [line for line in page.splitlines() if "(3/24)" in line]
+    assert len(rows) == 1  # the streams and splits without them: no row

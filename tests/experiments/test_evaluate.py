@@ -282,6 +282,10 @@ def test_multiqt_fold_bundles_are_scored_on_an_annotated_calls_folder(
                 assert 0 <= summary["mean"][score][part] <= 1, (score, part)
     assert not math.isnan(scores["mean"]["timestep"]["f1"])
     assert scores["smoothed"]["smoothing"]["latency_ms"] > 0
+    for summary in (scores, scores["smoothed"]):  # on the bundles' output clock, folds pooled
+        early = summary["early_frames"]
+        assert early["hop_s"] == model.streaming_spec(net.config).output_hop_s
+        assert 0 <= early["overall"] <= 1 and sum(early["predicted"]) > 0
     # On a split that cross-validation never drew folds from (synthetic_calls' "heldout",
     # spoken by the held-out engine), every fold bundle sees every call.
     builder = evaluate.corpus_builder("annotated_calls/questions", str(tmp_path / "tfds"))

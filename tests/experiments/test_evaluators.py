@@ -67,6 +67,31 @@ def test_tracking_per_call_counts_add_up_and_bootstrap_around_the_score():
         )
 
 
+def test_tracking_counts_early_frames_on_the_given_clock_only_when_asked():
+    batches = _label_batches(np.random.default_rng(2))
+    batches = [(np.roll(g, -6, axis=1), g, m) for _, g, m in batches]  # 6 frames ahead
+    smooth = {"smoothed": lambda pred, mask: np.where(mask, pred, 0).astype(np.int32)}
+    scored = tracking.evaluate_smoothed(
+        lambda batch: batch, batches, num_classes=4, smoothers=smooth, hop_s=0.04
+    )
+    pred, gold, mask = (np.concatenate(parts) for parts in zip(*batches, strict=True))
+    whole = metrics.early_frames(pred, gold, mask, num_classes=4, hop_s=0.04, margin_s=0.5)
+    for stream in ("raw", "smoothed"):
+        early = scored[stream]["early_frames"]
+        assert (early["margin_s"], early["hop_s"]) == (0.5, 0.04)
+        assert early["early"] == np.asarray(whole.counts.early).tolist()
+        assert early["predicted"] == np.asarray(whole.counts.predicted).tolist()
+        assert early["per_class"][0] is None  # the background: not a question
+        assert early["per_class"][1:] == [float(v) for v in np.asarray(whole.share)[1:]]
+        assert early["overall"] == float(whole.overall) and 0 < early["overall"] < 1
+    # 6 frames ahead at 40 ms (0.24 s) is within 0.5 s; at 10 ms with no margin it is not
+    strict = tracking.evaluate_smoothed(
+        lambda batch: batch, batches, num_classes=4, smoothers={}, hop_s=0.01, early_margin_s=0
+    )["raw"]["early_frames"]
+    assert strict["overall"] > early["overall"]
+    assert "early_frames" not in tracking.evaluate(lambda batch: batch, batches, num_classes=4)
+
+
 def _kws_batch(rng, rows=2, keywords=3):
     start = np.sort(rng.integers(0, 40, size=(rows, 4)) / 8, axis=1).astype(np.float32)
     return {

@@ -60,6 +60,10 @@ def test_smoke_cross_validation_writes_results(reference, check_multiqt_heldout)
             assert set(summary["mean"][score]) == {"precision", "recall", "f1"}
             assert 0 <= summary["mean"][score]["f1"] <= 1
         check_multiqt_heldout(summary, FOLDS)  # neural and baseline alike
+        for part in (summary, summary["smoothed"], summary["heldout"]):
+            early = part["early_frames"]  # on the 40 ms output clock
+            assert (early["margin_s"], early["hop_s"]) == (0.5, 0.04)
+            assert 0 <= early["overall"] <= 1 and early["per_class"][0] is None
     assert results["heldout_engine"] and results["heldout_calls"] > 0
     assert "TIMESTEP F1" in done.stdout and "multimodal" in done.stdout
     assert done.stdout.count("  on heldout") == 2
@@ -91,6 +95,35 @@ def test_fold_scores_are_gathered_in_fold_order_under_the_given_names():
     # A process that owns no fold still gathers every part it is told of.
     empty = calls.gather_folds({}, names, num_folds=2, num_classes=3)
     assert list(empty) == names and all(len(folds) == 2 for folds in empty.values())
+
+
+def test_early_frames_travel_with_the_folds_and_pool_over_them():
+    import metrics
+    from experiments.evaluators import tracking
+    from experiments.scoring import calls
+
+    def scores(early, predicted):
+        counts = metrics.EarlyFrameCounts(np.array(early), np.array(predicted))
+        return {
+            "timestep": {"precision": 0.5, "recall": 0.5, "f1": 0.5},
+            "instance": {"precision": 0.5, "recall": 0.5, "f1": 0.5},
+            "timestep_f1_per_class": [0.5, 0.5, 0.5],
+            "early_frames": tracking.early_frames_record(counts, margin_s=0.5, hop_s=0.04),
+        }
+
+    mine = {
+        0: {"test/raw": scores([0, 1, 0], [0, 4, 0])},
+        1: {"test/raw": scores([0, 2, 6], [0, 4, 6])},
+    }
+    gathered = calls.gather_folds(mine, ["test/raw"], num_folds=3, num_classes=3)["test/raw"]
+    assert gathered[:2] == [mine[0]["test/raw"], mine[1]["test/raw"]]  # exact
+    assert gathered[0]["early_frames"]["per_class"] == [None, 0.25, 0.0]  # 0 of 0: 0
+    assert "early_frames" not in gathered[2]  # not owned here
+    pooled = calls.summarise(gathered[:2])["early_frames"]
+    assert (pooled["early"], pooled["predicted"]) == ([0, 3, 6], [0, 8, 6])
+    assert pooled["per_class"] == [None, 3 / 8, 1.0] and pooled["margin_s"] == 0.5
+    assert pooled["overall"] == float(np.float32(9 / 14))  # the metric's float32
+    assert "early_frames" not in calls.summarise(gathered)  # a fold without them
 
 
 def test_evaluation_summary_transfer_and_cache_check():

@@ -338,6 +338,14 @@ def test_report_and_figures_from_recorded_results(tmp_path):
                 "timestep_f1_per_class": [None] + [0.5] * (len(classes) - 1),
                 "heldout": scores,
                 "transfer": {"timestep_f1": 1.0},
+                "early_frames": {
+                    "margin_s": 0.5,
+                    "hop_s": 0.04,
+                    "per_class": [None, 0.75] + [0.0] * (len(classes) - 2),
+                    "overall": 0.5,
+                    "early": [0, 3] + [0] * (len(classes) - 2),
+                    "predicted": [0, 4, 2] + [0] * (len(classes) - 3),
+                },
             }
         },
     }
@@ -362,6 +370,12 @@ def test_report_and_figures_from_recorded_results(tmp_path):
     assert "| MultiQT (audio only) | 0.500 ± 0.500 | 0.500 ± 0.500 | 1.00 |" in report
     assert "| AF-KWS | 0.300 | 0.150 | 0.50 |" in report
     assert "No operating points in these results." in report
+    assert "| Model | all classes | address | phone_number |" in report
+    assert "| MultiQT (audio only) | 0.500 (3/6) | 0.750 (3/4) | 0.000 (0/2) | 0.000 (0/0) |" in (
+        report
+    )
+    del mq["models"]["audio"]["early_frames"]  # results recorded before they were counted
+    assert reproduce_md.early_frames_lines(mq["models"], list(classes)) == []
     assert "so FRR@5 allows 1 false alarm(s)" in report and "Not run yet" in report
     written = sorted(p.name for p in (workdir / "figures").iterdir())
     assert written == [

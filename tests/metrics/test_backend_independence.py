@@ -7,7 +7,8 @@ different (inter, union) pairs, FA/h exactly at a budget with a non-dyadic
 `total_hours`, and tied scores. Each case is compared with the float64 reference as it
 is, and again with the float32 division (or the tie order of sorts) replaced, when XLA
 lowers the program, by what another backend may do, so a CPU run catches what a GPU run
-would show.
+would show. The shares of `metrics.early_frames` get the same treatment: under every
+emulated division they are the correctly rounded quotients of their integer counts.
 """
 
 import contextlib
@@ -342,3 +343,42 @@ def test_tied_scores_match_reference_whatever_a_sort_does_with_ties(ties):
         _assert_matches_reference(detections, ground_truth, num_classes=2, total_hours=0.4)
     expected = reference.detection_scores(*tied_score_case(), num_classes=1, total_hours=1.0)
     assert expected["AP@0.05"] == 0.5
+
+
+# --- early question frames ----------------------------------------------------------
+
+
+def _early_frame_grid():
+    """`EarlyFrameCounts` [N, 2] of every early <= predicted <= 100 (class 1; class 0 the
+    background, all zero): the shares are every such ratio, most of them not dyadic."""
+    early, predicted = np.array([(e, p) for p in range(1, 101) for e in range(p + 1)], np.int32).T
+    zero = np.zeros_like(early)
+    return metrics.EarlyFrameCounts(np.stack([zero, early], 1), np.stack([zero, predicted], 1))
+
+
+@pytest.mark.parametrize("division", [None, *DIVISIONS])
+def test_early_frame_shares_are_the_correctly_rounded_quotients(division):
+    counts = _early_frame_grid()
+    with contextlib.nullcontext() if division is None else emulated_division(division):
+        result = jax.jit(metrics.early_frames_from_counts)(counts)
+    early, predicted = (np.asarray(c, np.float64) for c in counts)
+    expected = np.where(predicted > 0, early / np.maximum(predicted, 1), 0).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(result.share).view(np.int32), expected.view(np.int32))
+    overall = (early.sum(1) / predicted.sum(1)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(result.overall).view(np.int32), overall.view(np.int32))
+
+
+@pytest.mark.parametrize("division", [None, "reciprocal", "+2"])
+def test_early_frames_of_calls_match_reference_whatever_the_division(division):
+    rng = np.random.default_rng(0)
+    gold = np.repeat(rng.integers(0, 5, (4, 30)), 7, axis=1).astype(np.int32)  # [4, 210]
+    pred = np.roll(gold, -9, axis=1)
+    mask = np.arange(210)[None] < rng.integers(100, 211, (4, 1))
+    kwargs = dict(num_classes=5, hop_s=0.04, margin_s=0.2)
+    with contextlib.nullcontext() if division is None else emulated_division(division):
+        result = jax.jit(lambda p, g, m: metrics.early_frames(p, g, m, **kwargs))(pred, gold, mask)
+    expected = reference.early_frames(pred, gold, mask, **kwargs)
+    np.testing.assert_array_equal(result.counts.early, expected.counts.early)
+    np.testing.assert_array_equal(result.counts.predicted, expected.counts.predicted)
+    np.testing.assert_array_equal(result.share, expected.share.astype(np.float32))
+    assert result.overall == np.float32(expected.overall)
