@@ -4,6 +4,7 @@
     python -m experiments.build_data --size=smoke --corpora=kws
     python -m experiments.build_data --size=medium --corpora=kws   # synthetic_kws only
     python -m experiments.build_data --size=quick --engine_set=festival   # + Festival
+    python -m experiments.build_data --size=quick --engine_set=all --variation=speakers
     python -m experiments.build_data --size=quick --corpora=recogniser   # optional corpus
 
 Sizes: smoke (tests, seconds), quick (the main job's default), full, and for `kws` also
@@ -11,13 +12,17 @@ medium (quick's test audio, 4x its training utterances). Corpora: `calls`
 (synthetic_calls: the `questions` and `symptoms` configs share one rendering of the
 calls) and `kws` (synthetic_kws), built by default, and `recogniser` (recogniser_speech:
 the character recogniser's transcribed utterances), built only when named. Engine sets
-(`speechkit.tts.ENGINE_SETS`): `pip` (default) or `festival` (configs named
-`<...>-festival`). Prints progress and writes
-`<data_dir>/build_report-<size>[-festival].json`: build seconds per config, corpus hours, class or
+(`speechkit.tts.ENGINE_SETS`): `pip` (default), `festival` or `all` (configs named
+`<...>-festival`, `<...>-all`); variations (`speechkit.tts.VARIATIONS`): `plain`
+(default), `speakers` or `varied` (configs named `<...>-speakers`, `<...>-varied`).
+Prints progress and writes `<data_dir>/build_report-<size>[-<set>][-<variation>].json`:
+build seconds per config, corpus hours, class or
 keyword counts per split, the recogniser's word and character error rates and its text
 stream (word emission lag, non-blank text frames; calls), the share of keyword-corpus
 word intervals that came from forced alignment, and per synthesiser (engine): the
-utterances or calls it spoke, its distinct speakers (voice and warp) and aligned share,
+utterances or calls it spoke, its distinct speakers (voice and warp), what the speaker
+stage drew (`speechkit.tts.speaker_distribution`) and aligned share; for calls which class
+each call labels first and when (`first_class_report`),
 and its synthesis speed on this machine (`synthesis_speed`); for `recogniser` per split
 hours, utterances, speakers per engine, characters and words
 (`multiqt_jax.datasets.recogniser_speech.corpus_report`).
@@ -38,9 +43,10 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from cskws_jax.datasets import synthetic_kws
+from cskws_jax.datasets import text as kws_text
 from multiqt_jax import labels
 from multiqt_jax.datasets import recogniser_speech, synthetic_calls
-from multiqt_jax.datasets.features import NUM_FOLDS, recognised_words
+from multiqt_jax.datasets.features import FEATURES, NUM_FOLDS, recognised_words
 from speechkit import asr, compilation, files, lm, progress, tts
 
 SPEED_TEXTS = (
@@ -88,6 +94,7 @@ def corpus_report(source, class_names) -> dict:
     references, hypotheses, seconds, streams = [], [], 0.0, []
     speakers: dict[str, set[str]] = {}
     calls_per_engine: dict[str, int] = {}
+    first_class, first_onset_s = np.zeros(len(class_names), np.int64), []
     for index in range(len(source)):
         record = source[index]
         names = _text(record["speakers"]).split("|")
@@ -98,6 +105,10 @@ def corpus_report(source, class_names) -> dict:
         label = np.asarray(record["labels"])
         frames += np.bincount(label, minlength=len(class_names))
         starts = np.flatnonzero(np.diff(np.concatenate([[0], label])) != 0)
+        labelled = starts[label[starts] != 0]
+        if labelled.size:
+            first_class[label[labelled[0]]] += 1
+            first_onset_s.append(float(labelled[0]) * FEATURES.hop_s)
         for start in starts:
             if label[start] != 0:
                 instances[label[start]] += 1
@@ -121,10 +132,29 @@ def corpus_report(source, class_names) -> dict:
             [" ".join(r) for r in references], [" ".join(h) for h in hypotheses]
         ),
         "text_stream": asr.emission_report(streams),
+        "first_class": first_class_report(first_class, first_onset_s, class_names),
         "engines": {
-            engine: {"calls": calls_per_engine.get(engine, 0), "speakers": len(names)}
+            engine: {
+                "calls": calls_per_engine.get(engine, 0),
+                "speakers": len(names),
+                "speaker_stage": tts.speaker_distribution(sorted(names)),
+            }
             for engine, names in sorted(speakers.items())
         },
+    }
+
+
+def first_class_report(counts: np.ndarray, onsets_s: list[float], class_names) -> dict:
+    """What a model could learn from a call's clock: per class the share of calls whose
+    first labelled span is of it, and the first span's onset (s: p10, median, p90)."""
+    total = max(int(counts.sum()), 1)
+    onsets = np.asarray(onsets_s) if onsets_s else np.zeros(1)
+    p10, p50, p90 = (float(v) for v in np.percentile(onsets, [10, 50, 90]))
+    return {
+        "share": {
+            name: int(n) / total for name, n in zip(class_names[1:], counts[1:], strict=True)
+        },
+        "onset_s": {"p10": p10, "median": p50, "p90": p90},
     }
 
 
@@ -133,10 +163,13 @@ def _text(value) -> str:
 
 
 def kws_report(source, keywords) -> dict:
-    """Utterances, hours, keyword occurrences per keyword and other words of a split."""
+    """Utterances, hours, keyword occurrences per keyword and other words of a split,
+    where its keywords stand (`cskws_jax.datasets.text.text_report`), and per engine its
+    utterances, speakers, aligned share and what the speaker stage drew."""
     counts = np.zeros(len(keywords), np.int64)
     seconds, other_words, aligned, speakers = 0.0, 0, 0.0, set()
     engines: dict[str, dict] = {}
+    texts = []
     for index in range(len(source)):
         record = source[index]
         labels_here = np.asarray(record["keyword_label"])[np.asarray(record["keyword_valid"])]
@@ -146,6 +179,7 @@ def kws_report(source, keywords) -> dict:
         aligned += float(record["aligned_fraction"])
         speaker = _text(record["speaker"])
         speakers.add(speaker)
+        texts.append(_text(record["text"]).split())
         entry = engines.setdefault(
             _engine(speaker), {"utterances": 0, "speakers": set(), "aligned": 0.0}
         )
@@ -160,22 +194,27 @@ def kws_report(source, keywords) -> dict:
         "keywords": dict(zip(keywords, counts.tolist(), strict=True)),
         "other_words": other_words,
         "mean_aligned_fraction": aligned / max(len(source), 1),
+        "text": kws_text.text_report(texts, keywords),
         "engines": {
             engine: {
                 "utterances": entry["utterances"],
                 "speakers": len(entry["speakers"]),
                 "mean_aligned_fraction": entry["aligned"] / entry["utterances"],
+                "speaker_stage": tts.speaker_distribution(sorted(entry["speakers"])),
             }
             for engine, entry in sorted(engines.items())
         },
     }
 
 
-def build_calls(size: str, data_dir: str, engine_set: str = "pip") -> dict:
-    """Both synthetic_calls configs of a size and engine set; their report entries."""
+def build_calls(
+    size: str, data_dir: str, engine_set: str = "pip", variation: str = "plain"
+) -> dict:
+    """Both synthetic_calls configs of a size, engine set and variation; their report
+    entries."""
     configs = {}
     for task in labels.TASKS:
-        name = tts.corpus_config_name(f"{task}-{size}", engine_set)
+        name = tts.corpus_config_name(f"{task}-{size}", engine_set, variation)
         _log(f"building synthetic_calls/{name} in {data_dir}")
         started = time.perf_counter()
         builder = synthetic_calls.SyntheticCalls(
@@ -184,6 +223,7 @@ def build_calls(size: str, data_dir: str, engine_set: str = "pip") -> dict:
         seconds = _prepare(builder, started)
         sources = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)
         entry = {"build_seconds": seconds, **corpus_report(sources["train"], labels.classes(task))}
+        entry["scripts"] = synthetic_calls.scripts_report(size, builder.builder_config.script)
         if "heldout" in sources:
             entry["heldout"] = corpus_report(sources["heldout"], labels.classes(task))
         configs[f"synthetic_calls/{name}"] = entry
@@ -196,9 +236,9 @@ def build_calls(size: str, data_dir: str, engine_set: str = "pip") -> dict:
     return configs
 
 
-def build_kws(size: str, data_dir: str, engine_set: str = "pip") -> dict:
-    """The synthetic_kws config of a size and engine set; its report entry."""
-    config = tts.corpus_config_name(size, engine_set)
+def build_kws(size: str, data_dir: str, engine_set: str = "pip", variation: str = "plain") -> dict:
+    """The synthetic_kws config of a size, engine set and variation; its report entry."""
+    config = tts.corpus_config_name(size, engine_set, variation)
     name = f"synthetic_kws/{config}"
     _log(f"building {name} in {data_dir}")
     started = time.perf_counter()
@@ -217,8 +257,13 @@ def build_kws(size: str, data_dir: str, engine_set: str = "pip") -> dict:
     return {name: {"build_seconds": seconds, "hours": hours, "keyword_list": keywords, **splits}}
 
 
-def build_recogniser(size: str, data_dir: str, engine_set: str = "pip") -> dict:
-    """The recogniser_speech config of a size and engine set; its report entry."""
+def build_recogniser(
+    size: str, data_dir: str, engine_set: str = "pip", variation: str = "plain"
+) -> dict:
+    """The recogniser_speech config of a size and engine set (it comes plain only); its
+    report entry."""
+    if variation != "plain":
+        raise ValueError(f"variation {variation!r}: the recogniser corpus comes plain only")
     config = tts.corpus_config_name(size, engine_set)
     name = f"recogniser_speech/{config}"
     _log(f"building {name} in {data_dir}")
@@ -282,11 +327,17 @@ def _merged(previous: dict, built: dict) -> dict:
     return merged
 
 
-def build(size: str, data_dir: str, corpora=DEFAULT_CORPORA, engine_set: str = "pip") -> dict:
-    """Builds `corpora` of one size and engine set (`speechkit.tts.ENGINE_SETS`) into
-    data_dir; writes and returns the report (an existing report of the size keeps the
-    entries of corpora not rebuilt, and the build times and synthesis speeds of corpora
-    a rerun finds already built)."""
+def build(
+    size: str,
+    data_dir: str,
+    corpora=DEFAULT_CORPORA,
+    engine_set: str = "pip",
+    variation: str = "plain",
+) -> dict:
+    """Builds `corpora` of one size, engine set (`speechkit.tts.ENGINE_SETS`) and
+    variation (`speechkit.tts.VARIATIONS`) into data_dir; writes and returns the report
+    (an existing report of the size keeps the entries of corpora not rebuilt, and the
+    build times and synthesis speeds of corpora a rerun finds already built)."""
     unknown = set(corpora) - set(BUILDERS)
     if unknown:
         raise ValueError(f"corpora: unknown {sorted(unknown)}; expected some of {list(BUILDERS)}")
@@ -295,7 +346,7 @@ def build(size: str, data_dir: str, corpora=DEFAULT_CORPORA, engine_set: str = "
             raise ValueError(
                 f"size {size!r}: corpus {corpus!r} has sizes {sorted(CORPUS_SIZES[corpus])}"
             )
-    report_name = tts.corpus_config_name(size, engine_set)  # checks engine_set
+    report_name = tts.corpus_config_name(size, engine_set, variation)  # checks both
     for engine in tts.ENGINE_SETS[engine_set][0]:
         tts.require_engine(engine)  # before any work: the error says what to install
     path = os.path.join(data_dir, f"build_report-{report_name}.json")
@@ -306,7 +357,7 @@ def build(size: str, data_dir: str, corpora=DEFAULT_CORPORA, engine_set: str = "
         report["configs"].update(previous.get("configs", {}))
     built = False
     for corpus in corpora:
-        entries = BUILDERS[corpus](size, data_dir, engine_set)
+        entries = BUILDERS[corpus](size, data_dir, engine_set, variation)
         built |= any(entry["build_seconds"] is not None for entry in entries.values())
         report["configs"].update(_merged(previous.get("configs", {}), entries))
     # Measured when something was synthesised (the speeds of that build); a rerun that
@@ -353,7 +404,16 @@ def main(argv=None) -> int:
         choices=sorted(tts.ENGINE_SETS),
         default="pip",
         help="synthesisers (speechkit.tts.ENGINE_SETS): pip (espeak-ng and Piper, the "
-        "default) or festival (adds Debian's Festival; its packages must be installed)",
+        "default), festival (adds Debian's Festival for training; make voices installs "
+        "it) or all (all three train; no heldout split)",
+    )
+    parser.add_argument(
+        "--variation",
+        choices=tts.VARIATIONS,
+        default="plain",
+        help="how far the speech varies (speechkit.tts.VARIATIONS): plain (the default), "
+        "speakers (the speaker stage: formants, pitch, tempo per speaker) or varied "
+        "(speakers and varied call scripts and keyword places)",
     )
     parser.add_argument(
         "--quiet", action="store_true", help="no progress bars (drawn on a terminal only)"
@@ -362,7 +422,7 @@ def main(argv=None) -> int:
     progress.quiet(args.quiet)
     corpora = tuple(name for name in args.corpora.split(",") if name)
     compilation.enable_cache()
-    build(args.size, os.path.expanduser(args.data_dir), corpora, args.engine_set)
+    build(args.size, os.path.expanduser(args.data_dir), corpora, args.engine_set, args.variation)
     return 0
 
 

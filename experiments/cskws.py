@@ -70,7 +70,8 @@ log = common.logger("cskws")
 def load_corpus(config):
     """({"train", "test"}: data sources, keywords) of `config.dataset` (built first when
     it is a synthetic_kws config with code and `config.build_missing`; a corpus of your
-    own keywords, `synthetic_kws.own_keywords_config`, is read from its files)."""
+    own keywords, `synthetic_kws.own_keywords_config`, is read from its files); with
+    `config.engines`, only the records those engines spoke."""
     data_dir = common.data_dir(config)
     name = config.dataset
     built = synthetic_kws.SyntheticKws.builder_configs
@@ -86,7 +87,11 @@ def load_corpus(config):
     for split in ("train", "test"):
         if split not in sources:
             raise ValueError(f"{name}: no {split!r} split (has {sorted(sources)})")
-    return {split: sources[split] for split in ("train", "test")}, keywords
+    engines = config.get("engines") or ""
+    return {
+        split: evals.of_engines(sources[split], engines, "config.engines")
+        for split in ("train", "test")
+    }, keywords
 
 
 def corpus_keywords(name: str, data_dir: str) -> list[str]:
@@ -110,7 +115,8 @@ def evaluation_sources(config, keywords) -> dict:
             evaluation, corpus, tfds.data_source(corpus, data_dir=data_dir), log, data_dir
         )
         if source is not None:
-            found[evaluation.name] = source
+            where = f"config.evals.{evaluation.name}.engines"
+            found[evaluation.name] = evals.of_engines(source, evaluation.engines, where)
     return found
 
 
@@ -457,7 +463,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     for evaluation in evals.evaluations(config):
         if evaluation.name in sources:
             corpus = evaluation.corpus(config.dataset)
-            payload[f"{evaluation.name}_engine"] = split_engine(
+            payload[f"{evaluation.name}_engine"] = evals.kept_engine(evaluation) or split_engine(
                 corpus, evaluation.split, common.data_dir(config)
             )
     files.write_json(os.path.join(workdir, "results.json"), payload)

@@ -5,7 +5,9 @@ trained model is scored on besides its own test data.
 
 Each entry names a split of a corpus, whole or a TFDS slice of it ("heldout[:50%]": the
 first half, e.g. a development half to choose settings on and the other half to score
-once): `dataset` "" is the run's own corpus (any other
+once), optionally only the records some engines spoke (`engines="festival"`: the
+leave-one-engine-out protocol on a corpus all engines speak, `speechkit.corpus.
+EngineSubset`): `dataset` "" is the run's own corpus (any other
 TFDS name, e.g. "annotated_calls/questions", is read from the same data folder), and an
 `optional` evaluation whose split the corpus lacks is skipped with a log line instead of
 an error. A model's results.json entry holds each evaluation's scores under its name and
@@ -20,6 +22,7 @@ import dataclasses
 import tensorflow_datasets as tfds
 
 from experiments import common
+from speechkit import corpus
 
 HELDOUT = "heldout"  # the presets' evaluation: the held-out engine's split
 # Keys a model's results.json entry has of its own (an evaluation's name is a key there too).
@@ -33,12 +36,14 @@ TAKEN = frozenset(
 @dataclasses.dataclass(frozen=True)
 class Evaluation:
     """One entry of `config.evals`: its `name` (the results key), a `split` of `dataset`
-    ("" = the run's corpus), skipped when absent if `optional`."""
+    ("" = the run's corpus), skipped when absent if `optional`, the records of `engines`
+    only where it names some."""
 
     name: str
     split: str
     dataset: str = ""
     optional: bool = False
+    engines: str = ""  # comma-separated: only the records these engines spoke; "": all
 
     def corpus(self, own: str) -> str:
         """The TFDS name of the corpus scored, given the run's own `own`."""
@@ -88,3 +93,21 @@ def split_of(evaluation: Evaluation, corpus: str, sources, log, data_dir: str | 
         raise ValueError(f"config.evals.{evaluation.name}: {why}")
     log(f"config.evals.{evaluation.name}: {why}")
     return None
+
+
+def of_engines(source, engines: str, where: str):
+    """`source`, or only its records that `engines` (comma-separated) spoke when it names
+    some (`speechkit.corpus.EngineSubset`); a ValueError naming `where` when none did."""
+    chosen = corpus.engine_list(engines)
+    if not chosen:
+        return source
+    try:
+        return corpus.EngineSubset(source, chosen)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from err
+
+
+def kept_engine(evaluation: Evaluation) -> str | None:
+    """The one engine whose records `evaluation` keeps (`engines`), or None."""
+    kept = corpus.engine_list(evaluation.engines)
+    return kept[0] if len(kept) == 1 else None

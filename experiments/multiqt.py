@@ -92,6 +92,7 @@ def load_corpus(config):
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices("corpus ready")
     source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
+    source = evals.of_engines(source, config.get("engines") or "", "config.engines")
     recogniser = text_recogniser(config)
     if recogniser in CTC_TEXT:
         source = with_ctc(config, source, f"synthetic_calls/{name}", "train")
@@ -198,7 +199,8 @@ def evaluation_sources(config) -> dict:
         else:
             why = f"{corpus} has no {evaluation.split!r} split (has {sorted(sources)})"
         if not missing:
-            source = sources[evaluation.split]
+            where = f"config.evals.{evaluation.name}.engines"
+            source = evals.of_engines(sources[evaluation.split], evaluation.engines, where)
             if recogniser in CTC_TEXT:
                 source = with_ctc(config, source, corpus, evaluation.split)
             found[evaluation.name] = (source, input_pipeline.CorpusIndex.read(source))
@@ -210,13 +212,18 @@ def evaluation_sources(config) -> dict:
 
 
 def corpus_name(config) -> str:
-    """The synthetic_calls config: `<task>-<size>`, `-<engine set>` unless "pip"."""
-    return tts.corpus_config_name(f"{config.task}-{config.size}", config.engine_set)
+    """The synthetic_calls config: `<task>-<size>`, `-<engine set>` unless "pip",
+    `-<variation>` unless "plain"."""
+    variation = config.get("variation") or "plain"
+    return tts.corpus_config_name(f"{config.task}-{config.size}", config.engine_set, variation)
 
 
 def split_engine(config, evaluation: evals.Evaluation) -> str | None:
-    """The synthesiser that alone speaks an evaluation's calls: the run's synthetic corpus's
-    held-out engine for its "heldout" split; None otherwise."""
+    """The synthesiser that alone speaks an evaluation's calls: the one engine it keeps
+    (`engines`), or the run's synthetic corpus's held-out engine for its "heldout" split;
+    None otherwise."""
+    if evals.kept_engine(evaluation):
+        return evals.kept_engine(evaluation)
     if evaluation.dataset or evaluation.split != "heldout":
         return None
     built = synthetic_calls.SyntheticCalls.builder_configs[corpus_name(config)]

@@ -386,3 +386,40 @@ def render_cached(
             file=sys.stderr,
         )
     return items
+
+
+def record_engine(record) -> str:
+    """The synthesiser that spoke a corpus record: the engine of its `speaker`
+    ("engine:voice...", keyword corpora) or of its first `speakers` entry ("|"-joined,
+    calls); "recorded" for a speaker name without an engine (your own recordings)."""
+    speaker = record["speaker"] if "speaker" in record else record["speakers"]
+    speaker = speaker.decode() if isinstance(speaker, bytes) else str(speaker)
+    first = speaker.split("|", 1)[0]
+    return first.split(":", 1)[0] if ":" in first else "recorded"
+
+
+class EngineSubset:
+    """The records of a data source (`tfds.data_source` split) that some engines spoke,
+    as a data source of its own: the leave-one-engine-out protocol on one corpus that all
+    engines speak. `indices` int64 [n]: the kept records' indices in `source`."""
+
+    def __init__(self, source, engines):
+        self.source, self.engines = source, tuple(engines)
+        found = [record_engine(source[i]) for i in range(len(source))]
+        self.indices = np.flatnonzero(np.isin(found, self.engines)).astype(np.int64)
+        if not self.indices.size:
+            raise ValueError(
+                f"engines {list(self.engines)}: no record spoken by them (the records' "
+                f"engines: {sorted(set(found))})"
+            )
+
+    def __len__(self) -> int:
+        return int(self.indices.size)
+
+    def __getitem__(self, index: int):
+        return self.source[int(self.indices[index])]
+
+
+def engine_list(engines: str) -> tuple[str, ...]:
+    """A comma-separated engine list ("espeak,piper") as a tuple; "" gives ()."""
+    return tuple(name.strip() for name in engines.split(",") if name.strip())

@@ -68,11 +68,13 @@ LEAVE_ONE_OUT = {
 }
 
 
-def kws_config_name(size: str, engine_set: str) -> str:
-    """The synthetic_kws config of a size and engine set of `KWS_ENGINE_SETS`: the size
-    alone for "pip", else `<size>-<set>`."""
+def kws_config_name(size: str, engine_set: str, variation: str = "plain") -> str:
+    """The synthetic_kws config of a size, engine set of `KWS_ENGINE_SETS` and variation
+    (`speechkit.tts.VARIATIONS`): the size, then -<set> unless "pip", then -<variation>
+    unless "plain"."""
     checks.require_choice("engine_set", engine_set, tuple(KWS_ENGINE_SETS))
-    return size if engine_set == "pip" else f"{size}-{engine_set}"
+    name = size if engine_set == "pip" else f"{size}-{engine_set}"
+    return tts.variation_name(name, variation)
 
 
 # Festival's three Debian voices: two for training, one for testing.
@@ -115,6 +117,8 @@ class KwsRenderConfig:
     tolerance_s: float = 0.1  # alignment vs the engine's word starts and ends
     engines: tuple[str, ...] = ("espeak", "piper")  # speechkit.tts.ENGINES, one per utterance
     heldout_engine: str | None = "piper"  # speaks only the heldout split (None: no such split)
+    # per utterance: formants, pitch, tempo (and Piper's noises) drawn; None: no stage
+    speaker_stage: tts.SpeakerStage | None = None
 
     def __post_init__(self):
         checks.require_subset("KwsRenderConfig.engines", self.engines, tts.ENGINES)
@@ -127,7 +131,7 @@ class KwsRenderConfig:
                 f"KwsRenderConfig.engines: {self.engines} leaves no engine for training "
                 f"once {self.heldout_engine!r} is held out"
             )
-        tts.SpeakerConfig(self.rate_wpm, self.pitch, self.tempo, self.warp)  # checks
+        self.speakers  # noqa: B018 - checks the speaker ranges
         if "babble" in self.channel.noise_kinds:
             raise ValueError(
                 "channel.noise_kinds: expected some of pink, white (KWS rendering has no "
@@ -136,7 +140,9 @@ class KwsRenderConfig:
 
     @property
     def speakers(self) -> tts.SpeakerConfig:
-        return tts.SpeakerConfig(self.rate_wpm, self.pitch, self.tempo, self.warp)
+        return tts.SpeakerConfig(
+            self.rate_wpm, self.pitch, self.tempo, self.warp, self.speaker_stage
+        )
 
 
 @dataclasses.dataclass(frozen=True)

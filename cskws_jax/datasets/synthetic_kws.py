@@ -200,12 +200,19 @@ class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder)
     BUILDER_CONFIGS = [
         SyntheticKwsBuilderConfig(
             size=size,
-            name=render.kws_config_name(size, engine_set),
-            render_config=render.KwsRenderConfig(engines=engines, heldout_engine=heldout),
-            description=f"{size} size, engines {', '.join(engines)} ({heldout} held out)",
+            name=render.kws_config_name(size, engine_set, variation),
+            render_config=render.KwsRenderConfig(
+                engines=engines,
+                heldout_engine=heldout,
+                speaker_stage=tts.variation_stage(variation),
+            ),
+            text_config=text.VARIED_TEXT if variation == "varied" else text.TextConfig(),
+            description=f"{size} size, engines {', '.join(engines)} ({heldout} held out), "
+            f"{variation} speech",
         )
         for size in SIZES
         for engine_set, (engines, heldout) in render.KWS_ENGINE_SETS.items()
+        for variation in tts.VARIATIONS
     ]
 
     def _info(self) -> tfds.core.DatasetInfo:

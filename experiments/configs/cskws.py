@@ -39,6 +39,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.dataset = f"synthetic_kws/{preset}"  # or libritop20/<config> (built by you)
     config.data_dir = ""  # default: ~/tensorflow_datasets
     config.build_missing = True  # build synthetic_kws/<size> if absent
+    # Only the records these engines spoke train and test (comma-separated; "": all), as
+    # the leave-one-engine-out matrix trains on a corpus all engines speak
+    config.engines = ""
     config.models = "afkws,afkws_no_unknown,sliding_window"  # comma-separated
     config.seed = 0
     # A trained AF-KWS bundle folder the AF-KWS models start from ("" = from scratch):

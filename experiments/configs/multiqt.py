@@ -37,6 +37,11 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # Synthesisers of the corpus (speechkit.tts.ENGINE_SETS): "pip" (espeak-ng and Piper)
     # or "festival" (Festival joins for training; corpus synthetic_calls/<task>-<size>-festival)
     config.engine_set = "pip"
+    # How far the corpus's speech varies (speechkit.tts.VARIATIONS): "plain", "speakers"
+    # (the speaker stage) or "varied" (and varied scripts); corpus ...-<variation>
+    config.variation = "plain"
+    # Only the calls these engines spoke train and are scored (comma-separated; "": all)
+    config.engines = ""
     config.build_missing = True  # build synthetic_calls/<task>-<size> if absent
     config.num_folds = 5
     config.folds = ""  # the folds trained and scored, e.g. "0"; "": all of num_folds

@@ -9,6 +9,14 @@ drawn from the `np.random.Generator` passed in.
 Each phrase pool is split in two halves by `pool`: "calls" for the calls themselves and
 "lm" for text that trains the recogniser's language model, so the recogniser never sees
 the evaluation calls' own sentences.
+
+By default (`ScriptConfig()`) every call asks `address` first and nothing comes before
+it, so a model can learn the call's clock instead of its words. `ScriptConfig` with
+`varied=True` draws scripts that do not give the answer away: openings of 0-3 turns (a
+dispatcher greeting, or the caller speaking first), the protocol questions in a drawn
+order (`address` first in only some calls) and questions asked again, rephrased or
+repeated after the caller did not understand. `script_report` measures what a model
+could memorise of a set of scripts.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+
+from speechkit import checks
 
 QUESTIONS: dict[str, tuple[str, ...]] = {
     "address": (
@@ -209,6 +219,67 @@ CALLER_STATEMENTS = (
     "I am so scared.",
     "Hold on.",
 )
+# Phrases of the varied scripts only (`ScriptConfig.varied`), split by `_half` like the
+# questions and symptoms. None names or asks a protocol question.
+GREETINGS = (  # the dispatcher's first words, of different lengths
+    "Emergency services.",
+    "Ambulance service.",
+    "Nine one one, this is the emergency line.",
+    "Hello, you are through to the ambulance service.",
+    "Ambulance.",
+    "Emergency.",
+    "Emergency services, my name is Sam.",
+    "Hello, emergency line, I am listening.",
+)
+CALLER_OPENINGS = (  # the caller asking for help before any question
+    "Hello? I need help.",
+    "Hello, is this the ambulance?",
+    "Please, I need an ambulance.",
+    "Hi, I need an ambulance right now.",
+    "Hello? Hello? Please help me.",
+    "Oh god, please send someone.",
+    "I need help, something is wrong.",
+    "Yes, hello, we need help here.",
+)
+ACKNOWLEDGEMENTS = (  # the dispatcher's reply to the caller's opening
+    "Okay, I am listening.",
+    "Alright, I hear you.",
+    "Okay, I am here to help you.",
+    "Alright, I am with you.",
+    "Okay, try to stay calm.",
+    "Okay, slow down for me.",
+)
+NOT_UNDERSTOOD = (  # the caller did not get the question
+    "Sorry?",
+    "Pardon?",
+    "What?",
+    "Sorry, what was that?",
+    "What do you mean?",
+    "Say that again?",
+    "I did not hear you.",
+    "I can not hear you well.",
+    "I do not understand.",
+    "I do not get it.",
+)
+DISPATCHER_TALK = (  # between a question and its asking again
+    "Let me ask you again.",
+    "Okay, listen to me.",
+    "I need to know this.",
+    "Stay with me.",
+    "Take a deep breath.",
+    "It is important.",
+    "Okay, one more time.",
+    "Focus on my voice.",
+    "This will help us.",
+    "I know it is hard.",
+)
+VARIED_PHRASES: dict[str, tuple[str, ...]] = {
+    "greeting": GREETINGS,
+    "caller_opening": CALLER_OPENINGS,
+    "acknowledgement": ACKNOWLEDGEMENTS,
+    "not_understood": NOT_UNDERSTOOD,
+    "dispatcher_talk": DISPATCHER_TALK,
+}
 STREETS = ("Main", "Oak", "Park", "Lake", "Hill", "Church", "River", "Maple")
 STREET_KINDS = ("street", "road", "avenue", "lane")
 DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -256,37 +327,276 @@ def _answer(rng: np.random.Generator, question: str, symptom: str, pool: str) ->
     return Turn("caller", text)
 
 
-def generate_call(
-    rng: np.random.Generator, protocol_questions: tuple[int, int] = (3, 6), pool: str = "calls"
-) -> tuple[Turn, ...]:
-    """One call script: protocol questions in random order with answers, distractors,
-    symptom reports (one main symptom, sometimes a second) and filler statements.
+@dataclasses.dataclass(frozen=True)
+class ScriptConfig:
+    """How call scripts are drawn. `varied=False` (the default) draws the plain scripts:
+    `address` first, no opening, each question asked once (the very draws the built
+    corpora were made with); the other fields then go unused. Chances are probabilities
+    in [0, 1], per call unless a field says per protocol question; `repeat` and
+    `rephrase` exclude each other, so their sum is at most 1. The opening's turn count
+    is drawn uniformly from `opening_turns` (inclusive)."""
 
-    protocol_questions: (min, max) number of protocol questions asked.
+    varied: bool = False
+    address_first: float = 0.6  # chance that `address` is the first protocol question
+    opening_turns: tuple[int, int] = (0, 3)  # turns before the first question (min, max)
+    caller_opens: float = 0.4  # chance that a call with an opening starts with the caller
+    symptom_opening: float = 0.5  # chance a caller's opening turn reports the main symptom
+    rephrase: float = 0.1  # chance per protocol question of asking it again, paraphrased
+    repeat: float = 0.05  # chance per protocol question: not understood, asked word for word
+    talk_between: float = 0.5  # chance of dispatcher talk before a question is asked again
+
+    def __post_init__(self):
+        if not isinstance(self.varied, bool):
+            raise TypeError(f"ScriptConfig.varied: expected a bool, got {self.varied!r}")
+        checks.require_interval("ScriptConfig.opening_turns", self.opening_turns)
+        for bound in self.opening_turns:
+            checks.require_int("ScriptConfig.opening_turns", bound, at_least=0)
+        chances = (
+            "address_first",
+            "caller_opens",
+            "symptom_opening",
+            "rephrase",
+            "repeat",
+            "talk_between",
+        )
+        for name in chances:
+            checks.require_number(
+                f"ScriptConfig.{name}", getattr(self, name), at_least=0, at_most=1
+            )
+        checks.require_at_most(
+            "ScriptConfig.rephrase", self.rephrase, "1 - ScriptConfig.repeat", 1 - self.repeat
+        )
+
+
+def generate_call(
+    rng: np.random.Generator,
+    protocol_questions: tuple[int, int] = (3, 6),
+    pool: str = "calls",
+    script: ScriptConfig = ScriptConfig(),
+) -> tuple[Turn, ...]:
+    """One call script: protocol questions with answers, distractors, symptom reports
+    (one main symptom, sometimes a second) and filler statements. By default `address`
+    comes first and the rest in random order; with `script.varied`, see `_varied_call`.
+
+    protocol_questions: (min, max) number of protocol questions drawn (70% of the calls
+    whose draw lacks `what_happened` ask it too).
     """
-    classes = list(QUESTIONS)
-    count = int(rng.integers(protocol_questions[0], protocol_questions[1] + 1))
-    asked = ["address"] + [str(c) for c in rng.permutation(classes[1:])][: max(0, count - 1)]
-    if "what_happened" not in asked and rng.random() < 0.7:
-        asked.insert(1, "what_happened")
+    if script.varied:
+        return _varied_call(rng, protocol_questions, pool, script)
+    asked = _asked(rng, protocol_questions)
     symptom = _pick(rng, tuple(SYMPTOMS))
     turns: list[Turn] = []
     for question in asked:
         turns.append(Turn("dispatcher", _pick(rng, _half(QUESTIONS[question], pool)), question))
         turns.append(_answer(rng, question, symptom, pool))
-        roll = rng.random()
-        if roll < 0.25:
-            turns.append(Turn("dispatcher", _pick(rng, DISTRACTOR_QUESTIONS)))
-            turns.append(Turn("caller", _pick(rng, CALLER_STATEMENTS)))
-        elif roll < 0.4:
-            second = _pick(rng, tuple(SYMPTOMS))
-            turns.append(Turn("caller", _pick(rng, _half(SYMPTOMS[second], pool)), symptom=second))
-        elif roll < 0.6:
-            turns.append(Turn("dispatcher", _pick(rng, DISPATCHER_STATEMENTS)))
+        turns.extend(_after_answer(rng, pool))
     turns.append(Turn("dispatcher", _pick(rng, DISPATCHER_STATEMENTS)))
     return tuple(turns)
 
 
+def _asked(rng: np.random.Generator, protocol_questions: tuple[int, int]) -> list[str]:
+    """The default order of the protocol questions asked: `address`, then (when drawn)
+    `what_happened`, then the others drawn."""
+    classes = list(QUESTIONS)
+    count = int(rng.integers(protocol_questions[0], protocol_questions[1] + 1))
+    asked = ["address"] + [str(c) for c in rng.permutation(classes[1:])][: max(0, count - 1)]
+    if "what_happened" not in asked and rng.random() < 0.7:
+        asked.insert(1, "what_happened")
+    return asked
+
+
+def _after_answer(rng: np.random.Generator, pool: str) -> list[Turn]:
+    """What may follow an answer: a distractor question and the caller's reply (25%), a
+    second symptom (15%), a dispatcher statement (20%) or nothing."""
+    roll = rng.random()
+    if roll < 0.25:
+        return [
+            Turn("dispatcher", _pick(rng, DISTRACTOR_QUESTIONS)),
+            Turn("caller", _pick(rng, CALLER_STATEMENTS)),
+        ]
+    if roll < 0.4:
+        second = _pick(rng, tuple(SYMPTOMS))
+        return [Turn("caller", _pick(rng, _half(SYMPTOMS[second], pool)), symptom=second)]
+    if roll < 0.6:
+        return [Turn("dispatcher", _pick(rng, DISPATCHER_STATEMENTS))]
+    return []
+
+
+def _varied_call(
+    rng: np.random.Generator, protocol_questions: tuple[int, int], pool: str, script: ScriptConfig
+) -> tuple[Turn, ...]:
+    """A script that does not give its questions away: an opening (`_opening`), the
+    questions of `_asked` in a drawn order (`_varied_order`), each maybe asked again
+    (`_asking`), and the default script's answers and what follows them."""
+    order = _varied_order(rng, _asked(rng, protocol_questions), script)
+    symptom = _pick(rng, tuple(SYMPTOMS))
+    turns = _opening(rng, symptom, pool, script)
+    for question in order:
+        turns.extend(_asking(rng, question, pool, script))
+        turns.append(_answer(rng, question, symptom, pool))
+        turns.extend(_after_answer(rng, pool))
+    turns.append(Turn("dispatcher", _pick(rng, DISPATCHER_STATEMENTS)))
+    return tuple(turns)
+
+
+def _varied_order(rng: np.random.Generator, asked: list[str], script: ScriptConfig) -> list[str]:
+    """`asked` in a drawn order: `address` first with chance `script.address_first`,
+    otherwise at a drawn later place (first all the same when it is the only question)."""
+    others = [str(q) for q in rng.permutation([q for q in asked if q != "address"])]
+    if rng.random() < script.address_first or not others:
+        return ["address", *others]
+    place = int(rng.integers(1, len(others) + 1))
+    return [*others[:place], "address", *others[place:]]
+
+
+def _opening(rng: np.random.Generator, symptom: str, pool: str, script: ScriptConfig) -> list[Turn]:
+    """The turns before the first protocol question: as many as drawn from
+    `script.opening_turns`, the speakers taking turns, the caller first with chance
+    `script.caller_opens`. The dispatcher greets, then acknowledges the caller; the caller
+    asks for help or reports the main symptom (chance `script.symptom_opening`)."""
+    count = int(rng.integers(script.opening_turns[0], script.opening_turns[1] + 1))
+    if count == 0:
+        return []
+    caller_first = rng.random() < script.caller_opens
+    turns: list[Turn] = []
+    for index in range(count):
+        if (index % 2 == 0) == caller_first:
+            turns.append(_caller_opening(rng, symptom, pool, script))
+        else:
+            greeted = any(turn.speaker == "dispatcher" for turn in turns)
+            phrases = ACKNOWLEDGEMENTS if greeted else GREETINGS
+            turns.append(Turn("dispatcher", _pick(rng, _half(phrases, pool))))
+    return turns
+
+
+def _caller_opening(
+    rng: np.random.Generator, symptom: str, pool: str, script: ScriptConfig
+) -> Turn:
+    """A caller's turn before any question: the main symptom blurted out (chance
+    `script.symptom_opening`) or a call for help."""
+    if rng.random() < script.symptom_opening:
+        return Turn("caller", _pick(rng, _half(SYMPTOMS[symptom], pool)), symptom=symptom)
+    return Turn("caller", _pick(rng, _half(CALLER_OPENINGS, pool)))
+
+
+def _asking(rng: np.random.Generator, question: str, pool: str, script: ScriptConfig) -> list[Turn]:
+    """A protocol question asked once, or asked again: word for word after the caller
+    did not understand (chance `script.repeat`), or in another paraphrase of the pool's
+    half after the caller's non-answer (chance `script.rephrase`), with maybe dispatcher
+    talk between (`_talk`). Every asking is labelled `question`."""
+    phrases = _half(QUESTIONS[question], pool)
+    first = _pick(rng, phrases)
+    turns = [Turn("dispatcher", first, question)]
+    roll = rng.random()
+    if roll < script.repeat:
+        turns.append(Turn("caller", _pick(rng, _half(NOT_UNDERSTOOD, pool))))
+        again = first
+    elif roll < script.repeat + script.rephrase:
+        turns.append(Turn("caller", _pick(rng, CALLER_STATEMENTS)))
+        again = _pick(rng, tuple(p for p in phrases if p != first))
+    else:
+        return turns
+    turns.extend(_talk(rng, pool, script))
+    turns.append(Turn("dispatcher", again, question))
+    return turns
+
+
+def _talk(rng: np.random.Generator, pool: str, script: ScriptConfig) -> list[Turn]:
+    """With chance `script.talk_between`, dispatcher talk before a question is asked
+    again: a statement, or a distractor question and the caller's reply (even odds)."""
+    if rng.random() >= script.talk_between:
+        return []
+    if rng.random() < 0.5:
+        return [Turn("dispatcher", _pick(rng, _half(DISPATCHER_TALK, pool)))]
+    return [
+        Turn("dispatcher", _pick(rng, DISTRACTOR_QUESTIONS)),
+        Turn("caller", _pick(rng, CALLER_STATEMENTS)),
+    ]
+
+
 def language_model_text(rng: np.random.Generator, num_calls: int) -> list[str]:
-    """Sentences of `num_calls` scripts drawn from the "lm" phrase pool, lower-cased."""
+    """Sentences of `num_calls` scripts drawn from the "lm" phrase pool, lower-cased.
+
+    Always default (not varied) scripts: the built corpora's recogniser language models
+    and the results recorded with them come from exactly these draws. So the language
+    model never holds the varied scripts' greetings, caller openings, not-understood
+    replies or dispatcher talk (neither half); their words outside its vocabulary are
+    recognised as other words.
+    """
     return [turn.text.lower() for _ in range(num_calls) for turn in generate_call(rng, pool="lm")]
+
+
+def script_report(scripts) -> dict:
+    """What a model could memorise of a set of call scripts (sequences of `Turn`s), for
+    a corpus's build report: plain floats and dicts.
+
+    - `calls`: the number of scripts;
+    - `address_first`, `first_question`: the share of the scripts with a protocol
+      question whose first one is `address`, and that share for each class;
+    - `turns_before_first_question`, `words_before_first_question`: the mean and the
+      0, 10, 50, 90 and 100% quantiles (keys "mean", "q0", "q10", "q50", "q90",
+      "q100"), over those scripts, of the turns and of the words (whitespace-separated)
+      said before the first protocol question;
+    - `caller_opens`: the share of scripts whose first turn is the caller's;
+    - `rephrased`, `repeated`, `asked_again`: the share of scripts asking a class again
+      in another paraphrase, word for word, and either;
+    - `class_share`: per question class, the share of scripts asking it.
+    """
+    scripts = [tuple(script) for script in scripts]
+    if not scripts:
+        raise ValueError("scripts: expected at least one call script, got none")
+    starts = [(_first_question(script), script) for script in scripts]
+    firsts = [script[index].question for index, script in starts if index is not None]
+    before = [script[:index] for index, script in starts if index is not None]
+    again = [_asked_again(script) for script in scripts]
+    return {
+        "calls": len(scripts),
+        "address_first": _share(q == "address" for q in firsts),
+        "first_question": {c: _share(q == c for q in firsts) for c in QUESTIONS},
+        "turns_before_first_question": _distribution([len(turns) for turns in before]),
+        "words_before_first_question": _distribution(
+            [sum(len(turn.text.split()) for turn in turns) for turns in before]
+        ),
+        "caller_opens": _share(script[0].speaker == "caller" for script in scripts if script),
+        "rephrased": _share("rephrased" in kinds for kinds in again),
+        "repeated": _share("repeated" in kinds for kinds in again),
+        "asked_again": _share(bool(kinds) for kinds in again),
+        "class_share": {
+            c: _share(any(t.question == c for t in script) for script in scripts) for c in QUESTIONS
+        },
+    }
+
+
+def _first_question(script: tuple[Turn, ...]) -> int | None:
+    """The index of the first protocol question's turn; None for a script without one."""
+    return next((i for i, turn in enumerate(script) if turn.question != "none"), None)
+
+
+def _asked_again(script: tuple[Turn, ...]) -> set[str]:
+    """How the script asks a class again: "rephrased" (another text of the class) and/or
+    "repeated" (the same text again)."""
+    kinds, seen = set(), {}
+    for turn in script:
+        if turn.question == "none":
+            continue
+        texts = seen.setdefault(turn.question, set())
+        if texts:
+            kinds.add("repeated" if turn.text in texts else "rephrased")
+        texts.add(turn.text)
+    return kinds
+
+
+def _share(flags) -> float:
+    """The share of true `flags`; 0.0 for none."""
+    flags = list(flags)
+    return sum(map(bool, flags)) / len(flags) if flags else 0.0
+
+
+def _distribution(values: list[int]) -> dict[str, float]:
+    """Mean and 0/10/50/90/100% quantiles of `values` (all 0.0 for none)."""
+    if not values:
+        return {key: 0.0 for key in ("mean", "q0", "q10", "q50", "q90", "q100")}
+    levels = (0, 10, 50, 90, 100)
+    quantiles = np.percentile(values, levels)
+    named = {f"q{level}": float(q) for level, q in zip(levels, quantiles, strict=True)}
+    return {"mean": float(np.mean(values)), **named}

@@ -11,9 +11,10 @@ An utterance is 1-3 sentences of one source:
   (`speechkit.lm.sample_words`, as the keyword corpus samples its text).
 
 Disjointness holds by construction: `is_call_sentence` recognises every sentence a call
-can hold (the calls' half of the phrase pools, the distractors and statements, and the
-calls' answer templates with any of their fillers), and a drawn sentence it recognises is
-drawn again. Sentences are compared as the recogniser spells them (`transcript`:
+can hold, default or varied (`dialogue.ScriptConfig`): the calls' half of the phrase
+pools (`dialogue.VARIED_PHRASES` too), the distractors and statements, and the calls'
+answer templates with any of their fillers; a drawn sentence it recognises is drawn
+again. Sentences are compared as the recogniser spells them (`transcript`:
 `asr.normalise`d words joined by single spaces), so case and punctuation never hide a
 collision. Everything comes from the `np.random.Generator` passed in.
 """
@@ -136,8 +137,12 @@ def _call_patterns() -> tuple[frozenset[str], tuple[re.Pattern, ...]]:
     """(every fixed call sentence, the calls' answer templates as regexes), as transcripts.
     The templates mirror `dialogue._answer`; tests check every call sentence matches."""
     fixed = [
-        *(p for phrases in dialogue.QUESTIONS.values() for p in dialogue._half(phrases, "calls")),
-        *(p for phrases in dialogue.SYMPTOMS.values() for p in dialogue._half(phrases, "calls")),
+        *(
+            p
+            for table in (dialogue.QUESTIONS, dialogue.SYMPTOMS, dialogue.VARIED_PHRASES)
+            for phrases in table.values()
+            for p in dialogue._half(phrases, "calls")
+        ),
         *dialogue.DISTRACTOR_QUESTIONS,
         *dialogue.DISPATCHER_STATEMENTS,
         *dialogue.CALLER_STATEMENTS,
@@ -160,8 +165,9 @@ def _call_patterns() -> tuple[frozenset[str], tuple[re.Pattern, ...]]:
 
 def is_call_sentence(sentence: str) -> bool:
     """Whether `sentence` (any case and punctuation) can be a turn of a synthetic_calls
-    call: a phrase of the calls' half of the pools, a distractor or statement, or one of
-    the calls' answers with any of its fillers."""
+    call, default or varied: a phrase of the calls' half of the pools (the varied
+    scripts' phrases too), a distractor or statement, or one of the calls' answers with
+    any of its fillers."""
     said = transcript(sentence)
     fixed, patterns = _call_patterns()
     return said in fixed or any(p.fullmatch(said) for p in patterns)

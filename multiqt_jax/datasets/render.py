@@ -67,6 +67,8 @@ class RenderConfig:
     heldout_engine: str | None = "piper"  # speaks only the heldout calls (None: none)
     recogniser: asr.RecogniserConfig = asr.RecogniserConfig()
     features: frontend.FeatureConfig = FEATURES
+    # per call and role: formants, pitch, tempo (and Piper's noises) drawn; None: none
+    speaker_stage: tts.SpeakerStage | None = None
 
     def __post_init__(self):
         checks.require_interval("RenderConfig.pause_s", self.pause_s)
@@ -82,7 +84,9 @@ class RenderConfig:
 
     @property
     def speakers(self) -> tts.SpeakerConfig:
-        return tts.SpeakerConfig(self.rate_wpm, self.pitch, self.tempo, self.warp)
+        return tts.SpeakerConfig(
+            self.rate_wpm, self.pitch, self.tempo, self.warp, self.speaker_stage
+        )
 
     @property
     def training_engines(self) -> tuple[str, ...]:

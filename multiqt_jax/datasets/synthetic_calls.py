@@ -56,18 +56,28 @@ SIZES = {
     "full": CorpusSize(calls=1000, protocol_questions=(3, 6), lm_calls=5000, heldout_calls=200),
 }
 SEED = 20_201_110
+PLAIN_SCRIPTS = dialogue.ScriptConfig()  # today's scripts (`ScriptConfig(varied=True)`)
 
 
 class CallsConfig(tfds.core.BuilderConfig):
     def __init__(
-        self, *, task: str, size: str, engine_set: str = "pip", render_config=None, **kwargs
+        self,
+        *,
+        task: str,
+        size: str,
+        engine_set: str = "pip",
+        variation: str = "plain",
+        render_config=None,
+        **kwargs,
     ):
-        super().__init__(name=tts.corpus_config_name(f"{task}-{size}", engine_set), **kwargs)
+        name = tts.corpus_config_name(f"{task}-{size}", engine_set, variation)
+        super().__init__(name=name, **kwargs)
         self.task, self.size = task, size
         engines, heldout = tts.ENGINE_SETS[engine_set]
         self.render_config = render_config or render.RenderConfig(
-            engines=engines, heldout_engine=heldout
+            engines=engines, heldout_engine=heldout, speaker_stage=tts.variation_stage(variation)
         )
+        self.script = dialogue.ScriptConfig(varied=variation == "varied")
 
 
 def build_language_model(size: str, path: str, seed: int = SEED, order: int = 3) -> str:
@@ -78,40 +88,53 @@ def build_language_model(size: str, path: str, seed: int = SEED, order: int = 3)
     return path
 
 
-def _script(index: int, size: str, seed: int):
+def _script(index: int, size: str, seed: int, script: dialogue.ScriptConfig = PLAIN_SCRIPTS):
     """(turns, render generator) of script `index`: the one source of a call's text and
     of every random draw that renders it, so a call rendered again is the same call."""
     turns = dialogue.generate_call(
-        np.random.default_rng([seed, 2, index]), SIZES[size].protocol_questions
+        np.random.default_rng([seed, 2, index]), SIZES[size].protocol_questions, script=script
     )
     return turns, np.random.default_rng([seed, 3, index])
 
 
-def _render_one(job) -> render.RenderedCall:
-    index, size, config, seed, engine = job
-    return render.render_call(*_script(index, size, seed), config, engine)
-
-
-def _recognise_one(job) -> render.VariantRecognition:
-    index, size, config, seed, engine, variant, unigram_language_model = job
-    return render.recognise_variant(
-        *_script(index, size, seed), config, engine, variant, unigram_language_model
+def scripts_report(size: str, script: dialogue.ScriptConfig = PLAIN_SCRIPTS) -> dict:
+    """`dialogue.script_report` of a size's training calls' scripts (text only, fast)."""
+    return dialogue.script_report(
+        [_script(i, size, SEED, script)[0] for i in range(SIZES[size].calls)]
     )
 
 
-def _call_jobs(size: str, config: render.RenderConfig, seed: int, split: str) -> list[tuple]:
-    """(script index, size, config, seed, engine) of every call of a split. Training
-    calls take the training engines in turn; heldout calls (script indices after the
-    training ones) the held-out engine."""
+def _render_one(job) -> render.RenderedCall:
+    index, size, config, seed, engine, script = job
+    return render.render_call(*_script(index, size, seed, script), config, engine)
+
+
+def _recognise_one(job) -> render.VariantRecognition:
+    index, size, config, seed, engine, script, variant, unigram_language_model = job
+    return render.recognise_variant(
+        *_script(index, size, seed, script), config, engine, variant, unigram_language_model
+    )
+
+
+def _call_jobs(
+    size: str,
+    config: render.RenderConfig,
+    seed: int,
+    split: str,
+    script: dialogue.ScriptConfig = PLAIN_SCRIPTS,
+) -> list[tuple]:
+    """(script index, size, config, seed, engine, script config) of every call of a
+    split. Training calls take the training engines in turn; heldout calls (script
+    indices after the training ones) the held-out engine."""
     calls = SIZES[size].calls
     if split == "train":
         engines = config.training_engines
-        return [(i, size, config, seed, engines[i % len(engines)]) for i in range(calls)]
+        return [(i, size, config, seed, engines[i % len(engines)], script) for i in range(calls)]
     if split == "heldout":
         if config.heldout_engine is None:
             raise ValueError("split 'heldout': RenderConfig.heldout_engine is None")
         return [
-            (calls + i, size, config, seed, config.heldout_engine)
+            (calls + i, size, config, seed, config.heldout_engine, script)
             for i in range(SIZES[size].heldout_calls)
         ]
     raise ValueError(f"split: expected 'train' or 'heldout', got {split!r}")
@@ -124,12 +147,13 @@ def render_calls(
     seed: int = SEED,
     workers: int | None = None,
     split: str = "train",
+    script: dialogue.ScriptConfig = PLAIN_SCRIPTS,
 ) -> list[render.RenderedCall]:
-    """All calls of a size's split, rendered once and cached
-    (`speechkit.corpus.render_cached`)."""
+    """All calls of a size's split (from scripts as `script` says), rendered once and
+    cached (`speechkit.corpus.render_cached`)."""
     return corpus.render_cached(
         _render_one,
-        _call_jobs(size, config, seed, split),
+        _call_jobs(size, config, seed, split, script),
         os.path.join(cache_dir, split),
         f"synthetic_calls/{size} {split}",
         workers,
@@ -145,6 +169,7 @@ def recognise_calls(
     seed: int = SEED,
     workers: int | None = None,
     split: str = "train",
+    script: dialogue.ScriptConfig = PLAIN_SCRIPTS,
 ) -> list[tuple[asr.TimedWord, ...]]:
     """The words recogniser `variant` (a name of `render.RECOGNISER_VARIANTS`) heard in
     every call of a size's split, in `render_calls` order: the calls' audio rendered
@@ -158,7 +183,7 @@ def recognise_calls(
             build_language_model(size, unigram_language_model, seed, order=1)
     jobs = [
         (*job, render.RECOGNISER_VARIANTS[variant], unigram_language_model)
-        for job in _call_jobs(size, config, seed, split)
+        for job in _call_jobs(size, config, seed, split, script)
     ]
     done = corpus.render_cached(
         _recognise_one,
@@ -193,11 +218,13 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
             task=task,
             size=size,
             engine_set=engine_set,
-            description=f"{task} labels, {size} size, engine set {engine_set}",
+            variation=variation,
+            description=f"{task} labels, {size} size, engine set {engine_set}, {variation} speech",
         )
         for size in SIZES
         for task in labels.TASKS
         for engine_set in tts.ENGINE_SETS
+        for variation in tts.VARIATIONS
     ]
 
     def _info(self) -> tfds.core.DatasetInfo:
@@ -216,7 +243,7 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
         recogniser = dataclasses.replace(config.render_config.recogniser, language_model=None)
         settings = dataclasses.replace(config.render_config, recogniser=recogniser)
         cache = corpus.cache_dir(
-            self, str(self.VERSION), config.size, SIZES[config.size], settings, SEED
+            self, str(self.VERSION), config.size, SIZES[config.size], settings, SEED, config.script
         )
         lm_path = os.path.join(cache, "calls.arpa")
         if not os.path.exists(lm_path):
@@ -233,8 +260,9 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
         the records', recognised again (`recognise_calls`; computed on first use, about
         as long as the split's own rendering, then cached beside the corpus)."""
         cache, render_config = self.render_setup()
+        config = self.builder_config
         words = recognise_calls(
-            self.builder_config.size, cache, render_config, variant, split=split
+            config.size, cache, render_config, variant, split=split, script=config.script
         )
         return {call_id(split, i): call_words for i, call_words in enumerate(words)}
 
@@ -246,7 +274,9 @@ class SyntheticCalls(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilde
         splits = ("train", "heldout") if render_config.heldout_engine else ("train",)
         return {
             split: self._generate_examples(
-                render_calls(config.size, cache, render_config, split=split), config.task, split
+                render_calls(config.size, cache, render_config, split=split, script=config.script),
+                config.task,
+                split,
             )
             for split in splits
         }

@@ -105,6 +105,7 @@ def test_report_counts_keywords_per_split(smoke_build):
         engines = entry[split]["engines"]
         assert sum(e["utterances"] for e in engines.values()) == len(records)
         assert all(0.5 <= e["mean_aligned_fraction"] <= 1 for e in engines.values()), engines
+        assert all(e["speaker_stage"]["shifted"] == 0 for e in engines.values())  # plain
     config = render.KwsRenderConfig()
     assert set(entry["heldout"]["engines"]) == {config.heldout_engine}
     assert config.heldout_engine not in entry["train"]["engines"]

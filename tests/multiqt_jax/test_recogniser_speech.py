@@ -14,24 +14,34 @@ from speechkit import asr, tts
 QUICK_GENERAL = 60  # quick train utterances whose general text is drawn too (~10 s)
 
 
-@functools.cache
-def call_sentences() -> frozenset[str]:
-    """The transcript of every turn of every call script (train and heldout splits) of
-    every synthetic_calls size."""
-    found = set()
+VARIED = dialogue.ScriptConfig(varied=True)
+
+
+def every_script():
+    """(size, index, varied, turns) of every call script (train and heldout splits) of
+    every synthetic_calls size, default and varied (`dialogue.ScriptConfig`) from the
+    same generator as `synthetic_calls._script`'s."""
     for size, spec in synthetic_calls.SIZES.items():
         for index in range(spec.calls + spec.heldout_calls):
             turns, _ = synthetic_calls._script(index, size, synthetic_calls.SEED)
-            found |= {recogniser_text.transcript(turn.text) for turn in turns}
-    return frozenset(found)
+            yield size, index, False, turns
+            rng = np.random.default_rng([synthetic_calls.SEED, 2, index])
+            varied = dialogue.generate_call(rng, spec.protocol_questions, script=VARIED)
+            yield size, index, True, varied
+
+
+@functools.cache
+def call_sentences() -> frozenset[str]:
+    """The transcript of every turn of every call script, default and varied."""
+    return frozenset(
+        recogniser_text.transcript(turn.text) for *_, turns in every_script() for turn in turns
+    )
 
 
 def test_every_sentence_of_every_call_is_a_call_sentence():
-    for size, spec in synthetic_calls.SIZES.items():
-        for index in range(spec.calls + spec.heldout_calls):
-            turns, _ = synthetic_calls._script(index, size, synthetic_calls.SEED)
-            for turn in turns:
-                assert recogniser_text.is_call_sentence(turn.text), (size, index, turn.text)
+    for size, index, varied, turns in every_script():
+        for turn in turns:
+            assert recogniser_text.is_call_sentence(turn.text), (size, index, varied, turn.text)
 
 
 def test_call_sentences_are_recognised_by_template_not_by_words():
@@ -42,9 +52,14 @@ def test_call_sentences_are_recognised_by_template_not_by_words():
     assert not is_call("We live at forty Oak lane.")
     assert not is_call("My number is one two three.")  # a call's has seven digits
     assert not is_call("Is he taking breaths?")  # the "lm" half of the breathing pool
-    for phrases in (*dialogue.QUESTIONS.values(), *dialogue.SYMPTOMS.values()):
+    assert is_call("Sorry?") and is_call("emergency services")  # varied scripts' phrases
+    assert not is_call("Pardon?")  # the "lm" half of dialogue.NOT_UNDERSTOOD
+    tables = (dialogue.QUESTIONS, dialogue.SYMPTOMS, dialogue.VARIED_PHRASES)
+    for phrases in (phrases for table in tables for phrases in table.values()):
         assert not any(is_call(p) for p in dialogue._half(phrases, "lm"))
         assert all(is_call(p) for p in dialogue._half(phrases, "calls"))
+    # None of the recogniser's own statements is a call sentence, so none is redrawn.
+    assert not any(is_call(s) for s in recogniser_text.STATEMENTS)
 
 
 def _check_disjoint(text: recogniser_text.UtteranceText, where) -> None:

@@ -62,6 +62,10 @@ def test_heldout_calls_are_spoken_by_the_heldout_engine_only(smoke_build):
     entry = report["configs"]["synthetic_calls/questions-smoke"]
     assert set(entry["engines"]) == {"espeak"} and set(entry["heldout"]["engines"]) == {"piper"}
     assert entry["engines"]["espeak"]["speakers"] >= 5  # dispatcher and caller per call
+    # plain scripts ask the address first: the clock a tracker can learn
+    assert entry["first_class"]["share"]["address"] == 1.0
+    assert entry["scripts"]["address_first"] == 1.0 and entry["scripts"]["calls"] == 5
+    assert 0.3 <= entry["first_class"]["onset_s"]["median"] < entry["hours"] * 3600
 
 
 @pytest.mark.slow
@@ -91,7 +95,8 @@ def test_report_and_determinism(smoke_build):
     config = dataclasses.replace(
         config, recogniser=dataclasses.replace(config.recogniser, language_model=language_model)
     )
-    again = synthetic_calls._render_one((1, "smoke", config, synthetic_calls.SEED, "espeak"))
+    job = (1, "smoke", config, synthetic_calls.SEED, "espeak", synthetic_calls.PLAIN_SCRIPTS)
+    again = synthetic_calls._render_one(job)
     record = _records(data_dir, "questions-smoke")[b"call-00001"]
     np.testing.assert_array_equal(record["audio"], again.features)
     np.testing.assert_array_equal(record["labels"], again.labels["questions"])
