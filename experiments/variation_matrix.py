@@ -225,10 +225,13 @@ def draw(results: dict, path: str) -> None:
             axis.scatter(x, y, label=variation)
             for cell, xi, yi in zip(mine, x, y, strict=True):
                 axis.annotate(cell["heldout_engine"], (xi, yi), fontsize=7)
-        axis.plot([0, 1], [0, 1], color="grey", linewidth=0.8)
-        axis.plot([0, 1], [0, 0.6], color="grey", linestyle="--", linewidth=0.8)
+        top = max(
+            0.6, 1.15 * max(c["in_engine"]["score"] for c in results["cells"] if c["task"] == task)
+        )
+        axis.plot([0, top], [0, top], color="grey", linewidth=0.8)
+        axis.plot([0, top], [0, 0.6 * top], color="grey", linestyle="--", linewidth=0.8)
         metric = "mAP" if task == "kws" else "TIMESTEP F1"
-        axis.set(xlim=(0, 1), ylim=(0, 1), title=task, xlabel=f"in-engine {metric}")
+        axis.set(xlim=(0, top), ylim=(0, top), title=task, xlabel=f"in-engine {metric}")
         axis.set(ylabel=f"held-out engine {metric}")
         axis.legend(title="variation (-- 0.6x)")
     figure.tight_layout()
