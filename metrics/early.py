@@ -158,7 +158,14 @@ def early_frames_from_counts(counts: EarlyFrameCounts) -> EarlyFrames:
     """Shares from (possibly summed) counts, int [..., num_classes]; see `EarlyFrames`."""
     if not isinstance(counts, EarlyFrameCounts):
         raise TypeError(f"counts: expected EarlyFrameCounts, got {type(counts).__name__}")
-    early, predicted = (jnp.asarray(c, jnp.int32) for c in counts)
+    return _from_counts(EarlyFrameCounts(*(jnp.asarray(c, jnp.int32) for c in counts)))
+
+
+# One program per shape: op by op, the few operations would each compile on their own
+# wherever results are scored (once per fold, stream and split).
+@jax.jit
+def _from_counts(counts: EarlyFrameCounts) -> EarlyFrames:
+    early, predicted = counts
     overall = _share(early.sum(-1), predicted.sum(-1))  # background counts are 0
     return EarlyFrames(_share(early, predicted), overall, EarlyFrameCounts(early, predicted))
 
