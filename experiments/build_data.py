@@ -48,6 +48,7 @@ from multiqt_jax import labels
 from multiqt_jax.datasets import recogniser_speech, synthetic_calls
 from multiqt_jax.datasets.features import FEATURES, NUM_FOLDS, recognised_words
 from speechkit import asr, compilation, files, lm, progress, tts
+from speechkit.corpus import speaker_engine
 
 SPEED_TEXTS = (
     "Where are you calling from? My father fell down the stairs.",
@@ -57,10 +58,6 @@ SPEED_TEXTS = (
 
 def _log(message: str) -> None:
     print(f"[build_data] {message}", file=sys.stderr, flush=True)
-
-
-def _engine(speaker: str) -> str:
-    return speaker.split(":", 1)[0] if ":" in speaker else "recorded"
 
 
 def synthesis_speed() -> dict:
@@ -99,8 +96,10 @@ def corpus_report(source, class_names) -> dict:
         record = source[index]
         names = _text(record["speakers"]).split("|")
         for name in names:
-            speakers.setdefault(_engine(name), set()).add(name)
-        calls_per_engine[_engine(names[0])] = calls_per_engine.get(_engine(names[0]), 0) + 1
+            speakers.setdefault(speaker_engine(name), set()).add(name)
+        calls_per_engine[speaker_engine(names[0])] = (
+            calls_per_engine.get(speaker_engine(names[0]), 0) + 1
+        )
         streams.append((recognised_words(record), np.shape(record["audio"])[0] // 2))
         label = np.asarray(record["labels"])
         frames += np.bincount(label, minlength=len(class_names))
@@ -181,7 +180,7 @@ def kws_report(source, keywords) -> dict:
         speakers.add(speaker)
         texts.append(_text(record["text"]).split())
         entry = engines.setdefault(
-            _engine(speaker), {"utterances": 0, "speakers": set(), "aligned": 0.0}
+            speaker_engine(speaker), {"utterances": 0, "speakers": set(), "aligned": 0.0}
         )
         entry["utterances"] += 1
         entry["speakers"].add(speaker)

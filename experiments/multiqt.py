@@ -222,8 +222,9 @@ def split_engine(config, evaluation: evals.Evaluation) -> str | None:
     """The synthesiser that alone speaks an evaluation's calls: the one engine it keeps
     (`engines`), or the run's synthetic corpus's held-out engine for its "heldout" split;
     None otherwise."""
-    if evals.kept_engine(evaluation):
-        return evals.kept_engine(evaluation)
+    kept = evals.kept_engine(evaluation)
+    if kept:
+        return kept
     if evaluation.dataset or evaluation.split != "heldout":
         return None
     built = synthetic_calls.SyntheticCalls.builder_configs[corpus_name(config)]

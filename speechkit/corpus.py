@@ -394,8 +394,13 @@ def record_engine(record) -> str:
     calls); "recorded" for a speaker name without an engine (your own recordings)."""
     speaker = record["speaker"] if "speaker" in record else record["speakers"]
     speaker = speaker.decode() if isinstance(speaker, bytes) else str(speaker)
-    first = speaker.split("|", 1)[0]
-    return first.split(":", 1)[0] if ":" in first else "recorded"
+    return speaker_engine(speaker.split("|", 1)[0])
+
+
+def speaker_engine(speaker: str) -> str:
+    """The engine of a speaker name ("espeak:en-us+f3@1.05" -> "espeak"); "recorded" for a
+    name without one."""
+    return speaker.split(":", 1)[0] if ":" in speaker else "recorded"
 
 
 class EngineSubset:
