@@ -153,15 +153,14 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     variations, tasks = chosen(config)
     for engine in ENGINES:
         tts.require_engine(engine)  # before any work: the error says what to install
-    rows = []
+    rows, results = [], {}
     for variation in variations:
         for task in tasks:
             for heldout in ENGINES:
                 rows.append(run_cell(config, variation, task, heldout, workdir))
-                partial = {"preset": config.preset, "cells": rows, "means": means(rows)}
-                files.write_json(os.path.join(workdir, "results.json"), partial)
-    results = {"preset": config.preset, "cells": rows, "means": means(rows)}
-    files.write_json(os.path.join(workdir, "results.json"), results)
+                # written after every cell, so a stopped run shows what it measured
+                results = {"preset": config.preset, "cells": rows, "means": means(rows)}
+                files.write_json(os.path.join(workdir, "results.json"), results)
     draw(results, os.path.join(workdir, "matrix.png"))
     print(table(results))
     return results
