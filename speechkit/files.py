@@ -9,12 +9,19 @@ part of one.
     files.save_figure(figure, "out/curve.png", dpi=120)      # a matplotlib figure
     files.save_npz("out/arrays.npz", a=a, b=b)               # np.savez
     payload = files.read_json("out/results.json")            # None if there is none
+    payload = files.load_json("their/labels.json")           # bounded; a named error
     files.sha256("out/results.json")                         # hex digest of its bytes
     files.stem_clash(["c1.flac", "c1.wav"])    # ("c1.flac", "c1.wav"): one recording twice
 
 The temporary file sits beside the target (same file system, so the final rename is
 atomic), keeps its suffix (writers that infer the format from the name still can), and
 is removed if writing fails.
+
+`load_json` is the one reader of JSON that someone else sent (labels, annotations,
+bundle.json, export.json): regular files only, at most `JSON_LIMIT` bytes (Python's
+parser holds 12-25x a file's size while it reads), and every problem, nesting deeper
+than the parser recurses and integers longer than Python converts included, is a
+`JsonFileError` naming the file.
 """
 
 from __future__ import annotations
@@ -23,10 +30,21 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 
 import numpy as np
+
+from speechkit import errors
+
+JSON_LIMIT = 16 << 20
+"""Bytes: the largest JSON file `load_json` reads (16 MiB; parsing it takes at most
+about 400 MB). Label sets larger than this go in one file per recording."""
+
+
+class JsonFileError(errors.InvalidInput):
+    """A JSON file that cannot be read; the message names the file."""
 
 
 @contextlib.contextmanager
@@ -95,11 +113,62 @@ def sha256(path: str | os.PathLike) -> str:
 
 
 def read_json(path: str | os.PathLike):
-    """The JSON in `path`, or None when there is no such file."""
-    if not os.path.exists(path):
+    """The JSON in `path` (`load_json`), or None when there is no such file."""
+    if not os.path.lexists(path):
         return None
-    with open(path) as source:
-        return json.load(source)
+    return load_json(path)
+
+
+def load_json(path: str | os.PathLike, *, limit: int = JSON_LIMIT, object_pairs_hook=None):
+    """The JSON value in the regular file `path` (a link is followed), read with at most
+    `limit` bytes in memory; `object_pairs_hook` as `json.load`'s (an InvalidInput it
+    raises gets the file's name in front). A JsonFileError names the file otherwise."""
+    path = os.fspath(path)
+    text = read_regular_file(path, limit, what="JSON file", error=JsonFileError)
+    try:
+        return json.loads(text.decode("utf-8"), object_pairs_hook=object_pairs_hook)
+    except errors.InvalidInput as err:
+        raise type(err)(f"{path}: {err}") from None
+    except RecursionError:
+        raise JsonFileError(f"{path}: not valid JSON (nested deeper than the reader goes)") from None
+    except ValueError as err:  # JSON, UTF-8, an integer of more digits than Python converts
+        raise JsonFileError(f"{path}: not valid JSON ({err})"[:600]) from None
+
+
+def read_regular_file(path: str, limit: int, *, what: str, error=errors.InvalidInput) -> bytes:
+    """The bytes of `path`, which must be a regular file (not a device, FIFO or folder;
+    a link is followed) of at most `limit` bytes: checked before reading, and the read
+    stops at limit + 1 bytes in case the file grows. `error` names the file."""
+    try:
+        status = os.stat(path)
+    except OSError as err:
+        reason = "a link that leads to no file" if os.path.islink(path) else err.strerror
+        raise error(f"{path}: not readable ({reason})") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise error(f"{path}: not a regular file (a {_kind(status.st_mode)}), expected a {what}")
+    if status.st_size > limit:
+        raise error(
+            f"{path}: {status.st_size} bytes, more than a {what}'s limit of {limit} bytes"
+        )
+    try:
+        with open(path, "rb") as source:
+            data = source.read(limit + 1)
+    except OSError as err:
+        raise error(f"{path}: not readable ({err.strerror})") from None
+    if len(data) > limit:
+        raise error(f"{path}: grew past a {what}'s limit of {limit} bytes while read")
+    return data
+
+
+def _kind(mode: int) -> str:
+    kinds = {
+        stat.S_ISDIR: "folder",
+        stat.S_ISCHR: "character device",
+        stat.S_ISBLK: "block device",
+        stat.S_ISFIFO: "FIFO",
+        stat.S_ISSOCK: "socket",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), "special file")
 
 
 def stem_clash(names: Iterable[str]) -> tuple[str, str] | None:
