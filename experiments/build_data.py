@@ -40,14 +40,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import tensorflow_datasets as tfds
 
 from cskws_jax.datasets import synthetic_kws
 from cskws_jax.datasets import text as kws_text
 from multiqt_jax import labels
 from multiqt_jax.datasets import recogniser_speech, synthetic_calls
 from multiqt_jax.datasets.features import FEATURES, NUM_FOLDS, recognised_words
-from speechkit import asr, compilation, files, lm, progress, tts
+from speechkit import asr, compilation, files, lm, prepared, progress, tts
 from speechkit.corpus import speaker_engine
 
 SPEED_TEXTS = (
@@ -220,7 +219,7 @@ def build_calls(
             config=name, data_dir=data_dir, file_format="array_record"
         )
         seconds = _prepare(builder, started)
-        sources = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)
+        sources = prepared.data_source(f"synthetic_calls/{name}", data_dir=data_dir)
         entry = {"build_seconds": seconds, **corpus_report(sources["train"], labels.classes(task))}
         entry["scripts"] = synthetic_calls.scripts_report(size, builder.builder_config.script)
         if "heldout" in sources:
@@ -246,7 +245,7 @@ def build_kws(size: str, data_dir: str, engine_set: str = "pip", variation: str 
     )
     seconds = _prepare(builder, started)
     keywords = list(builder.info.metadata["keywords"])
-    sources = tfds.data_source(name, data_dir=data_dir)
+    sources = prepared.data_source(name, data_dir=data_dir)
     splits = {split: kws_report(sources[split], keywords) for split in sorted(sources)}
     hours = sum(entry["hours"] for entry in splits.values())
     _log(
@@ -271,7 +270,7 @@ def build_recogniser(
         config=config, data_dir=data_dir, file_format="array_record"
     )
     seconds = _prepare(builder, started)
-    sources = tfds.data_source(name, data_dir=data_dir)
+    sources = prepared.data_source(name, data_dir=data_dir)
     splits = {split: recogniser_speech.corpus_report(sources[split]) for split in sorted(sources)}
     hours = sum(entry["hours"] for entry in splits.values())
     _log(

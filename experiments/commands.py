@@ -20,9 +20,10 @@ one and, without it, say so (exit status 2).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+
+from speechkit import files
 
 PREFIX = "stj-"
 COMMANDS = {
@@ -112,15 +113,15 @@ def _positional(argv, valued) -> list[str]:
 def _bundle_task(path: str) -> str | None:
     """bundle.json's task, or None after printing why it cannot be read."""
     manifest = os.path.join(path, "bundle.json")
-    try:
-        with open(manifest, encoding="utf-8") as source:
-            task = json.load(source).get("task")
-    except FileNotFoundError:
+    if not os.path.lexists(manifest):
         print(f"error: {path}: no such bundle folder (no bundle.json)", file=sys.stderr)
         return None
-    except (OSError, ValueError, AttributeError, RecursionError) as err:
-        print(f"error: {manifest}: not readable bundle JSON ({err})", file=sys.stderr)
+    try:
+        payload = files.load_json(manifest)
+    except files.JsonFileError as err:
+        print(f"error: {err}", file=sys.stderr)
         return None
+    task = payload.get("task") if isinstance(payload, dict) else None
     if task not in EXPORTS:
         print(f"error: {manifest}: task: {task!r} is not one of {sorted(EXPORTS)}", file=sys.stderr)
         return None

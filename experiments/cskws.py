@@ -52,14 +52,13 @@ import time
 import jax
 import ml_collections
 import numpy as np
-import tensorflow_datasets as tfds
 
 from cskws_jax import baselines, bundle, input_pipeline, losses, model, train
 from cskws_jax.datasets import synthetic_kws
 from cskws_jax.datasets.features import FEATURES
 from experiments import common, evals, training
 from experiments.scoring import keywords as scoring
-from speechkit import batching, checks, errors, files
+from speechkit import batching, checks, errors, files, prepared
 from speechkit.optim import OptimizerConfig, TrainState
 
 MODELS = ("afkws", "afkws_no_unknown", "sliding_window")
@@ -83,7 +82,7 @@ def load_corpus(config):
             )
             builder.download_and_prepare()
     keywords = corpus_keywords(name, data_dir)
-    sources = tfds.data_source(name, data_dir=data_dir)
+    sources = prepared.data_source(name, data_dir=data_dir)
     for split in ("train", "test"):
         if split not in sources:
             raise ValueError(f"{name}: no {split!r} split (has {sorted(sources)})")
@@ -95,7 +94,7 @@ def load_corpus(config):
 
 
 def corpus_keywords(name: str, data_dir: str) -> list[str]:
-    return list(tfds.builder(name, data_dir=data_dir).info.metadata["keywords"])
+    return list(prepared.builder(name, data_dir=data_dir).info.metadata["keywords"])
 
 
 def evaluation_sources(config, keywords) -> dict:
@@ -112,7 +111,7 @@ def evaluation_sources(config, keywords) -> dict:
                 f"(score a bundle on it with python -m experiments.evaluate instead)"
             )
         source = evals.split_of(
-            evaluation, corpus, tfds.data_source(corpus, data_dir=data_dir), log, data_dir
+            evaluation, corpus, prepared.data_source(corpus, data_dir=data_dir), log, data_dir
         )
         if source is not None:
             where = f"config.evals.{evaluation.name}.engines"
@@ -130,7 +129,7 @@ def split_engine(dataset: str, split: str, data_dir: str) -> str | None:
     built = synthetic_kws.SyntheticKws.builder_configs.get(name)
     if built is not None:
         return built.render_config.heldout_engine
-    return tfds.builder(dataset, data_dir=data_dir).info.metadata.get("heldout_engine")
+    return prepared.builder(dataset, data_dir=data_dir).info.metadata.get("heldout_engine")
 
 
 class Candidate:

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 
-import tensorflow_datasets as tfds
-
 from experiments import common
-from speechkit import corpus
+from speechkit import corpus, prepared
 
 HELDOUT = "heldout"  # the presets' evaluation: the held-out engine's split
 # Keys a model's results.json entry has of its own (an evaluation's name is a key there too).
@@ -83,7 +81,7 @@ def split_of(evaluation: Evaluation, corpus: str, sources, log, data_dir: str | 
         if base == evaluation.split:
             return sources[base]
         try:
-            return tfds.data_source(corpus, split=evaluation.split, data_dir=data_dir)
+            return prepared.data_source(corpus, split=evaluation.split, data_dir=data_dir)
         except ValueError as err:
             raise ValueError(
                 f"config.evals.{evaluation.name}: split {evaluation.split!r} of {corpus}: {err}"

@@ -62,7 +62,6 @@ flags that cannot be used (the error names the file and the field).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 import tempfile
@@ -87,7 +86,7 @@ from multiqt_jax import decode, input_pipeline, labels
 from multiqt_jax.datasets import annotated_calls, synthetic_calls  # noqa: F401 (registers)
 from multiqt_jax.datasets.features import FEATURES as CALL_FEATURES
 from multiqt_jax.datasets.features import NUM_FOLDS
-from speechkit import errors, files
+from speechkit import errors, files, prepared
 from speechkit.bundle import MANIFEST, BundleError
 from speechkit.ctc import bundle as ctc_bundle
 
@@ -110,10 +109,10 @@ def bundle_task(path: str) -> str:
     folders = bundle_folders(path)
     manifest = os.path.join(folders[0][1], MANIFEST)
     try:
-        with open(manifest, encoding="utf-8") as source:
-            task = json.load(source).get("task")
-    except (OSError, ValueError, AttributeError) as err:
-        raise BundleError(f"{manifest}: not readable bundle JSON ({err})") from None
+        payload = files.load_json(manifest)
+    except files.JsonFileError as err:
+        raise BundleError(str(err)) from None
+    task = payload.get("task") if isinstance(payload, dict) else None
     if task not in (kws_bundle.TASK, calls_bundle.TASK):
         raise BundleError(f"{manifest}: task: {task!r} is not one this runner scores")
     return task
@@ -141,7 +140,7 @@ def bundle_folders(path: str) -> list[tuple[int | None, str]]:
 def corpus_builder(name: str, data_dir: str):
     """The TFDS builder of corpus `name` (e.g. "folder_kws/shipped") in `data_dir`."""
     try:
-        return tfds.builder(name, data_dir=data_dir)
+        return prepared.builder(name, data_dir=data_dir)
     except (tfds.core.registered.DatasetNotFoundError, ValueError) as err:
         raise EvaluationError(f"--dataset={name}: {err}") from None
 

@@ -48,7 +48,6 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-import tensorflow_datasets as tfds
 from jax.experimental import multihost_utils
 
 from experiments import common, evals, folds, training
@@ -63,7 +62,7 @@ from multiqt_jax.datasets.features import (
     record_call_id,
     spoken_words,
 )
-from speechkit import augment, batching, checks, errors, files, tts
+from speechkit import augment, batching, checks, errors, files, prepared, tts
 from speechkit.ctc import bundle as ctc_bundle
 from speechkit.ctc.recognise import Recogniser, cached_outputs, features_digest
 from speechkit.optim import OptimizerConfig, TrainState
@@ -91,7 +90,7 @@ def load_corpus(config):
         builder.download_and_prepare()
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices("corpus ready")
-    source = tfds.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
+    source = prepared.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
     source = evals.of_engines(source, config.get("engines") or "", "config.engines")
     recogniser = text_recogniser(config)
     if recogniser in CTC_TEXT:
@@ -191,7 +190,7 @@ def evaluation_sources(config) -> dict:
     found = {}
     for evaluation in evals.evaluations(config):
         corpus = evaluation.corpus(own)
-        sources = tfds.data_source(corpus, data_dir=common.data_dir(config))
+        sources = prepared.data_source(corpus, data_dir=common.data_dir(config))
         missing = evaluation.split not in sources
         recogniser = text_recogniser(config)
         if recogniser and recogniser not in CTC_TEXT and corpus == own:

@@ -25,11 +25,10 @@ import time
 import jax
 import ml_collections
 import numpy as np
-import tensorflow_datasets as tfds
 
 from experiments import common, evals, training
 from experiments.evaluators import transcription
-from speechkit import asr, augment, files, streaming
+from speechkit import asr, augment, files, prepared, streaming
 from speechkit.ctc import bundle, input_pipeline, model, train
 from speechkit.ctc.recognise import Recogniser
 from speechkit.optim import OptimizerConfig
@@ -49,7 +48,7 @@ def load_corpus(config) -> dict:
             config=name.split("/", 1)[1], data_dir=data_dir, file_format="array_record"
         )
         builder.download_and_prepare()
-    sources = tfds.data_source(name, data_dir=data_dir)
+    sources = prepared.data_source(name, data_dir=data_dir)
     for split in ("train", "validation"):
         if split not in sources:
             raise ValueError(f"{name}: no {split!r} split (has {sorted(sources)})")
@@ -63,7 +62,7 @@ def evaluation_sources(config) -> dict:
     for evaluation in evals.evaluations(config):
         corpus = evaluation.corpus(config.dataset)
         try:
-            sources = tfds.data_source(corpus, data_dir=data_dir)
+            sources = prepared.data_source(corpus, data_dir=data_dir)
         except Exception as err:  # noqa: BLE001 - TFDS raises several kinds for "not built"
             if not evaluation.optional:
                 raise

@@ -101,7 +101,7 @@ def probe(bundle_dir: str, source, batch_size: int = 16) -> dict:
 
 
 def main(argv=None) -> int:
-    import tensorflow_datasets as tfds
+    from speechkit import prepared
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bundle", help="an AF-KWS bundle folder")
@@ -113,7 +113,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     found = {}
     for split in (s.strip() for s in args.splits.split(",") if s.strip()):
-        source = tfds.data_source(args.dataset, split=split, data_dir=args.data_dir)
+        source = prepared.data_source(args.dataset, split=split, data_dir=args.data_dir)
         found[split] = probe(args.bundle, source)
     print(json.dumps(found, indent=1))
     return 0

@@ -130,8 +130,8 @@ def load_json(path: str | os.PathLike, *, limit: int = JSON_LIMIT, object_pairs_
     except errors.InvalidInput as err:
         raise type(err)(f"{path}: {err}") from None
     except RecursionError:
-        raise JsonFileError(f"{path}: not valid JSON (nested deeper than the reader goes)") from None
-    except ValueError as err:  # JSON, UTF-8, an integer of more digits than Python converts
+        raise JsonFileError(f"{path}: not valid JSON (nested deeper than read)") from None
+    except ValueError as err:  # JSON, UTF-8, an integer longer than Python converts
         raise JsonFileError(f"{path}: not valid JSON ({err})"[:600]) from None
 
 
@@ -147,9 +147,7 @@ def read_regular_file(path: str, limit: int, *, what: str, error=errors.InvalidI
     if not stat.S_ISREG(status.st_mode):
         raise error(f"{path}: not a regular file (a {_kind(status.st_mode)}), expected a {what}")
     if status.st_size > limit:
-        raise error(
-            f"{path}: {status.st_size} bytes, more than a {what}'s limit of {limit} bytes"
-        )
+        raise error(f"{path}: {status.st_size} bytes, more than a {what}'s limit of {limit} bytes")
     try:
         with open(path, "rb") as source:
             data = source.read(limit + 1)

@@ -80,9 +80,9 @@ def kws_facts(config, corpus, dataset: str, data_dir: str, seconds: dict, comman
     """`kws_card`'s `run` facts of an `experiments.cskws` run on `dataset`, a synthetic_kws
     corpus whose builder config is `corpus` (`synthetic_kws.SyntheticKwsBuilderConfig`),
     in `data_dir`: `seconds` {"corpus", "run"}, `command` the command that reruns it."""
-    import tensorflow_datasets as tfds  # here: the card's page needs none of it
+    from speechkit import prepared  # here: the card's page needs no TFDS
 
-    info = tfds.builder(dataset, data_dir=data_dir).info
+    info = prepared.builder(dataset, data_dir=data_dir).info
     render = corpus.render_config
     return {
         "keywords": list(info.metadata["keywords"]),

@@ -1,0 +1,165 @@
+"""Prepared TFDS corpora opened by name, checked before TFDS reads them.
+
+    source = prepared.data_source("folder_kws/shipped", data_dir=D)    # {split: source}
+    builder = prepared.builder("synthetic_kws/quick", data_dir=D)
+
+A prepared corpus is a folder someone may have sent. Given a name that no imported
+builder registers, TFDS rebuilds the corpus from its files and imports the module that
+any `"pythonClassName"` in its `features.json` names, so a folder could run code. These
+two functions open only the project's own registered builders and configs, and first
+check every prepared version of the corpus in `data_dir`: its `features.json` may name
+only TFDS's own feature classes, its `dataset_info.json` must be this builder's, and
+every JSON file there is read with `files.load_json`'s bounds. The caller imports the
+builder's module first (that registers it), as before.
+"""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow_datasets as tfds
+
+from speechkit import errors, files
+
+PROJECT_PACKAGES = ("cskws_jax", "multiqt_jax", "speechkit")
+"""The packages whose TFDS builders the toolkit opens by name."""
+
+METADATA_FILES = ("features.json", "dataset_info.json", "metadata.json")
+
+
+class PreparedCorpusError(errors.InvalidInput):
+    """A corpus name or a prepared corpus folder the toolkit does not open."""
+
+
+def builder(name: str, *, data_dir: str):
+    """`tfds.builder(name, data_dir=data_dir)` after `check(name, data_dir)`."""
+    check(name, data_dir)
+    return tfds.builder(name, data_dir=data_dir)
+
+
+def data_source(name: str, *, data_dir: str, split=None):
+    """`tfds.data_source(name, split=split, data_dir=data_dir)` after `check`."""
+    check(name, data_dir)
+    return tfds.data_source(name, split=split, data_dir=data_dir)
+
+
+def check(name: str, data_dir: str) -> None:
+    """A PreparedCorpusError unless `name` ("builder/config") is a registered builder of
+    the project's packages with that config, and every prepared version of it under
+    `data_dir` names only TFDS feature classes and is this builder's."""
+    builder_name, config = _split_name(name)
+    cls = _project_builder(name, builder_name)
+    if config not in cls.builder_configs:
+        raise PreparedCorpusError(
+            f"{name}: {builder_name} has no config {config!r} (its configs: "
+            f"{sorted(cls.builder_configs)})"
+        )
+    folder = os.path.join(data_dir, builder_name, config)
+    if not os.path.isdir(folder):
+        return
+    for version in sorted(os.listdir(folder)):
+        version_dir = os.path.join(folder, version)
+        if os.path.isdir(version_dir):
+            check_version_folder(version_dir, builder_name, cls.__module__)
+
+
+def check_version_folder(folder: str, builder_name: str, module: str) -> None:
+    """One prepared version (`<data_dir>/<builder>/<config>/<version>`) checked."""
+    for name in METADATA_FILES:
+        path = os.path.join(folder, name)
+        if os.path.lexists(path):
+            payload = files.load_json(path)
+            if name == "features.json":
+                check_feature_classes(path, payload)
+            elif name == "dataset_info.json":
+                _check_identity(path, payload, builder_name, module)
+
+
+def check_feature_classes(path: str, payload) -> None:
+    """Every `pythonClassName` anywhere in a features.json is a TFDS feature class."""
+    allowed = tfds_feature_classes()
+    for where, value in _class_names(payload, "features.json"):
+        if value not in allowed:
+            raise PreparedCorpusError(
+                f"{path}: {where}: {value!r} is not a TFDS feature class; a prepared corpus "
+                "names only tensorflow_datasets.core.features classes (nothing else is "
+                "imported)"
+            )
+
+
+def tfds_feature_classes() -> frozenset[str]:
+    """The full names of TFDS's own feature connector classes (`tfds.features`), as
+    features.json writes them."""
+    base = tfds.features.FeatureConnector
+    return frozenset(
+        f"{value.__module__}.{value.__name__}"
+        for value in vars(tfds.features).values()
+        if isinstance(value, type) and issubclass(value, base) and value is not base
+    )
+
+
+def _class_names(value, where: str):
+    """(place, value) of every "pythonClassName" key in a JSON value, depth first."""
+    stack = [(value, where)]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "pythonClassName":
+                    yield f"{where}.{key}", item
+                else:
+                    stack.append((item, f"{where}.{key}"))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
+
+
+def _check_identity(path: str, payload, builder_name: str, module: str) -> None:
+    if not isinstance(payload, dict):
+        raise PreparedCorpusError(f"{path}: expected a JSON object, got {type(payload).__name__}")
+    if payload.get("name", builder_name) != builder_name:
+        raise PreparedCorpusError(
+            f"{path}: name: {payload.get('name')!r}, expected {builder_name!r}"
+        )
+    if payload.get("moduleName", module) != module:
+        raise PreparedCorpusError(
+            f"{path}: moduleName: {payload.get('moduleName')!r}, expected {module!r} (the "
+            "builder that reads this folder)"
+        )
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    parts = name.split("/")
+    if len(parts) != 2 or not all(parts) or ":" in name or any(p in (".", "..") for p in parts):
+        raise PreparedCorpusError(
+            f"{name!r}: expected a corpus name <builder>/<config>, e.g. 'folder_kws/shipped'"
+        )
+    return parts[0], parts[1]
+
+
+def _project_builder(name: str, builder_name: str):
+    cls = _project_classes().get(builder_name)
+    if cls is None:
+        raise PreparedCorpusError(
+            f"{name}: {builder_name!r} is not one of the toolkit's corpus builders "
+            f"(a corpus opened by name must be one of {project_builders()})"
+        )
+    return cls
+
+
+def project_builders() -> list[str]:
+    """The names of the project's imported TFDS builders."""
+    return sorted(_project_classes())
+
+
+def _project_classes() -> dict[str, type]:
+    """{name: class} of the imported TFDS builders defined in the project's packages,
+    found among the subclasses of tfds's DatasetBuilder (TFDS's own registry would
+    import its catalogue's modules to answer)."""
+    found, stack = {}, [tfds.core.DatasetBuilder]
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        module = cls.__module__
+        if module.startswith(tuple(p + "." for p in PROJECT_PACKAGES)) and "name" in vars(cls):
+            found[cls.name] = cls
+    return found
