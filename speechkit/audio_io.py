@@ -2,7 +2,8 @@
 
 Every problem with a file is an `AudioFileError` that names the file and says what was
 expected: missing, empty, not audio or corrupt, truncated (a WAV holding less than its
-header says), an unexpected channel count, non-finite samples. `read_audio_blocks` reads
+header says), a sample rate outside `RATE_RANGE`, an unexpected channel count,
+non-finite samples. `read_audio_blocks` reads
 a file of any length in bounded memory, for the streaming commands. Writes are atomic
 (a temporary file renamed into place), so an interrupted run never leaves half a file
 behind.
@@ -23,6 +24,11 @@ from speechkit import dsp, errors, files
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3")
 """The audio files folders are searched for (the commands' inputs, the manual-folder
 corpora): what the libsndfile bundled with soundfile reads (1.2: MP3 and Ogg Opus too)."""
+
+
+RATE_RANGE = (4_000, 384_000)
+"""Hz: the sample rates a file may have (telephone-band 4 kHz to 384 kHz studio audio);
+outside them, a header's rate is refused rather than trusted to size a resampler."""
 
 
 class AudioFileError(errors.InvalidInput):
@@ -124,6 +130,12 @@ def _open(path: Path) -> soundfile.SoundFile:
         sound = soundfile.SoundFile(path)
     except (soundfile.LibsndfileError, RuntimeError, TypeError) as err:
         raise AudioFileError(f"{path}: not a readable audio file ({err})") from None
+    low, high = RATE_RANGE
+    if not low <= sound.samplerate <= high:
+        sound.close()
+        raise AudioFileError(
+            f"{path}: sample rate {sound.samplerate} Hz, expected {low} to {high} Hz"
+        )
     promised = _wav_header_frames(path)
     if promised is not None and promised > sound.frames:
         sound.close()

@@ -110,14 +110,35 @@ def add_noise(waveform, noise, snr_db: float) -> np.ndarray:
     return (waveform + scale * noise).astype(np.float32)
 
 
-def resample(waveform, from_rate: int, to_rate: int) -> np.ndarray:
-    """Polyphase resampling between integer rates (exact rational ratio)."""
-    waveform = as_waveform("waveform", waveform)
+MAX_RATIO_TERM = 1 << 14
+"""The largest up or down factor `resample` filters with: its filter has about 20 x
+max(up, down) taps, so a ratio in lowest terms with a larger term (a file at 44,101 Hz,
+or one whose header claims 1,000,003 Hz) is approximated by the nearest ratio whose
+terms are at most this; see `resample_ratio`."""
+
+
+def resample_ratio(from_rate: int, to_rate: int) -> Fraction:
+    """to_rate / from_rate in lowest terms when both terms are at most MAX_RATIO_TERM
+    (every common rate: 44,100 -> 16,000 is 160 / 441), else the closest fraction whose
+    terms are: off by less than 1 / MAX_RATIO_TERM relative (at most 0.22 s an hour of
+    output; the rates in use are exact)."""
     if from_rate <= 0 or to_rate <= 0:
         raise ValueError(f"resample: rates must be > 0, got {from_rate} -> {to_rate}")
-    if from_rate == to_rate:
-        return waveform
     ratio = Fraction(to_rate, from_rate)
+    if max(ratio.numerator, ratio.denominator) <= MAX_RATIO_TERM:
+        return ratio
+    if ratio < 1:
+        return ratio.limit_denominator(MAX_RATIO_TERM)
+    return 1 / (1 / ratio).limit_denominator(MAX_RATIO_TERM)
+
+
+def resample(waveform, from_rate: int, to_rate: int) -> np.ndarray:
+    """Polyphase resampling between integer rates, by `resample_ratio` (exact for
+    every ratio whose terms are at most MAX_RATIO_TERM)."""
+    waveform = as_waveform("waveform", waveform)
+    ratio = resample_ratio(from_rate, to_rate)
+    if ratio == 1:
+        return waveform
     out = _scipy_signal().resample_poly(waveform, ratio.numerator, ratio.denominator)
     return out.astype(np.float32)
 
@@ -139,12 +160,10 @@ def resample_stream(blocks: Iterable[np.ndarray], from_rate: int, to_rate: int) 
     Each piece is resampled with `margin` input samples of context either side (the
     filter's reach), so only the signal's true ends see zero padding, as in one call.
     """
-    if from_rate <= 0 or to_rate <= 0:
-        raise ValueError(f"resample: rates must be > 0, got {from_rate} -> {to_rate}")
-    if from_rate == to_rate:
+    ratio = resample_ratio(from_rate, to_rate)
+    if ratio == 1:
         yield from (as_waveform("block", block) for block in blocks)
         return
-    ratio = Fraction(to_rate, from_rate)
     up, down = ratio.numerator, ratio.denominator
     margin = _resample_margin(up, down)
     step = down * max(1, -(-(1 << 16) // down))  # input samples per piece, a multiple of down
