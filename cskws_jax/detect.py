@@ -369,7 +369,7 @@ def main(argv=None) -> int:
         detector, info = load(args.model, args.block_ms, args.min_score, args.backend)
         operating_thresholds(info, args.fa_per_hour)  # a budget it lacks: before any audio
     except (BundleError, InputError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        stream_inputs.print_error(err)
         return 2
     out = output(args.format, sys.stdout)
     out.header()

@@ -611,7 +611,7 @@ def main(argv=None) -> int:
         tracker = load(args.model, args.block_ms, args.backend)
         _check_text_arguments(args, tracker)
     except (BundleError, InputError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        stream_inputs.print_error(err)
         return 2
     for note in _notes(args, tracker):
         print(note, file=sys.stderr)

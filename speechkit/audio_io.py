@@ -12,6 +12,7 @@ behind.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,6 +125,11 @@ def _open(path: Path) -> soundfile.SoundFile:
         raise AudioFileError(f"{path}: no such file")
     if path.is_dir():
         raise AudioFileError(f"{path}: is a folder, expected an audio file")
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        raise AudioFileError(
+            f"{path}: not a regular file (a {files.file_kind(mode)}), expected an audio file"
+        )
     if path.stat().st_size == 0:
         raise AudioFileError(f"{path}: is empty (0 bytes)")
     try:

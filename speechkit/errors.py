@@ -9,6 +9,9 @@ turn it into one line on stderr and an exit status, never a traceback:
     EXIT_SOME_INPUTS (1)   an input of several was bad: the first stopped the run, or
                            `--keep-going` skipped and listed them
     EXIT_USAGE (2)         bad arguments, or an invalid model folder, config or corpus
+    EXIT_INTERRUPTED (130) Ctrl-C (128 + SIGINT, as a shell reports it)
+    EXIT_BROKEN_PIPE (141) the reader of standard output went away (`| head`; 128 +
+                           SIGPIPE), not a bad input
 
 Any other exception is a bug and keeps its traceback.
 """
@@ -16,6 +19,7 @@ Any other exception is a bug and keeps its traceback.
 from __future__ import annotations
 
 EXIT_OK, EXIT_SOME_INPUTS, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141
 
 
 class InvalidInput(ValueError):

@@ -145,7 +145,9 @@ def read_regular_file(path: str, limit: int, *, what: str, error=errors.InvalidI
         reason = "a link that leads to no file" if os.path.islink(path) else err.strerror
         raise error(f"{path}: not readable ({reason})") from None
     if not stat.S_ISREG(status.st_mode):
-        raise error(f"{path}: not a regular file (a {_kind(status.st_mode)}), expected a {what}")
+        raise error(
+            f"{path}: not a regular file (a {file_kind(status.st_mode)}), expected a {what}"
+        )
     if status.st_size > limit:
         raise error(f"{path}: {status.st_size} bytes, more than a {what}'s limit of {limit} bytes")
     try:
@@ -158,7 +160,8 @@ def read_regular_file(path: str, limit: int, *, what: str, error=errors.InvalidI
     return data
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a non-regular `os.stat` mode is, in words ("FIFO", "folder", ...)."""
     kinds = {
         stat.S_ISDIR: "folder",
         stat.S_ISCHR: "character device",

@@ -59,18 +59,33 @@ class InputError(errors.InvalidInput):
 
 def expand_paths(paths) -> Iterator[str | InputError]:
     """Each path as given, a folder as its audio files (sorted, recursive), `-` as is;
-    a folder without audio files as an InputError (yielded, not raised)."""
+    a folder without audio files, and a link to a folder inside one (not followed), as
+    an InputError (yielded, not raised). An entry with an audio suffix that is not a
+    regular file (a dangling or looping link, a FIFO) is yielded like a file: reading it
+    names what is wrong, as for the same path given directly."""
     for path in paths:
-        folder = Path(path)
-        if path == STDIN or not folder.is_dir():
+        if path == STDIN or not Path(path).is_dir():
             yield path
             continue
-        found = sorted(
-            str(p) for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES
-        )
-        if not found:
+        found = sorted(_folder_entries(path), key=str)  # an error's text starts with its path
+        if not any(isinstance(entry, str) for entry in found):
             yield InputError(f"{path}: a folder without audio files ({', '.join(AUDIO_SUFFIXES)})")
         yield from found
+
+
+def _folder_entries(folder: str) -> Iterator[str | InputError]:
+    """The audio-suffixed entries under `folder` (links to folders not followed: each an
+    InputError naming it)."""
+    for parent, folders, names in os.walk(folder):
+        for name in folders:
+            if os.path.islink(os.path.join(parent, name)):
+                yield InputError(
+                    f"{os.path.join(parent, name)}: a link to a folder, not searched (name "
+                    "the folder itself)"
+                )
+        for name in names:
+            if name.lower().endswith(AUDIO_SUFFIXES):
+                yield os.path.join(parent, name)
 
 
 def read_samples(path: str, features: frontend.FeatureConfig) -> np.ndarray:
@@ -114,9 +129,21 @@ def file_checked_chunks(
     path: str, features: frontend.FeatureConfig, size: int, realtime: bool
 ) -> CheckedChunks:
     """A file's samples, mono at the front end's rate, as `CheckedChunks` of `size`
-    samples, read from the file block by block as they are consumed."""
+    samples, read from the file block by block as they are consumed. A silent file is
+    refused before anything is streamed (a first pass over its samples), so that it
+    gives no output before its error."""
+    require_sound(path)
     blocks = audio_io.read_audio_blocks(path, target_rate=features.sample_rate)
     return CheckedChunks(file_chunks(blocks, size, features.sample_rate, realtime), path, features)
+
+
+def require_sound(path: str) -> None:
+    """An InputError when every sample of the file (mixed to mono, at its own rate) is
+    below one 16-bit step; read block by block, in bounded memory."""
+    for block in audio_io.read_audio_blocks(path):
+        if np.max(np.abs(block), initial=0.0) >= SILENCE:
+            return
+    raise InputError(f"{path}: silent (every sample below one 16-bit step)")
 
 
 def stdin_chunks(stream, size: int) -> Iterator[np.ndarray]:
@@ -286,12 +313,16 @@ def require_export(path, backend: str, task: str) -> None:
 
 
 def main_in_pipe(main: Callable[[], int]) -> int:
-    """`main()`, ending quietly when the reader of standard output goes away (`| head`)."""
+    """`main()`, ending quietly when the reader of standard output goes away (`| head`:
+    exit status 141) and with one line at Ctrl-C (130), never a traceback."""
     try:
         return main()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return errors.EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return errors.EXIT_INTERRUPTED
 
 
 def stdin_checked_chunks(features: frontend.FeatureConfig, size: int) -> CheckedChunks:
@@ -433,7 +464,7 @@ def listed_devices(argv) -> int | None:
     try:
         print(list_devices())
     except InputError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print_error(err)
         return 2
     return 0
 
@@ -539,9 +570,9 @@ class Output:
             self.stream.flush()
 
     def write(self, name: str, item) -> None:
-        """One row; in a table, control characters of the name and of text fields (a
-        newline, an ANSI escape) are printed escaped, so that no row can forge another
-        (JSON lines and CSV quote them)."""
+        """One row; in a table, CSV, tsv and audacity, control characters of the name and
+        of text fields (a newline, an ANSI escape) are printed escaped, so that no row
+        can forge another or reach the terminal (JSON lines escape them)."""
         row = {"file": name, **dataclasses.asdict(item)}
         for key in self.rounded:
             row[key] = round(row[key], 6)
@@ -549,6 +580,8 @@ class Output:
         if self.form == "jsonl":
             self._line(json.dumps({key: row[key] for key in self.fields}))
         elif self.form in ("csv", "tsv", "audacity"):
+            row = {key: printable(v) if isinstance(v, str) else v for key, v in row.items()}
+            name, label = row["file"], row[self.event[2]]
             values = {
                 "csv": [row[key] for key in self.fields],
                 "tsv": [name, f"{start:.6f}", f"{end:.6f}", label],
@@ -564,6 +597,12 @@ class Output:
     def _line(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
+
+
+def print_error(err: Exception) -> None:
+    """`error: <err>` on standard error, its control characters escaped (`printable`):
+    a file name cannot clear the terminal or forge a line."""
+    print(f"error: {printable(str(err))}", file=sys.stderr)
 
 
 def printable(text: str) -> str:
@@ -599,8 +638,8 @@ def run_inputs(
                 shown.update(1)
             if several:
                 shown.write(
-                    f"[{number}/{len(inputs)}] {item}: {count} {units} in {seconds:.1f} s of "
-                    f"audio ({time.perf_counter() - started:.1f} s)",
+                    f"[{number}/{len(inputs)}] {printable(item)}: {count} {units} in "
+                    f"{seconds:.1f} s of audio ({time.perf_counter() - started:.1f} s)",
                     file=sys.stderr,
                 )
     return skipped
@@ -612,10 +651,10 @@ def run_all(inputs: list, run: Callable[[str], tuple[int, float]], args, errors,
     try:
         skipped = run_inputs(inputs, run, args, errors, units)
     except errors as err:
-        print(f"error: {err}", file=sys.stderr)
+        print_error(err)
         return 1
     if skipped:
         print(f"skipped {len(skipped)} input(s):", file=sys.stderr)
         for reason in skipped:
-            print(f"  {reason}", file=sys.stderr)
+            print(f"  {printable(reason)}", file=sys.stderr)
     return 1 if skipped else 0

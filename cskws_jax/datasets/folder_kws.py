@@ -54,7 +54,6 @@ A changed folder needs a fresh build: delete `<data_dir>/folder_kws/<config>` fi
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Iterator, Sequence
@@ -138,22 +137,21 @@ def read_keyword_list(manual_dir: str) -> tuple[str, ...]:
 
 
 def _no_duplicate_keys(pairs):
-    keys = [key for key, _ in pairs]
-    repeated = sorted({key for key in keys if keys.count(key) > 1})
-    if repeated:
-        raise FolderKwsError(f"the key {repeated[0]!r} appears twice")
-    return dict(pairs)
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        seen = set()
+        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise FolderKwsError(f"the key {repeated!r} appears twice")
+    return value
 
 
 def read_json(path: str):
-    """The JSON value of `path` (an object may not repeat a key)."""
+    """The JSON value of `path` (`speechkit.files.load_json`: a regular file of at most
+    `files.JSON_LIMIT` bytes); an object may not repeat a key."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle, object_pairs_hook=_no_duplicate_keys)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise FolderKwsError(f"{path}: not valid JSON ({err})") from None
-    except FolderKwsError as err:
-        raise FolderKwsError(f"{path}: {err}") from None
+        return files.load_json(path, object_pairs_hook=_no_duplicate_keys)
+    except files.JsonFileError as err:
+        raise FolderKwsError(str(err)) from None
 
 
 def _seconds(where: str, value) -> float:
