@@ -155,9 +155,15 @@ def read_json(path: str):
 
 
 def _seconds(where: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise FolderKwsError(f"{where} must be a finite number of seconds, got {value!r}")
-    return float(value)
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer beyond float's range
+            seconds = math.inf
+        if math.isfinite(seconds):
+            return seconds
+    shown = repr(value) if len(repr(value)) < 40 else repr(value)[:37] + "..."
+    raise FolderKwsError(f"{where} must be a finite number of seconds, got {shown}")
 
 
 def parse_intervals(annotated: Annotated, keywords: Sequence[str], duration: float) -> list[Word]:

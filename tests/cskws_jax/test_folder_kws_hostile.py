@@ -25,6 +25,9 @@ def manual(tmp_path):
     return root
 
 
+_HUGE_START = '[{"keyword": "people", "start": 1' + "0" * 400 + ', "end": 0.4}]'  # > float
+
+
 def _sparse(path, size: int) -> None:
     with open(path, "wb") as out:
         out.truncate(size)
@@ -42,6 +45,7 @@ def _sparse(path, size: int) -> None:
         (lambda p: p.write_text("[" * 100_000), "not valid JSON \\(nested deeper than read\\)"),
         (lambda p: p.write_text("9" * 5000), "not valid JSON \\(Exceeds the limit"),
         (lambda p: p.write_bytes(b"\xff\xfe[]"), "not valid JSON"),
+        (lambda p: p.write_text(_HUGE_START), r"intervals\[0\]\.start must be a finite number"),
     ],
 )
 def test_a_label_file_is_read_with_bounds(manual, plant, message):

@@ -1,5 +1,6 @@
-"""Fuzzing the JSON a user can be sent (issue 31): bundle.json, export.json and an
-annotated call's `<call>.json`, each mutated at a random place (a value swapped for
+"""Fuzzing the JSON a user can be sent (issues 31 and 59): bundle.json, export.json, an
+annotated call's `<call>.json` and folder_kws's label files (keywords.json and
+`<name>.json`), each mutated at a random place (a value swapped for
 another type, a key removed, a huge, non-finite, negative or deeply nested value, a
 5000-digit integer). Loading one must succeed or raise the named error
 (`speechkit.errors.InvalidInput`), never another exception, and never hang (a 30 s
@@ -28,8 +29,9 @@ pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbu
 
 from cskws_jax import bundle, model  # noqa: E402
 from cskws_jax import export as kws_export  # noqa: E402
+from cskws_jax.datasets import folder_kws  # noqa: E402
 from multiqt_jax.datasets import annotated_calls  # noqa: E402
-from speechkit import errors  # noqa: E402
+from speechkit import audio_io, errors  # noqa: E402
 
 REPLACEMENTS = st.one_of(
     st.sampled_from(
@@ -164,3 +166,47 @@ def test_annotation_json(tmp_path, data):
         tmp_path / "a",
         data,
     )
+
+
+LABELS = {
+    "a.wav": [{"keyword": "people", "start": 0.1, "end": 0.3}],
+    "b.wav": [
+        {"keyword": "about", "start": 0.05, "end": 0.2},
+        {"keyword": "people", "start": 0.3, "end": 0.45},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def label_folder(tmp_path_factory) -> Path:
+    """Two half-second recordings, labelled in keywords.json (folder_kws's shared form)
+    and, for a.wav, in its own a.json too (the per-file form, kept aside)."""
+    root = tmp_path_factory.mktemp("labels") / "manual"
+    root.mkdir()
+    rng = np.random.default_rng(0)
+    for name in LABELS:
+        samples = (0.1 * rng.standard_normal(8000)).astype(np.float32)
+        audio_io.write_audio(root / name, samples, 16_000)
+    (root / "keywords.json").write_text(json.dumps(LABELS))
+    return root
+
+
+def _records(work: Path) -> None:
+    list(folder_kws.folder_records(str(work), ("people", "about")))
+
+
+@FUZZ
+@given(data=st.data())
+def test_label_json_shared(label_folder, tmp_path, data):
+    _fuzz(label_folder, "keywords.json", _records, tmp_path / "l", data)
+
+
+@FUZZ
+@given(data=st.data())
+def test_label_json_per_file(label_folder, tmp_path, data):
+    source = tmp_path / "per-file"
+    if not source.exists():
+        shutil.copytree(label_folder, source)
+        (source / "keywords.json").write_text(json.dumps({"b.wav": LABELS["b.wav"]}))
+        (source / "a.json").write_text(json.dumps(LABELS["a.wav"]))
+    _fuzz(source, "a.json", _records, tmp_path / "l", data)
