@@ -48,7 +48,8 @@ per hour can come out slightly above the budget.
 Bad input stops the run with an error that names the file (missing, empty, unreadable,
 silent, too short, non-finite samples); exit status 1. With `--keep-going` a bad file is
 skipped, listed at the end, and the exit status is 1. A bad model folder (missing,
-broken, of another task) or bad arguments exit with 2.
+broken, of another task) or bad arguments exit with 2. Ctrl-C ends the run with 130, a
+closed output pipe (`| head`) with 141.
 """
 
 from __future__ import annotations

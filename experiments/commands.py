@@ -12,7 +12,8 @@ One flag style: words joined by `-` (`--block-ms`, `--manual-dir`); evaluate and
 build-data, whose modules spell their flags with `_`, take either. Exit statuses (all
 five): 0 success; 1 one input of several was bad (the run goes on with `--keep-going`
 and lists it); 2 bad arguments, or a model folder, export, config or corpus that cannot
-be used (the error names the file and the field). The experiments' runners keep their
+be used (the error names the file and the field); detect and track also 130 at Ctrl-C
+and 141 when the reader of their output goes away. The experiments' runners keep their
 `--config.*` overrides (`python -m experiments.<runner>`). detect and track run export
 folders in the light install (`.[infer]`); export, evaluate and build-data need the full
 one and, without it, say so (exit status 2).

@@ -51,7 +51,8 @@ Bad input stops the run with an error that names the file (missing, empty, unrea
 silent, too short, non-finite samples, no text for a text model, a bad words or
 posteriors file); exit status 1. With `--keep-going` a bad call is skipped, listed at the
 end, and the exit status is 1. A bad model folder (missing, broken, of another task)
-exits with 2.
+exits with 2. Ctrl-C ends the run with 130, a closed output pipe (`| head`)
+with 141.
 """
 
 from __future__ import annotations

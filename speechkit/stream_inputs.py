@@ -379,7 +379,8 @@ def stream_parser(prog: str, description: str, epilog: str, unit: str) -> argpar
         prog=prog,
         description=description,
         epilog=f"{epilog}\nExit status: 0 when every {unit} was used, 1 when one was bad (with "
-        "--keep-going: skipped), 2 for a bad model folder or bad arguments.",
+        "--keep-going: skipped), 2 for a bad model folder or bad arguments, 130 at Ctrl-C, "
+        "141 when the reader of the output went away.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
