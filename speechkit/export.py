@@ -26,6 +26,9 @@ be read, a host transfer (infeed, outfeed, send, recv), effects, disabled safety
 a vjp, more than one device or shardings (`check_module`): a `BundleError` naming the
 file and the call.
 
+A module is still a program: `check_module` also bounds its loops and arrays before
+anything is compiled (`speechkit.stablehlo_bounds`).
+
 An export folder (`write_folder`) holds one `<name>.stablehlo` per module, one
 `<name>.onnx` per ONNX module (`speechkit.onnx_export`; `read_folder(..., backend="onnx")`
 reads those instead, each checked by `onnx_export.check_model` after its sha256) and
@@ -34,22 +37,28 @@ the labels, the front end, the decoding settings and the model config as in a bu
 (`speechkit.bundle`), the block size of the step, the bundle it came from (its folder's
 name), the model facts (`ModelFacts`: the streaming spec and the shapes of each step's
 state, computed from the model code when exporting, so that reading and running the
-folder needs none: the light install), each module's file and the sha256 of its bytes,
-and the sha256 of each of these fields (`fields_sha256`: export.json is not to be
-edited; export the bundle again). `read_folder`
-rebuilds and checks them, each problem a `speechkit.bundle.BundleError` naming the file
+folder needs none: the light install), each module's file, the sha256 of its bytes and
+its size in bytes, and the sha256 of each of these fields (`fields_sha256`: export.json
+is not to be edited; export the bundle again). `read_folder` reads export.json with
+`speechkit.files.load_json` (a regular file of at most `files.JSON_LIMIT` bytes),
+rebuilds and checks it, each problem a `speechkit.bundle.BundleError` naming the file
 and the field: unknown or missing fields; a module name other than letters, digits and
 `_`, or a file that is not `<name>.stablehlo` in the folder (a symlink leaving it
-included); a module whose bytes differ from their sha256 (checked before deserializing);
+included, and export.json's too); a module file that is not a regular file, or whose
+size is not the recorded one or past the cap (`MAX_FILE_BYTES`, an ONNX module's
+`onnx_export.MAX_FILE_BYTES`), checked before a byte of it is read; a module whose bytes
+differ from their sha256 (checked before deserializing);
 a module refused by `check_module`; model facts out of bounds or not what the model
 config makes (`ModelFacts.from_dict`, `ModelFacts.require`); a module whose arguments and
 results are not what the task's `Signature` built from the fields says (shapes, strides,
-block size, the step's state); a field whose sha256 differs. Checksums catch damage and edits, not a
-forger who recomputes them; what keeps a forged module from running native code is the
-custom-call allowlist. Folders written before the checksums (no `format_version`) are
+block size, the step's state); a field whose sha256 differs. Checksums and sizes catch
+damage and edits, not a forger who recomputes them; what keeps a forged module from
+running native code is the custom-call allowlist, and from exhausting the machine the
+bounds and the caps. Folders written before the checksums (no `format_version`) are
 refused with a message to export again; those of versions 2 and 3 (no model facts) are
 read with the model code (the task's `facts_of`), which the light install refuses with
-what to install. `main` is the command line of both tasks'
+what to install; those before version 5 record no sizes, and their files are checked
+against the caps alone. `main` is the command line of both tasks'
 exports.
 
 Serializing needs the `flatbuffers` package (an optional dependency of jax.export).
@@ -65,6 +74,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -76,18 +86,21 @@ import numpy as np
 from jax import export as jax_export
 
 from speechkit import bundle as bundle_lib
-from speechkit import checks, compilation, files, onnx_export, streaming
+from speechkit import checks, compilation, files, onnx_export, stablehlo_bounds, streaming
 from speechkit.dataclass_json import from_dict
 from speechkit.frontend import FeatureConfig
 
 MANIFEST = "export.json"
 FORMAT = "speechkit-export"
-FORMAT_VERSION = 4
-"""4: `model_facts` (read without the model code); 3: ONNX modules; 2: the modules' and
-fields' sha256 (1: none of them)."""
-READABLE_VERSIONS = (2, 3, 4)
+FORMAT_VERSION = 5
+"""5: each module's size in bytes (`bytes` beside its `sha256`, checked before the file
+is read); 4: `model_facts` (read without the model code); 3: ONNX modules; 2: the
+modules' and fields' sha256 (1: none of them)."""
+READABLE_VERSIONS = (2, 3, 4, 5)
 """Folders of versions 2 and 3 are read as before, their model facts from the model code
-(the full install); version 2 holds no ONNX modules."""
+(the full install); version 2 holds no ONNX modules. Before version 5 a module's size is
+not recorded: its file is only checked against the cap (`MAX_FILE_BYTES`,
+`speechkit.onnx_export.MAX_FILE_BYTES`)."""
 SUFFIX = ".stablehlo"
 BACKENDS = ("jax", "onnx")
 """What runs an export folder's modules: jax (its StableHLO, compiled by XLA) or
@@ -102,6 +115,12 @@ tests/speechkit/test_export_hostile.py exports the test models again and checks 
 this is all they hold."""
 HOST_OPS = ("infeed", "outfeed", "send", "recv")
 """StableHLO ops that move data to or from the host; no export of the project has one."""
+MAX_FILE_BYTES = 1 << 25
+"""Bytes: the largest StableHLO module file read (32 MiB, about 8 million float32
+parameters; the default-size AF-KWS modules, 750,000 parameters baked in, are 3 MB).
+Checked before the file is read: reading, checking and compiling a module takes about
+18 times its size (`detect` peaked at 760 MB with a 30 MB step, at 210 MB with the
+tests' 50 kB one), so that a module at the cap keeps a process under 1 GB."""
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _FIELDS = (
@@ -203,12 +222,11 @@ def write(path: str | os.PathLike, exported: jax_export.Exported) -> str:
 
 def read(path: str | os.PathLike) -> jax_export.Exported:
     """A module `write` wrote, refused (`BundleError` naming `path`) when it is not one
-    or `check_module` refuses it; nothing in it has run."""
-    try:
-        with open(path, "rb") as source:
-            data = source.read()
-    except OSError as err:
-        raise bundle_lib.BundleError(f"{path}: not readable ({err.strerror or err})") from None
+    (a regular file of at most `MAX_FILE_BYTES`, checked before reading) or
+    `check_module` refuses it; nothing in it has run."""
+    data = files.read_regular_file(
+        os.fspath(path), MAX_FILE_BYTES, what="StableHLO module", error=bundle_lib.BundleError
+    )
     return _deserialize(data, path)
 
 
@@ -269,6 +287,7 @@ def check_module(exported: jax_export.Exported, where) -> None:
         raise bundle_lib.BundleError(
             f"{where}: holds a vjp module; refused (exports have none; it would run unchecked)"
         )
+    stablehlo_bounds.check_bounds(exported, text, where)
 
 
 def custom_call_targets(text: str, where) -> list[str]:
@@ -286,9 +305,6 @@ def custom_call_targets(text: str, where) -> list[str]:
             "runs native code by name)"
         )
     return pretty + named
-
-
-# -------------------------------------------------------------------------- folders
 
 
 def export_bundle(
@@ -603,18 +619,18 @@ def write_folder(
 ) -> list[Path]:
     """Writes `<name>.stablehlo` for each module and `<name>.onnx` for each of
     `onnx_modules` (`onnx.ModelProto`s), then export.json: `payload` with each module's
-    file and sha256 (`modules`, `onnx_modules`) and each field's sha256
+    file, sha256 and bytes (`modules`, `onnx_modules`) and each field's sha256
     (`fields_sha256`), each file atomically, the JSON last -> the paths written, in that
     order."""
     folder = Path(out_dir)
     written, listed, listed_onnx = [], {}, {}
     for name, exported in modules.items():
         path = folder / f"{_checked_name(name)}{SUFFIX}"
-        listed[name] = {"file": path.name, "sha256": write(path, exported)}
+        listed[name] = _entry(path, write(path, exported))
         written.append(path)
     for name, model in (onnx_modules or {}).items():
         path = folder / f"{_checked_name(name)}{onnx_export.SUFFIX}"
-        listed_onnx[name] = {"file": path.name, "sha256": onnx_export.write(path, model)}
+        listed_onnx[name] = _entry(path, onnx_export.write(path, model))
         written.append(path)
     fields = {
         **payload,
@@ -624,6 +640,11 @@ def write_folder(
     }
     files.write_json(folder / MANIFEST, {**fields, "fields_sha256": fields_sha256(fields)})
     return [*written, folder / MANIFEST]
+
+
+def _entry(path: Path, sha256: str) -> dict:
+    """export.json's entry of a module file just written: its name, sha256 and bytes."""
+    return {"file": path.name, "sha256": sha256, "bytes": path.stat().st_size}
 
 
 def _checked_name(name: str) -> str:
@@ -746,7 +767,7 @@ def read_folder(
         raise bundle_lib.BundleError(f"{where}: model_config: {err}") from None
     if backend == "jax":
         modules = {
-            name: _read_module(folder, name, entry, expected, block_outputs, task)
+            name: _read_module(folder, name, entry, expected, block_outputs, task, version)
             for name, entry in listed.items()
         }
     else:
@@ -763,7 +784,7 @@ def read_folder(
                 f"{sorted(expected_onnx)} ({again})"
             )
         modules = {
-            name: _read_onnx_module(folder, name, entry, expected_onnx, task)
+            name: _read_onnx_module(folder, name, entry, expected_onnx, task, version)
             for name, entry in listed_onnx.items()
         }
     found = fields_sha256({name: payload[name] for name in names})
@@ -795,19 +816,31 @@ def _facts_from_model_code(
 
 
 def _read_manifest(where: Path) -> dict:
+    """export.json's JSON object (`files.load_json`: a regular file of at most
+    `files.JSON_LIMIT` bytes, inside the folder)."""
+    if not os.path.lexists(where):
+        raise bundle_lib.BundleError(f"{where}: missing (not an export folder)")
+    _require_inside_folder(where)
     try:
-        with open(where, encoding="utf-8") as source:
-            payload = json.load(source)
-    except FileNotFoundError:
-        raise bundle_lib.BundleError(f"{where}: missing (not an export folder)") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
-        # ValueError: bad JSON, or an integer of more digits than Python converts
-        raise bundle_lib.BundleError(f"{where}: not readable JSON ({err})") from None
+        payload = files.load_json(where)
+    except files.JsonFileError as err:
+        reason = str(err).removeprefix(f"{where}: ")
+        raise bundle_lib.BundleError(f"{where}: not readable JSON: {reason}"[:600]) from None
     if not isinstance(payload, dict):
         raise bundle_lib.BundleError(
             f"{where}: expected a JSON object, got {type(payload).__name__}"
         )
     return payload
+
+
+def _require_inside_folder(path: Path) -> None:
+    """A `BundleError` when `path` is a symlink that leads out of its folder."""
+    if path.is_symlink():
+        target = path.resolve()
+        if not target.is_relative_to(path.parent.resolve()):
+            raise bundle_lib.BundleError(
+                f"{path}: a symlink to {target}, outside the export folder; refused"
+            )
 
 
 def _field_reader(where: Path, payload: dict):
@@ -837,40 +870,56 @@ def _read_module(
     signatures: Mapping[str, Signature],
     block_outputs: int,
     task: str,
+    version: int,
 ) -> jax_export.Exported:
-    """The module export.json lists as `name` with `entry` ({"file", "sha256"}), its
-    name, file, bytes, contents and signature checked in that order."""
-    data, module_path = _module_bytes(folder, "modules", name, entry, SUFFIX, signatures, task)
+    """The module export.json lists as `name` with `entry` ({"file", "sha256", "bytes"}),
+    its name, file, size, bytes, contents and signature checked in that order."""
+    data, module_path = _module_bytes(
+        folder, "modules", name, entry, SUFFIX, signatures, task, version
+    )
     exported = _deserialize(data, module_path)
     check_signature(exported, signatures[name], module_path, block_outputs)
     return exported
 
 
-def _read_onnx_module(folder: Path, name, entry, signatures: Mapping, task: str):
-    """The ONNX module export.json's `onnx_modules` lists as `name`: its name, file and
-    bytes checked as a StableHLO module's, then `speechkit.onnx_export.read`."""
+def _read_onnx_module(
+    folder: Path, name, entry, signatures: Mapping, task: str, version: int
+) -> onnx_export.Module:
+    """The ONNX module export.json's `onnx_modules` lists as `name`: its name, file, size
+    and bytes checked as a StableHLO module's, then `speechkit.onnx_export.read`."""
     data, module_path = _module_bytes(
-        folder, "onnx_modules", name, entry, onnx_export.SUFFIX, signatures, task
+        folder, "onnx_modules", name, entry, onnx_export.SUFFIX, signatures, task, version
     )
     return onnx_export.read(data, module_path, signatures[name])
 
 
+_ENTRY_KEYS = ("file", "sha256", "bytes")
+"""A module's entry in export.json; `bytes` from format version 5 (optional before)."""
+_ENTRY_BYTES_SINCE = 5
+
+
 def _module_bytes(
-    folder: Path, field: str, name, entry, suffix: str, signatures: Mapping, task: str
+    folder: Path,
+    field: str,
+    name,
+    entry,
+    suffix: str,
+    signatures: Mapping,
+    task: str,
+    version: int,
 ) -> tuple[bytes, Path]:
     """(bytes, path) of the file export.json's `field` lists as `name` with `entry`
-    ({"file", "sha256"}): the name, the entry, the file (inside the folder, regular) and
-    the sha256 of its bytes checked, in that order."""
+    ({"file", "sha256", "bytes"}): the name and the entry checked, then the file (inside
+    the folder, regular, of the recorded size and at most the suffix's cap), before a
+    byte of it is read; then the sha256 of its bytes."""
     where = folder / MANIFEST
     if not _NAME.fullmatch(name):
         raise bundle_lib.BundleError(
             f"{where}: {field}: {_short(name)}: not a module name (letters, digits and _; "
             f"its file is <name>{suffix} in the export folder)"
         )
-    if not isinstance(entry, dict) or sorted(entry) != ["file", "sha256"]:
-        raise bundle_lib.BundleError(
-            f'{where}: {field}.{name}: expected {{"file": ..., "sha256": ...}}, got {_short(entry)}'
-        )
+    limit = _file_limit(suffix)
+    size = _entry_size(entry, f"{where}: {field}.{name}", limit, version)
     file_name = f"{name}{suffix}"
     if entry["file"] != file_name:
         raise bundle_lib.BundleError(
@@ -888,27 +937,67 @@ def _module_bytes(
             f"{', '.join(sorted(signatures))})"
         )
     module_path = folder / file_name
-    if module_path.is_symlink():
-        target = module_path.resolve()
-        if not target.is_relative_to(folder.resolve()):
-            raise bundle_lib.BundleError(
-                f"{module_path}: a symlink to {target}, outside the export folder; refused"
-            )
+    _require_inside_folder(module_path)
     if not module_path.exists():
         raise bundle_lib.BundleError(f"{module_path}: missing (listed in {MANIFEST})")
-    if not module_path.is_file():
-        raise bundle_lib.BundleError(f"{module_path}: not a regular file")
-    try:
-        with open(module_path, "rb") as source:
-            data = source.read()
-    except OSError as err:
-        raise bundle_lib.BundleError(f"{module_path}: not readable ({err})") from None
+    _require_file_size(module_path, size, limit, f"{field}.{name}.bytes")
+    data = files.read_regular_file(
+        str(module_path),
+        limit if size is None else size,
+        what="module",
+        error=bundle_lib.BundleError,
+    )
     if hashlib.sha256(data).hexdigest() != digest:
         raise bundle_lib.BundleError(
             f"{module_path}: sha256 differs from {MANIFEST}'s {field}.{name}.sha256 (a changed "
             "file, or parts of two different exports); refused before deserializing"
         )
     return data, module_path
+
+
+def _file_limit(suffix: str) -> int:
+    """Bytes: the largest module file of a suffix that is read."""
+    return onnx_export.MAX_FILE_BYTES if suffix == onnx_export.SUFFIX else MAX_FILE_BYTES
+
+
+def _entry_size(entry, where: str, limit: int, version: int) -> int | None:
+    """A module entry's recorded size in bytes (None where the folder's format version
+    records none), the entry's keys checked (`where`: export.json's path and the
+    entry's field, for the errors)."""
+    keys = _ENTRY_KEYS if version >= _ENTRY_BYTES_SINCE else _ENTRY_KEYS[:2]
+    if not isinstance(entry, dict) or sorted(entry) not in (sorted(keys), sorted(_ENTRY_KEYS)):
+        shown = ", ".join(f'"{key}": ...' for key in keys)
+        raise bundle_lib.BundleError(f"{where}: expected {{{shown}}}, got {_short(entry)}")
+    if "bytes" not in entry:
+        return None
+    size = entry["bytes"]
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= limit:
+        raise bundle_lib.BundleError(
+            f"{where}.bytes: expected a size in bytes from 1 to {limit}, got {_short(size)} "
+            "(a larger module is not read)"
+        )
+    return size
+
+
+def _require_file_size(path: Path, size: int | None, limit: int, field: str) -> None:
+    """A `BundleError` unless `path` is a regular file of `size` bytes (its recorded
+    size; None: any size up to `limit`), checked from its status alone."""
+    try:
+        status = path.stat()
+    except OSError as err:
+        raise bundle_lib.BundleError(f"{path}: not readable ({err.strerror or err})") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise bundle_lib.BundleError(f"{path}: not a regular file; refused")
+    if size is not None and status.st_size != size:
+        raise bundle_lib.BundleError(
+            f"{path}: {status.st_size} bytes; {MANIFEST}'s {field} is {size} (a changed file, "
+            "or parts of two different exports); refused before reading it"
+        )
+    if status.st_size > limit:
+        raise bundle_lib.BundleError(
+            f"{path}: {status.st_size} bytes; refused before reading it (a module file of at "
+            f"most {limit} bytes)"
+        )
 
 
 def check_signature(

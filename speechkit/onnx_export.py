@@ -20,9 +20,12 @@ tensors stored outside the file (external data: a path the runtime would open), 
 functions, training parts, an operator domain other than ONNX's own or an opset other
 than `speechkit.onnx_lower.OPSET`, an operator off `ALLOWED_OPS` (what the lowering
 emits: no control flow but Scan, no custom operators), inputs and outputs other than the
-signature's, a graph `onnx.checker` refuses, a file over `MAX_FILE_BYTES`, or a tensor
-that ONNX's shape inference finds to hold more than `MAX_ELEMENTS` at the signature's
-sizes (symbolic ones at `REFERENCE_SIZES`). Each refusal is a
+signature's, a graph `onnx.checker` refuses, a file over `MAX_FILE_BYTES`, a stored
+tensor of more than `MAX_ELEMENTS`, a tensor that ONNX's shape inference finds to hold
+more than `MAX_ELEMENTS` at the signature's sizes (symbolic ones at `REFERENCE_SIZES`),
+a Scan nested deeper than `MAX_SCAN_DEPTH` or whose trip count inference cannot find,
+or Scans that run their bodies more than `MAX_SCAN_TRIPS` times together (nested ones
+multiplied) at those sizes. Each refusal is a
 `speechkit.bundle.BundleError` naming the file and what it found. Sizes that inference
 cannot find are bounded when the module runs: every session allocates from one arena of
 `MAX_BYTES` and an allocation past it fails the call with an error (`Module.call` raises
@@ -36,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -81,12 +85,23 @@ signature's sizes, where shape inference finds its size."""
 MAX_BYTES = 1 << 30
 """The memory onnxruntime may allocate for tensors, all sessions of the process together
 (an arena, `Module`): an allocation past it fails the call with an error."""
-MAX_FILE_BYTES = 1 << 28
-"""The largest ONNX file read (256 MiB; the default AF-KWS modules are about 3 MB):
-a file is copied a few times while it is checked."""
+MAX_FILE_BYTES = 1 << 25
+"""The largest ONNX file read (32 MiB; the default AF-KWS modules are about 3 MB), as
+`speechkit.export.MAX_FILE_BYTES`: a file is copied a few times while it is checked
+(a 60 MB module took 400 MB to read), so that a module at the cap keeps a process
+under 1 GB. An export folder's is checked before the file is read."""
 REFERENCE_SIZES = {"b": 1, "t": 1500}
 """The symbolic sizes `check_model` bounds memory at: one stream, a minute of 40 ms
 output frames."""
+MAX_SCAN_TRIPS = 1 << 16
+"""The most times the Scans of a module may run their bodies, all of them together
+(nested ones multiplied), at the signature's sizes (symbolic ones at
+`REFERENCE_SIZES`). The project's Scan (the running mean of the "cmn" and "pcen"
+normalisers) runs once per input frame: 6000 for a forward over a minute, at most 6000
+for a step (a block is at most a minute); as `speechkit.stablehlo_bounds.MAX_LOOP_TRIPS`."""
+MAX_SCAN_DEPTH = 2
+"""The deepest a Scan may sit inside other Scans' bodies (1: not inside one; the
+project's lowering nests none)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,6 +232,12 @@ def check_model(model: onnx.ModelProto, signature: Signature, where) -> None:
                     f"{where}: tensor {tensor.name!r} is stored outside the file (external "
                     "data); refused"
                 )
+            elements = math.prod(tensor.dims)
+            if elements > MAX_ELEMENTS:
+                raise bundle_lib.BundleError(
+                    f"{where}: tensor {tensor.name!r} holds {elements} elements; refused (at "
+                    f"most {MAX_ELEMENTS})"
+                )
         if graph.sparse_initializer:
             raise bundle_lib.BundleError(f"{where}: sparse initializers; refused")
         for node in graph.node:
@@ -295,7 +316,7 @@ def _check_sizes(model: onnx.ModelProto, where) -> None:
     for value in fixed.graph.input:
         for dim in value.type.tensor_type.shape.dim:
             if dim.HasField("dim_param"):
-                dim.dim_value = _reference_size(dim.dim_param, where)
+                dim.dim_value = reference_size(dim.dim_param, where)
     try:
         onnx.checker.check_model(fixed)
         inferred = shape_inference.infer_shapes(fixed, strict_mode=True, data_prop=True)
@@ -304,6 +325,12 @@ def _check_sizes(model: onnx.ModelProto, where) -> None:
         raise bundle_lib.BundleError(
             f"{where}: not a valid ONNX graph ({type(err).__name__}: {first[:200]})"
         ) from None
+    trips = _scan_trips(inferred.graph, {}, 1, where)
+    if trips > MAX_SCAN_TRIPS:
+        raise bundle_lib.BundleError(
+            f"{where}: its Scans run their bodies {trips} times at {REFERENCE_SIZES}; refused "
+            f"(at most {MAX_SCAN_TRIPS}, speechkit.onnx_export.MAX_SCAN_TRIPS)"
+        )
     constants: set[str] = set()
     for graph in _graphs(inferred.graph):
         sizes = {value.name: _elements(value) for value in [*graph.value_info, *graph.output]}
@@ -326,6 +353,63 @@ def _check_sizes(model: onnx.ModelProto, where) -> None:
                     constants.add(name)
 
 
+def _scan_trips(graph: onnx.GraphProto, outer: Mapping, depth: int, where) -> int:
+    """How many times the Scans in `graph` (shapes inferred; `outer`: {name: value info}
+    of the graphs around it, which a body may read) run their bodies, nested ones
+    multiplied. A Scan deeper than `MAX_SCAN_DEPTH` (`depth`: the graph's, 1 at the
+    top) or one whose trip count shape inference cannot find is refused."""
+    values = {**outer, **{v.name: v for v in [*graph.input, *graph.value_info, *graph.output]}}
+    total = 0
+    for node in graph.node:
+        bodies = [a.g for a in node.attribute if a.HasField("g")]
+        bodies += [g for a in node.attribute for g in a.graphs]
+        if node.op_type != "Scan":
+            total += sum(_scan_trips(body, values, depth, where) for body in bodies)
+            continue
+        if depth > MAX_SCAN_DEPTH:
+            raise bundle_lib.BundleError(
+                f"{where}: Scan {node.name or node.output[:1]} sits {depth} Scans deep; "
+                f"refused (at most {MAX_SCAN_DEPTH}, speechkit.onnx_export.MAX_SCAN_DEPTH)"
+            )
+        trips = _scan_trip_count(node, values, where)
+        inner = sum(_scan_trips(body, values, depth + 1, where) for body in bodies)
+        total += trips * (1 + inner)
+    return total
+
+
+def _scan_trip_count(node: onnx.NodeProto, values: Mapping, where) -> int:
+    """How many times a Scan runs its body: its scanned inputs' size along their scan
+    axes, which shape inference must have found."""
+    attributes = {a.name: a for a in node.attribute}
+    scanned = attributes["num_scan_inputs"].i if "num_scan_inputs" in attributes else 0
+    axes = list(attributes["scan_input_axes"].ints) if "scan_input_axes" in attributes else []
+    names = list(node.input[len(node.input) - scanned :]) if scanned > 0 else []
+    sizes = set()
+    for index, name in enumerate(names):
+        dims = _known_dims(values.get(name))
+        axis = axes[index] if index < len(axes) else 0
+        if dims is None or not -len(dims) <= axis < len(dims):
+            sizes.add(None)
+        else:
+            sizes.add(dims[axis])
+    if not sizes or None in sizes:
+        raise bundle_lib.BundleError(
+            f"{where}: Scan {node.name or node.output[:1]}: how many times it runs (its "
+            f"scanned inputs' size) cannot be found at {REFERENCE_SIZES}; refused"
+        )
+    return max(sizes)
+
+
+def _known_dims(value: onnx.ValueInfoProto | None) -> list[int] | None:
+    """A value's sizes when shape inference found them all, else None."""
+    if value is None or not value.type.tensor_type.HasField("shape"):
+        return None
+    dims = value.type.tensor_type.shape.dim
+    if any(not d.HasField("dim_value") for d in dims):
+        return None
+    return [d.dim_value for d in dims]
+
+
 def _elements(value: onnx.ValueInfoProto) -> int | None:
     """The element count of a value whose sizes are all known, else None."""
     tensor = value.type.tensor_type
@@ -340,7 +424,7 @@ def _elements(value: onnx.ValueInfoProto) -> int | None:
 _TOKEN = re.compile(r"\s*(\d{1,9}|[a-z]\w{0,7}|[-+*])")
 
 
-def _reference_size(text: str, where) -> int:
+def reference_size(text: str, where) -> int:
     """A symbolic size (`4*t + 8`: integers and names joined by +, - and *) at
     `REFERENCE_SIZES`, parsed here (never evaluated as code)."""
     refused = f"{where}: input size {text[:64]!r}"
@@ -373,6 +457,9 @@ def _reference_size(text: str, where) -> int:
             f"{refused}: {total} at {REFERENCE_SIZES}; expected 1 to {MAX_ELEMENTS}"
         )
     return total
+
+
+_reference_size = reference_size  # its name before speechkit.export used it too
 
 
 # ---------------------------------------------------------------------------- running

@@ -24,7 +24,7 @@ from speechkit import export as shared
 pytestmark = pytest.mark.early  # no smoke corpus
 
 ROOT = Path(__file__).resolve().parents[1]
-FROZEN = ROOT / "tests" / "fixtures" / "frozen"  # bundles and exports of 0.2.0
+FROZEN = ROOT / "tests" / "fixtures" / "frozen"  # bundles and exports of 0.2.0 and 0.3.0
 FULL_ONLY = {
     "flax": "flax",
     "optax": "optax",
@@ -119,6 +119,7 @@ def test_exports_run_light_as_they_run_full(exports, capsys):
     runs = [
         ("cskws_jax.detect", [root / "cskws-export", wav, "--format=jsonl"]),
         ("cskws_jax.detect", [root / "cskws-export", wav, "--format=jsonl", "--backend=onnx"]),
+        ("cskws_jax.detect", [root / "cskws-export-v5", wav, "--format=jsonl"]),
         ("multiqt_jax.track", [root / "multiqt-export", wav, "--format=jsonl", "--no-text"]),
         ("multiqt_jax.track", [root / "multiqt-export", wav, "--backend=onnx", "--no-text"]),
     ]

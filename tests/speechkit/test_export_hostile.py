@@ -67,12 +67,15 @@ def _manifest(folder: Path) -> dict:
 
 
 def _write_manifest(folder: Path, payload: dict, *, forge: bool = False) -> None:
-    """export.json as `payload`; `forge`: with every module's sha256 and every field's
-    recomputed, as someone crafting an export would."""
+    """export.json as `payload`; `forge`: with every module's sha256 and size and every
+    field's sha256 recomputed, as someone crafting an export would."""
     if forge and isinstance(payload["modules"], dict):  # (a list: before the checksums)
-        for name, entry in payload["modules"].items():
-            data = (folder / f"{name}.stablehlo").read_bytes()
-            entry["sha256"] = hashlib.sha256(data).hexdigest()
+        for field, suffix in (("modules", ".stablehlo"), ("onnx_modules", ".onnx")):
+            for name, entry in payload.get(field, {}).items():
+                data = (folder / f"{name}{suffix}").read_bytes()
+                entry["sha256"] = hashlib.sha256(data).hexdigest()
+                if "bytes" in entry:
+                    entry["bytes"] = len(data)
         fields = {key: value for key, value in payload.items() if key != "fields_sha256"}
         payload["fields_sha256"] = export.fields_sha256(fields)
     (folder / "export.json").write_text(json.dumps(payload, indent=2))

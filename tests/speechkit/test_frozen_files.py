@@ -1,7 +1,8 @@
 """Bundles and exports that users saved keep loading: the frozen files of
-tests/fixtures/frozen (speech-tracking-jax 0.2.0: bundle format 1, export format 4),
-read with today's code, hold the same fields and give the outputs they gave when written
-(`expected.npz`). Never write those files again to make this pass (their README.md)."""
+tests/fixtures/frozen (speech-tracking-jax 0.2.0: bundle format 1, export format 4;
+0.3.0: export format 5), read with today's code, hold the same fields and give the
+outputs they gave when written (`expected.npz`). Never write those files again to make
+this pass (their README.md)."""
 
 from __future__ import annotations
 
@@ -53,13 +54,16 @@ def test_the_frozen_multiqt_bundle_loads_and_gives_its_outputs(expected):
     np.testing.assert_allclose(outputs["logits"], expected["multiqt_logits"], rtol=1e-5, atol=1e-5)
 
 
+KWS_EXPORTS = ["cskws-export", "cskws-export-v5"]  # export formats 4 and 5
+QT_EXPORTS = ["multiqt-export", "multiqt-export-v5"]
+
+
+@pytest.mark.parametrize("folder", KWS_EXPORTS)
 @pytest.mark.parametrize("backend", ["jax", "onnx"])
-def test_the_frozen_afkws_export_reads_and_gives_its_bundles_outputs(expected, backend):
+def test_the_frozen_afkws_export_reads_and_gives_its_bundles_outputs(expected, backend, folder):
     """Both backends' forward (the StableHLO module; the ONNX one in onnxruntime) on the
     frozen inputs give the bundle's outputs as written."""
-    info, block_outputs, modules, facts = kws_export.read_folder(
-        FROZEN / "cskws-export", backend=backend
-    )
+    info, block_outputs, modules, facts = kws_export.read_folder(FROZEN / folder, backend=backend)
     assert (info.labels, block_outputs, facts.spec.output_latency) == (KEYWORDS, 2, 2)
     features = expected["afkws_features"]
     mask = np.ones(features.shape[:2], bool)
@@ -75,11 +79,10 @@ def test_the_frozen_afkws_export_reads_and_gives_its_bundles_outputs(expected, b
         )
 
 
+@pytest.mark.parametrize("folder", QT_EXPORTS)
 @pytest.mark.parametrize("backend", ["jax", "onnx"])
-def test_the_frozen_multiqt_export_reads_and_gives_its_bundles_outputs(expected, backend):
-    info, block_outputs, modules, facts = qt_export.read_folder(
-        FROZEN / "multiqt-export", backend=backend
-    )
+def test_the_frozen_multiqt_export_reads_and_gives_its_bundles_outputs(expected, backend, folder):
+    info, block_outputs, modules, facts = qt_export.read_folder(FROZEN / folder, backend=backend)
     assert (block_outputs, info.decoding.smoothing.min_frames, sorted(facts.states)) == (
         5,
         3,
@@ -99,10 +102,11 @@ def test_the_frozen_multiqt_export_reads_and_gives_its_bundles_outputs(expected,
     )
 
 
-def test_the_frozen_export_streams_like_its_forward(expected):
+@pytest.mark.parametrize("folder", KWS_EXPORTS)
+def test_the_frozen_export_streams_like_its_forward(expected, folder):
     """The exported step, block by block from its initial state, gives the forward's
     heatmap (the step's state shapes come from the stored model facts)."""
-    info, block_outputs, modules, _ = kws_export.read_folder(FROZEN / "cskws-export")
+    info, block_outputs, modules, _ = kws_export.read_folder(FROZEN / folder)
     step = modules["step"]
     features = expected["afkws_features"][:1]
     block = block_outputs * info.model_config.output_stride
