@@ -13,19 +13,24 @@ Why `.npz` and not orbax or pickle: an `.npz` is a zip of `.npy` arrays that Num
 without running code when pickles are disallowed (an object array raises instead of
 unpickling), it is one file that `speechkit.files.atomic_path` writes atomically, and any
 NumPy reads it, without orbax's directory layout, async writers or a template to restore
-into. The JSON is read with `json.load` and rebuilt into dataclasses field by field from
+into. The JSON is read with `speechkit.files.load_json` (at most `files.JSON_LIMIT`
+bytes), holds this format's fields only (an unknown one is refused by name, as in
+export.json), and is rebuilt into dataclasses field by field from
 their type hints (`speechkit.dataclass_json.from_dict`; a field marked
 `OPTIONAL` was added after bundles were written); no name in a bundle is ever
 imported or called. Loading a bundle someone sent is therefore safe: a pickle in it
 fails, and a crafted JSON value is only a value that is checked and refused.
 
-Nor can a bundle make loading hang or exhaust memory: every size in its configs is
+Both files must be regular files in the folder: a link (which could lead anywhere, to
+/proc/self/pagemap, say, hashed forever), a FIFO or a device is refused before it is
+opened. Nor can a bundle make loading hang or exhaust memory: every size in its configs is
 bounded by what it implies (the configs' own checks with `speechkit.checks`: at most
 `speechkit.checks.MAX_CONTEXT_S` of audio per output, parameters that fit in memory),
 the arrays bundle.json lists must fit in memory and number what the config's model has,
 and each member of params.npz (its .npy header and its uncompressed size in the zip
 directory) must be the array bundle.json lists before any array is decompressed, so a
-zip bomb or a header claiming terabytes is refused having read a few hundred bytes.
+zip bomb or a header claiming terabytes is refused having read a few hundred bytes
+(`speechkit.arrays`, the reader of every .npy and .npz someone sends).
 Parameters must be finite (a NaN would silently detect nothing).
 
 The task packages hold the task parts (`cskws_jax.bundle`, `multiqt_jax.bundle`): they
@@ -55,17 +60,14 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import math
 import os
 import typing
-import zipfile
-import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 
-from speechkit import checks, errors, files
+from speechkit import arrays, checks, errors, files
 from speechkit.dataclass_json import from_dict
 from speechkit.frontend import FeatureConfig
 
@@ -78,8 +80,7 @@ version up to `FORMAT_VERSION`. Empty while every bundle ever written is version
 MANIFEST = "bundle.json"
 PARAMS = "params.npz"
 _SEPARATOR = "/"  # between the keys of a tree path
-_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
-_DTYPES |= {"float16", "float32", "float64"}
+_DTYPES = arrays.DTYPES  # what a parameter may be: booleans, integers and real floats
 _FIELDS = (
     "format",
     "format_version",
@@ -381,8 +382,9 @@ def _read(path, task: str, model_config_type: type, decoding_type: type) -> tupl
     manifest_path = folder / MANIFEST
     if not folder.is_dir():
         raise BundleError(f"{folder}: no such bundle folder")
-    if not manifest_path.is_file():
+    if not os.path.lexists(manifest_path):
         raise BundleError(f"{manifest_path}: missing (not a bundle folder)")
+    _own_file(manifest_path)
     manifest = _read_manifest(manifest_path)
     field = _field_reader(manifest_path, manifest)
     if field("format", str) != FORMAT:
@@ -392,6 +394,7 @@ def _read(path, task: str, model_config_type: type, decoding_type: type) -> tupl
     version = field("format_version", int)
     manifest = migrated(manifest, version, manifest_path)
     _require_fields(manifest_path, manifest, _FIELDS)  # those of this format, after migrating
+    _refuse_unknown_fields(manifest_path, manifest)
     field = _field_reader(manifest_path, manifest)
     found_task = field("task", str)
     if found_task != task:
@@ -469,13 +472,13 @@ def _field_reader(manifest_path: Path, manifest: dict):
 
 
 def _read_manifest(manifest_path: Path) -> dict:
+    """bundle.json's JSON object (`files.load_json`: a regular file of at most
+    `files.JSON_LIMIT` bytes; `_own_file` has refused a link) with its format fields."""
     try:
-        with open(manifest_path, encoding="utf-8") as source:
-            manifest = json.load(source)
-    except (OSError, ValueError, RecursionError) as err:
-        # ValueError: also UnicodeDecodeError, JSONDecodeError and an integer of more
-        # digits than Python converts; RecursionError: arrays nested thousands deep
-        raise BundleError(f"{manifest_path}: not readable JSON ({err})"[:600]) from None
+        manifest = files.load_json(manifest_path)
+    except files.JsonFileError as err:
+        reason = str(err).removeprefix(f"{manifest_path}: ")
+        raise BundleError(f"{manifest_path}: not readable JSON: {reason}"[:600]) from None
     if not isinstance(manifest, dict):
         raise BundleError(f"{manifest_path}: expected a JSON object, got {type(manifest).__name__}")
     _require_fields(manifest_path, manifest, ("format", "format_version"))
@@ -488,6 +491,26 @@ def _require_fields(manifest_path: Path, manifest: dict, names) -> None:
         raise BundleError(f"{manifest_path}: {missing[0]}: missing (missing fields: {missing})")
 
 
+def _refuse_unknown_fields(manifest_path: Path, manifest: dict) -> None:
+    """bundle.json holds the fields of this format only (as export.json does): an
+    unknown one is a misspelling or a field this code would silently ignore."""
+    unknown = sorted(set(manifest) - set(_FIELDS))
+    if unknown:
+        raise BundleError(
+            f"{manifest_path}: {unknown[0]!s:.80}: not a field of {MANIFEST} (its fields: "
+            f"{', '.join(_FIELDS)})"
+        )
+
+
+def _own_file(path: Path) -> int:
+    """The size in bytes of a bundle's file `path`: a regular file in the folder, not a
+    link (which could lead out of it, to /proc/self/pagemap, say, hashed forever), a
+    FIFO or a device; a `BundleError` otherwise."""
+    return arrays.regular_file_size(
+        path, what=f"a bundle's {path.name}", error=BundleError, follow_links=False
+    )
+
+
 def _rebuild(manifest_path: Path, name: str, cls: type, manifest: dict):
     try:
         return from_dict(cls, manifest[name], name)
@@ -495,28 +518,17 @@ def _rebuild(manifest_path: Path, name: str, cls: type, manifest: dict):
         raise BundleError(f"{manifest_path}: {err}") from None
 
 
-@dataclasses.dataclass(frozen=True)
-class _Declared:
-    """An array's shape and dtype as a .npy header or bundle.json declares it."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.dtype.itemsize
-
-    def text(self) -> str:
-        native = self.dtype == np.dtype(self.dtype.name)
-        name = self.dtype.name if native else self.dtype.str  # ">f4": the byte order too
-        return f"{name} {self.shape} ({checks.byte_text(self.nbytes)})"
-
-
-def _listed_arrays(manifest_path: Path, section: dict) -> dict[str, _Declared]:
+def _listed_arrays(manifest_path: Path, section: dict) -> dict[str, arrays.Declared]:
     """bundle.json's `params` section checked: a file name, and arrays whose entries are
     well formed and whose total size fits in memory."""
     if not isinstance(section.get("arrays"), dict) or not section["arrays"]:
         raise BundleError(f"{manifest_path}: params.arrays: expected {{path: shape, dtype}}")
+    unknown = sorted(set(section) - {"file", "sha256", "arrays"})
+    if unknown:
+        raise BundleError(
+            f"{manifest_path}: params.{unknown[0]:.80}: not a field of params (file, sha256, "
+            "arrays)"
+        )
     if section.get("file") != PARAMS:
         found = section.get("file")
         raise BundleError(f"{manifest_path}: params.file: expected {PARAMS!r}, got {found!r}")
@@ -532,7 +544,7 @@ def _listed_arrays(manifest_path: Path, section: dict) -> dict[str, _Declared]:
             raise BundleError(f"{where}.shape: expected a list of sizes, got {shape!r}"[:400])
         if not isinstance(dtype, str) or dtype not in _DTYPES:
             raise BundleError(f"{where}.dtype: expected one of {sorted(_DTYPES)}, got {dtype!r}")
-        listed[name] = _Declared(tuple(shape), np.dtype(dtype))
+        listed[name] = arrays.Declared(tuple(shape), np.dtype(dtype))
     total = sum(array.nbytes for array in listed.values())
     largest = max(listed, key=lambda name: listed[name].nbytes)
     try:
@@ -560,18 +572,17 @@ def _check_array_count(manifest_path: Path, parts: Mapping[str, tuple[int, int]]
 
 
 class _Archive:
-    """params.npz checked against bundle.json without decompressing any array: its size
-    on disk and sha256, then each zip member's name, .npy header (shape, dtype) and
-    uncompressed size in the zip directory. `declared` holds the headers' shapes and
-    dtypes; `read_arrays` then reads the arrays, each at most its declared size."""
+    """params.npz checked against bundle.json without decompressing any array: a regular
+    file (not a link), its size on disk and sha256, then each zip member's name, .npy
+    header (shape, dtype) and uncompressed size in the zip directory (`arrays.Npz`).
+    `declared` holds the headers' shapes and dtypes; `read_arrays` then reads the arrays,
+    each at most its declared size."""
 
     _OVERHEAD = 1024  # bytes per member beyond its name and data: zip headers, .npy header
 
-    def __init__(self, path: Path, section: dict, listed: dict[str, _Declared]):
+    def __init__(self, path: Path, section: dict, listed: dict[str, arrays.Declared]):
         self.path, self.listed = path, listed
-        if not path.is_file():
-            raise BundleError(f"{path}: missing")
-        size, most = path.stat().st_size, self._most_bytes(listed)
+        size, most = _own_file(path), self._most_bytes(listed)
         if size > most:  # before hashing it: an .npz of these arrays is at most this long
             raise BundleError(
                 f"{path}: {checks.byte_text(size)}; an .npz of the arrays {MANIFEST} lists "
@@ -582,19 +593,15 @@ class _Archive:
                 f"{path}: sha256 differs from {MANIFEST}'s params.sha256 (a changed file, "
                 "or parts of two different saves)"
             )
+        self.npz = arrays.Npz(path, names=listed, lister=MANIFEST, error=BundleError)
         try:
-            self.zip = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
-            raise BundleError(f"{path}: not an .npz (a zip of .npy arrays): {err}") from None
-        try:
-            self.members = self._members()
             self.declared = {name: self._header(name) for name in listed}
         except BaseException:
-            self.zip.close()
+            self.npz.close()
             raise
 
     @classmethod
-    def _most_bytes(cls, listed: dict[str, _Declared]) -> int:
+    def _most_bytes(cls, listed: dict[str, arrays.Declared]) -> int:
         """The largest an .npz of `listed` can be: stored data, or deflated data (which
         grows incompressible input by at most 5 bytes per 16 kB block), plus each
         member's name (twice: the local header and the directory) and headers."""
@@ -602,84 +609,24 @@ class _Archive:
         names = sum(2 * len(name.encode("utf-8", "surrogatepass")) for name in listed)
         return data + names + cls._OVERHEAD * (len(listed) + 1)
 
-    def _members(self) -> dict[str, zipfile.ZipInfo]:
-        members: dict[str, zipfile.ZipInfo] = {}
-        for info in self.zip.infolist():
-            name = info.filename.removesuffix(".npy")
-            where = f"{self.path}: {info.filename}"
-            if name == info.filename or name not in self.listed:
-                raise BundleError(f"{where}: not an array {MANIFEST} lists")
-            if name in members:
-                raise BundleError(f"{where}: stored twice")
-            if info.flag_bits & 0x1 or info.compress_type not in _COMPRESSIONS:
-                raise BundleError(f"{where}: encrypted or compressed other than np.savez does")
-            members[name] = info
-        missing = [name for name in self.listed if name not in members]
-        if missing:
-            raise BundleError(f"{self.path}: {missing[0]}: missing (listed in {MANIFEST})")
-        return members
-
-    def _header(self, name: str) -> _Declared:
-        """The member's .npy header, checked against bundle.json and against the
+    def _header(self, name: str) -> arrays.Declared:
+        """The member's .npy header, checked against bundle.json and then against the
         member's uncompressed size; only the header's bytes are decompressed."""
-        info, where = self.members[name], f"{self.path}: {self.members[name].filename}"
-        try:
-            with self.zip.open(info) as stream:
-                version = np.lib.format.read_magic(stream)
-                if version not in _HEADER_READERS:
-                    raise ValueError(f"a .npy format version {version} np.savez does not write")
-                shape, fortran_order, dtype = _HEADER_READERS[version](stream)
-                header_bytes = stream.tell()
-        except (
-            ValueError,
-            TypeError,
-            SyntaxError,
-            EOFError,
-            OSError,
-            zipfile.BadZipFile,
-            zlib.error,
-        ) as err:
-            raise BundleError(f"{where}: not a readable .npy header ({err})"[:600]) from None
-        if dtype.hasobject:  # np.load(allow_pickle=False) would refuse it too
-            raise BundleError(
-                f"{self.path}: not a data-only .npz: {info.filename} holds pickled objects "
-                f"(dtype {dtype})"
-            )
-        declared, listed = _Declared(tuple(shape), dtype), self.listed[name]
+        declared, listed = self.npz.header(name), self.listed[name]
         if declared != listed:
             raise BundleError(
-                f"{where}: the .npy header declares {declared.text()}; {MANIFEST} lists "
-                f"{listed.text()}"
+                f"{self.path}: {self.npz.members[name].filename}: the .npy header declares "
+                f"{declared.text()}; {MANIFEST} lists {listed.text()}"
             )
-        if info.file_size != header_bytes + listed.nbytes:
-            raise BundleError(
-                f"{where}: {checks.byte_text(info.file_size)} uncompressed in the zip directory;"
-                f" a {header_bytes}-byte header and {listed.text()} take "
-                f"{header_bytes + listed.nbytes} bytes"
-            )
-        return declared
+        return self.npz.check_size(name)
 
     def read_arrays(self) -> dict[str, np.ndarray]:
         """The arrays (each read to exactly its checked size), each finite."""
         flat = {}
-        for name, info in self.members.items():
-            where = f"{self.path}: {name}"
-            try:
-                with self.zip.open(info) as stream:
-                    array = np.lib.format.read_array(stream, allow_pickle=False)
-            except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error) as err:
-                raise BundleError(f"{where}: not readable ({err})"[:600]) from None
-            if _Declared(array.shape, array.dtype) != self.declared[name]:
-                raise BundleError(f"{where}: read as {array.dtype} {array.shape}")
+        for name in self.npz.members:
+            array = self.npz.read(name)
             if array.dtype.kind == "f":
-                finite = np.isfinite(array)
-                if not finite.all():
-                    first = tuple(int(i) for i in np.argwhere(~finite)[0])
-                    raise BundleError(
-                        f"{where}: {int(finite.size - finite.sum())} of {array.size} values "
-                        f"are not finite (NaN or infinity), the first at {first}: "
-                        f"{array[first]}"
-                    )
+                _require_finite(array, f"{self.path}: {name}")
             flat[name] = array
         return dict(sorted(flat.items()))
 
@@ -687,14 +634,19 @@ class _Archive:
         return self
 
     def __exit__(self, *_):
-        self.zip.close()
+        self.npz.close()
 
 
-_COMPRESSIONS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})  # savez, savez_compressed
-_HEADER_READERS = {
-    (1, 0): np.lib.format.read_array_header_1_0,
-    (2, 0): np.lib.format.read_array_header_2_0,
-}
+def _require_finite(array: np.ndarray, where: str) -> None:
+    """Every value of the float `array` is finite; a BundleError names the first that
+    is not."""
+    finite = np.isfinite(array)
+    if not finite.all():
+        first = tuple(int(i) for i in np.argwhere(~finite)[0])
+        raise BundleError(
+            f"{where}: {int(finite.size - finite.sum())} of {array.size} values are not "
+            f"finite (NaN or infinity), the first at {first}: {array[first]}"
+        )
 
 
 def check_params(flat: Mapping[str, np.ndarray], expected, where: str) -> None:

@@ -6,7 +6,8 @@ any sample rate, mono):
     <manual_dir>/<call>.wav            the call audio (or .flac / .ogg)
     <manual_dir>/<call>.json           annotations, see below
     <manual_dir>/<call>.npy            optional: character posteriors [frames, V] at 20 ms,
-                                       V = speechkit.asr.NUM_SYMBOLS (blank, a-z, ', unknown)
+                                       V = speechkit.asr.NUM_SYMBOLS (blank, a-z, ', unknown),
+                                       float16, float32 or float64 (np.save)
 
 `<call>.json`:
 
@@ -18,14 +19,16 @@ any sample rate, mono):
 0 <= start < end <= the audio's duration; segments of one call do not overlap. `asr`
 (timed words; `emitted` optional) or the `.npy` matrix give the text modality; with
 neither, pocketsphinx recognises the audio. Every violation raises `AnnotationError`
-naming the file (and the segment). Records have the same fields as `synthetic_calls`,
-plus `text_posteriors` (empty unless a `.npy` was given).
+naming the file (and the segment); the JSON is read with `speechkit.files.load_json`
+(at most `files.JSON_LIMIT` bytes) and the `.npy` header first (`speechkit.arrays`), so
+that no file makes reading raise another error, hang or take more memory than its size.
+Records have the same fields as `synthetic_calls`, plus `text_posteriors` (empty unless a
+`.npy` was given).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 
@@ -35,7 +38,7 @@ import tensorflow_datasets as tfds
 from multiqt_jax import labels
 from multiqt_jax.datasets.features import FEATURES, NUM_FOLDS, call_features, word_fields
 from multiqt_jax.datasets.render import paint_span
-from speechkit import asr, audio_io, corpus, errors, files, frontend
+from speechkit import arrays, asr, audio_io, corpus, errors, files, frontend
 
 AUDIO_SUFFIXES = audio_io.AUDIO_SUFFIXES
 TIME_TOLERANCE_S = 0.05  # annotations may end this much past the audio
@@ -59,15 +62,13 @@ def _number(path, where: str, value) -> float:
 
 
 def _read_json(path: str):
-    """The JSON in `path`, or an AnnotationError naming it (not UTF-8, not JSON, nested
-    deeper than the reader recurses, unreadable)."""
+    """The JSON in `path` (`speechkit.files.load_json`: a regular file of at most
+    `files.JSON_LIMIT` bytes), or an AnnotationError naming it (not UTF-8, not JSON,
+    nested deeper than the reader recurses, too long, not a regular file, unreadable)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (ValueError, RecursionError) as err:  # JSON, UTF-8, a 5000-digit integer
-        raise AnnotationError(f"{path}: not valid JSON ({err})") from None
-    except OSError as err:
-        raise AnnotationError(f"{path}: not readable ({err.strerror})") from None
+        return files.load_json(path)
+    except files.JsonFileError as err:
+        raise AnnotationError(str(err)) from None
 
 
 def read_annotation(path: str, task: str, duration: float) -> dict:
@@ -175,27 +176,38 @@ def call_files(folder: str) -> list[str]:
     return audio
 
 
+POSTERIOR_DTYPES = arrays.FLOAT_DTYPES
+"""What a `<call>.npy` may hold: real floats (float16, float32 or float64); a complex,
+string, integer or object array is refused, not converted."""
+
+
 def read_posteriors(path: str, frames: int) -> np.ndarray:
-    """Loads `<call>.npy` and checks it: float [about frames, V], rows of probabilities."""
+    """Loads `<call>.npy` and checks it: float [about frames, V], rows of probabilities.
+    Read header first (`speechkit.arrays.load_npy`): its dtype, its shape against
+    `frames` and its size against the file's are checked before any data is read, so a
+    header claiming more rows than the call has is refused having read a few hundred
+    bytes."""
+
+    def expect(shape: tuple[int, ...]) -> None:
+        if len(shape) != 2 or shape[1] != asr.NUM_SYMBOLS:
+            raise AnnotationError(
+                f"{path}: expected shape [frames, {asr.NUM_SYMBOLS}] (speechkit.asr symbols), "
+                f"got {shape}"
+            )
+        if abs(shape[0] - frames) > 1 or shape[0] == 0 < frames:
+            raise AnnotationError(
+                f"{path}: has {shape[0]} frames, expected {frames} (20 ms over the audio)"
+            )
+
     try:
-        matrix = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as err:
-        raise AnnotationError(f"{path}: not a readable .npy array ({err})") from None
-    if not isinstance(matrix, np.ndarray):  # np.load gives an .npz archive as a mapping
-        matrix.close()
-        raise AnnotationError(f"{path}: an .npz archive; expected one .npy array")
-    if matrix.ndim != 2 or matrix.shape[1] != asr.NUM_SYMBOLS:
-        raise AnnotationError(
-            f"{path}: expected shape [frames, {asr.NUM_SYMBOLS}] (speechkit.asr symbols), "
-            f"got {matrix.shape}"
-        )
-    if abs(matrix.shape[0] - frames) > 1:
-        raise AnnotationError(
-            f"{path}: has {matrix.shape[0]} frames, expected {frames} (20 ms over the audio)"
-        )
-    if not np.all(np.isfinite(matrix)) or matrix.min() < 0:
-        raise AnnotationError(f"{path}: values must be finite and non-negative")
-    return _fit(matrix.astype(np.float32), frames)
+        matrix = arrays.load_npy(path, dtypes=POSTERIOR_DTYPES, expect=expect)
+    except arrays.ArrayFileError as err:
+        raise AnnotationError(str(err)) from None
+    with np.errstate(over="ignore"):  # a float64 past float32's range: infinite, refused
+        matrix = matrix.astype(np.float32)
+    if matrix.size and (not np.all(np.isfinite(matrix)) or matrix.min() < 0):
+        raise AnnotationError(f"{path}: values must be finite and non-negative (as float32)")
+    return _fit(matrix, frames)
 
 
 def _fit(matrix: np.ndarray, frames: int) -> np.ndarray:

@@ -18,6 +18,10 @@ the same for the 20 ms character posteriors (`Recogniser.posteriors`, float16 on
 and `cached_outputs` for both at once, from one pass of the network.
 `features_digest` names a set of recordings by content, so corpora that share their
 calls (the MultiQT tasks) can share one cache.
+
+A cache sits in a data folder, which someone may send: it is read as `_open_cache` says,
+header first (`speechkit.arrays`), so that no cache file can make reading it raise, hang
+or take more memory than its own size.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from collections.abc import Mapping, Sequence
 import jax
 import numpy as np
 
-from speechkit import asr, batching, files
+from speechkit import arrays, asr, batching, checks, errors, files
 from speechkit.ctc import bundle, decode, model, train
 
 CACHE_FORMAT = 1
@@ -41,6 +45,22 @@ CACHE_FORMAT = 1
 # from nothing took 3.4 s against 17.5 s, with the same values bit for bit.
 CORPUS_PAD_FRAMES = 1000
 SHIPPED = bundle.SHIPPED  # the recogniser that ships with the toolkit
+
+CACHE_LIMIT = 1 << 30
+"""Bytes: the largest cache file read (1 GiB); a larger one is recomputed. The posteriors
+take about 8.3 MB per hour of calls (float16 at 20 ms; the full synthetic corpus's 1000
+calls, 8 hours: 69 MB), so this is some 120 hours of calls per split; reading one takes
+about three times its size (the float32 copies returned)."""
+
+DESCRIPTION_LIMIT = files.JSON_LIMIT
+"""Bytes: the longest description (JSON: the keys and the words) read, `files.JSON_LIMIT`
+(16 MiB, about 1.8 million words; the quick corpus's 100 calls take 51 kB), so that
+parsing it takes at most about 400 MB."""
+
+
+class CacheError(errors.InvalidInput):
+    """A cache path that holds something this module never writes and cannot replace
+    (a folder, a FIFO, a device, or a link to one); the message names it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,21 +157,62 @@ def _save(path: str, digest: str, words: Mapping[str, Sequence[asr.TimedWord]]) 
 
 def _open_cache(path: str, digest: str, *fields: str) -> tuple[dict, list] | None:
     """(description, the arrays `fields`) of a cache file this module wrote for the
-    recogniser `digest`; None when it is missing, another recogniser's or not such a
-    file (read with allow_pickle=False: never unpickled)."""
-    if not os.path.exists(path):
+    recogniser `digest`, or None: "not a usable cache", which `cached_outputs` recomputes
+    and replaces. A cache is derived data, so whatever is not exactly what `_save` or
+    `_save_posteriors` wrote for this recogniser is None: no file; another recogniser's,
+    or another format's; larger than `CACHE_LIMIT` or the memory available; not a zip;
+    members other than the description and `fields`, deflated (np.savez stores them) or
+    encrypted ones, or one larger than the archive; a .npy header that is unreadable,
+    of a dtype outside `speechkit.arrays.DTYPES` or declaring other than what the member
+    holds; a description longer than `DESCRIPTION_LIMIT`, not UTF-8 JSON (nested deeper
+    than the parser recurses included) or not an object with a list of string keys.
+    A path that is not a regular file (a folder, a FIFO, a device, or a link to one) is
+    a `CacheError`: this module never writes one, reading a FIFO or device would block
+    or never end, recomputing could not replace a folder and would silently destroy
+    the rest (a link that leads nowhere is no file: recomputed). Nothing is decompressed
+    or allocated before it is known to fit: the members are stored, so no array read is
+    larger than the file (read with allow_pickle=False: never unpickled)."""
+    if not os.path.exists(path):  # a link that leads nowhere too: replaced
+        return None
+    size = arrays.regular_file_size(
+        path, what="a cache file (speechkit.ctc.recognise)", error=CacheError
+    )
+    if size > min(CACHE_LIMIT, checks.available_memory()):
         return None
     try:
-        with np.load(path, allow_pickle=False) as data:
-            description = json.loads(bytes(data["description"]).decode())
-            arrays = [data[field] for field in fields]
-    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError):
+        with arrays.Npz(
+            path,
+            names=("description", *fields),
+            lister="the cache format",
+            compressions=arrays.STORED,
+        ) as archive:
+            description = _description(archive)
+            if description is None or description.get("digest") != digest:
+                return None
+            found = [archive.read(field) for field in fields]
+    except arrays.ArrayFileError:
         return None
-    if not isinstance(description, dict) or not isinstance(description.get("keys"), list):
+    return description, found
+
+
+def _description(archive: arrays.Npz) -> dict | None:
+    """The cache's description: a JSON object of this `CACHE_FORMAT` whose "keys" are a
+    list of strings; None for anything else (see `_open_cache`)."""
+    declared = archive.header("description")
+    if declared.dtype != np.uint8 or len(declared.shape) != 1:
         return None
-    if description.get("format") != CACHE_FORMAT or description.get("digest") != digest:
+    if declared.nbytes > DESCRIPTION_LIMIT:
         return None
-    return description, arrays
+    try:
+        description = json.loads(archive.read("description").tobytes().decode("utf-8"))
+    except (ValueError, RecursionError):  # JSON, UTF-8, a 5000-digit integer; nesting
+        return None
+    if not isinstance(description, dict) or description.get("format") != CACHE_FORMAT:
+        return None
+    keys = description.get("keys")
+    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+        return None
+    return description
 
 
 def _read(path: str, digest: str) -> dict[str, tuple[asr.TimedWord, ...]] | None:
@@ -163,7 +224,9 @@ def _read(path: str, digest: str) -> dict[str, tuple[asr.TimedWord, ...]] | None
     keys, names = description["keys"], description.get("words")
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         return None
-    if counts.dtype != np.int64 or times.dtype != np.float64 or np.any(counts < 0):
+    if counts.dtype != np.int64 or times.dtype != np.float64 or counts.ndim != 1:
+        return None
+    if np.any(counts < 0) or np.any(counts > len(names)):  # the sum cannot wrap around
         return None
     if len(keys) != counts.size or counts.sum() != len(names) or times.shape != (len(names), 3):
         return None

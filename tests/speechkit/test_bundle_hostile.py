@@ -25,6 +25,7 @@ from multiqt_jax import labels as multiqt_labels
 from multiqt_jax import model as multiqt_model
 from speechkit import bundle
 from speechkit.bundle import BundleError
+from speechkit.ctc import bundle as ctc_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARD_S = 60  # a hang fails the test (pytest-timeout) instead of stalling the suite
@@ -503,3 +504,23 @@ def test_a_zip_bomb_is_refused_before_it_is_decompressed(tmp_path, variant):
     else:
         assert "shape (52428800,); the config expects (131072,)" in result["error"]
     assert result["grew_mb"] < 50, result
+
+
+# ------------------------------------------------------- the shipped bundles still load
+
+SHIPPED_BUNDLES = [  # (folder, the task's loader): every bundle the project ships or freezes
+    ("cskws_jax/models/afkws-top20", cskws_bundle.load),
+    ("multiqt_jax/models/multiqt-questions", multiqt_bundle.load),
+    ("multiqt_jax/models/multiqt-questions-audio", multiqt_bundle.load),
+    ("speechkit/ctc/models/quick", ctc_bundle.load),
+    ("tests/fixtures/frozen/cskws-bundle", cskws_bundle.load),
+    ("tests/fixtures/frozen/multiqt-bundle", multiqt_bundle.load),
+]
+
+
+@pytest.mark.timeout(GUARD_S)
+@pytest.mark.parametrize("folder, load", SHIPPED_BUNDLES, ids=[f for f, _ in SHIPPED_BUNDLES])
+def test_the_shipped_bundles_pass_the_file_and_field_checks(folder, load):
+    """Regular files, only known fields (issue 59): what the project ships still loads."""
+    _, params, info = load(ROOT / folder)
+    assert info.path == str(ROOT / folder) and jax.tree_util.tree_leaves(params)
