@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speechkit import checks, errors
+from speechkit import checks, errors, files
 
 HEADER_LIMIT = 10_000
 """Bytes: the longest .npy header read (NumPy's own `max_header_size`, 10,000: a header
@@ -138,19 +138,9 @@ def regular_file_size(
             "not a link: refused"
         )
     if not stat.S_ISREG(status.st_mode):
-        raise error(f"{path}: not a regular file (a {_kind(status.st_mode)}); expected {what}")
+        kind = files.file_kind(status.st_mode)
+        raise error(f"{path}: not a regular file (a {kind}); expected {what}")
     return status.st_size
-
-
-def _kind(mode: int) -> str:
-    kinds = {
-        stat.S_ISDIR: "folder",
-        stat.S_ISCHR: "character device",
-        stat.S_ISBLK: "block device",
-        stat.S_ISFIFO: "FIFO",
-        stat.S_ISSOCK: "socket",
-    }
-    return next((name for test, name in kinds.items() if test(mode)), "special file")
 
 
 # ------------------------------------------------------------------------------ headers

@@ -18,7 +18,6 @@ import ast
 import dataclasses
 import io
 import json
-import math
 import os
 import threading
 import warnings
@@ -34,6 +33,8 @@ from multiqt_jax.datasets import annotated_calls
 from speechkit import asr, bundle, errors, files
 from speechkit.ctc import recognise
 from speechkit.frontend import FeatureConfig
+
+from . import json_mutations
 
 FRAMES = 50  # the posteriors' rows of an annotated call of 1 s (20 ms)
 DIGEST = "a"  # the recogniser the caches were written for
@@ -52,13 +53,6 @@ TOKENS = st.sampled_from(
     ["(", ")", "[", "]", "{", "}", ",", ":", "'", "True", "None", "-1", "2**40", "1e9"]
     + ["'descr'", "'shape'", "'fortran_order'", "'<f4'", "'|O'", "\x00", "\n", " " * 50]
     + ["(" * 3000, "9" * 5000, "'x' * 10**9", "__import__('os')"]
-)
-REPLACEMENTS = st.one_of(
-    st.sampled_from([None, True, "", "x" * 1000, [], {}, 0, -1, 1e300, 10**400, 2**63, 0.5]),
-    st.sampled_from([math.nan, math.inf, [[1]], [{}], ["a", "a"]]),
-    st.integers(-(10**6), 10**9),
-    st.text(max_size=20),
-    st.sampled_from(["deep", "digits"]),
 )
 DIRECTORY_VALUES = st.one_of(
     st.sampled_from([0, 1, 2**31, 2**32 - 1]), st.integers(0, 2**32 - 1), st.integers(-64, 64)
@@ -157,37 +151,8 @@ def _offsets(blob: bytes, signature: bytes) -> list[int]:
 def _mutated_description(data, npy: bytes) -> bytes:
     """A cache's description member with one JSON value replaced or removed."""
     tree = json.loads(np.load(io.BytesIO(npy)).tobytes())
-    paths = list(_json_paths(tree))
-    path = data.draw(st.sampled_from(paths), label="path")
-    replacement = data.draw(REPLACEMENTS, label="replacement")
-    tree = _json_mutated(tree, path, replacement, data.draw(st.booleans(), label="remove"))
-    text = json.dumps(tree, allow_nan=True)
-    text = text.replace('"deep"', "[" * 100_000 + "]" * 100_000)
-    text = text.replace('"digits"', "9" * 5000)
+    text = json_mutations.draw_mutation(data, tree)
     return _npy(np.frombuffer(text.encode(), np.uint8))
-
-
-def _json_paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _json_paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _json_paths(value, (*prefix, index))
-
-
-def _json_mutated(tree, path, replacement, remove: bool):
-    if not path:
-        return replacement
-    parent = tree
-    for step in path[:-1]:
-        parent = parent[step]
-    if remove and isinstance(parent, dict):
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = replacement
-    return tree
 
 
 def _mutated_npz(data, path: Path) -> bytes:

@@ -13,7 +13,6 @@ tests/speechkit/test_json_fuzz.py` draws that many fresh random ones."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import threading
@@ -33,49 +32,7 @@ from cskws_jax.datasets import folder_kws  # noqa: E402
 from multiqt_jax.datasets import annotated_calls  # noqa: E402
 from speechkit import audio_io, errors  # noqa: E402
 
-REPLACEMENTS = st.one_of(
-    st.sampled_from(
-        [None, True, "", "x" * 1000, [], {}, 0, -1, 1e300, -1e300, 10**400, 2**63, 0.5]
-    ),
-    st.sampled_from([math.nan, math.inf, -math.inf]),
-    st.integers(-(10**6), 10**9),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=20),
-    st.sampled_from(["deep", "digits"]),
-)
-
-
-def _paths(node, prefix=()):
-    """Every (path to a value) in a JSON tree, containers included."""
-    yield prefix
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _paths(value, (*prefix, index))
-
-
-def _mutated(tree, path, replacement, remove: bool):
-    tree = json.loads(json.dumps(tree))
-    if not path:
-        return replacement
-    parent = tree
-    for step in path[:-1]:
-        parent = parent[step]
-    if remove and isinstance(parent, dict):
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = replacement
-    return tree
-
-
-def _dumps(tree) -> str:
-    text = json.dumps(tree, allow_nan=True)
-    # "deep": a list nested far beyond what any reader should recurse into; "digits": an
-    # integer beyond Python's int-from-text limit (4300 digits)
-    text = text.replace('"deep"', "[" * 100_000 + "]" * 100_000)
-    return text.replace('"digits"', "9" * 5000)
+from . import json_mutations  # noqa: E402
 
 
 def _loads_or_names_the_error(load, seconds: float = 30) -> None:
@@ -111,13 +68,10 @@ def saved(tiny_afkws_config, tmp_path_factory) -> Path:
 
 def _fuzz(source: Path, manifest: str, load, work: Path, data) -> None:
     original = json.loads((source / manifest).read_text())
-    paths = list(_paths(original))
-    path = data.draw(st.sampled_from(paths), label="path")
-    replacement = data.draw(REPLACEMENTS, label="replacement")
-    remove = data.draw(st.booleans(), label="remove")
+    text = json_mutations.draw_mutation(data, original)
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(source, work)
-    (work / manifest).write_text(_dumps(_mutated(original, path, replacement, remove)))
+    (work / manifest).write_text(text)
     _loads_or_names_the_error(lambda: load(work))
 
 
