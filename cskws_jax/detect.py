@@ -313,15 +313,16 @@ def operating_thresholds(info, fa_per_hour: float | None) -> tuple[float, ...] |
 
 
 def parser() -> argparse.ArgumentParser:
+    prog = stream_inputs.command_name("cskws_jax.detect")
+    exporter = "stj-export" if prog.startswith("stj-") else "python -m cskws_jax.export"
     parse = stream_inputs.stream_parser(
-        "python -m cskws_jax.detect",
+        prog,
         "Detect keywords in audio with a trained AF-KWS bundle or export, streamed\n"
         "block by block; each detection is printed when the detector decides it.",
-        "Example: python -m cskws_jax.detect out/cskws/afkws/bundle calls/ --format jsonl\n"
-        "Shipped: python -m cskws_jax.detect --model afkws-top20 calls/\n"
-        f"Microphone: {stream_inputs.MICROPHONE} | python -m cskws_jax.detect MODEL -\n"
-        "Exported (python -m cskws_jax.export BUNDLE OUT_DIR): python -m cskws_jax.detect "
-        "OUT_DIR AUDIO...",
+        f"Example: {prog} out/cskws/afkws/bundle calls/ --format jsonl\n"
+        f"Shipped: {prog} --model afkws-top20 calls/\n"
+        f"Microphone: {stream_inputs.MICROPHONE} | {prog} MODEL -\n"
+        f"Exported ({exporter} BUNDLE OUT_DIR): {prog} OUT_DIR AUDIO...",
         "input",
     )
     stream_inputs.add_stream_arguments(

@@ -143,16 +143,35 @@ def snake_flags(argv, names=None) -> list[str]:
     return converted
 
 
+EVALUATE_USAGE = """usage: stj-evaluate --bundle B --dataset D --workdir W [options]
+
+Scores a trained bundle on a corpus with the experiments' own scoring, without
+training; the task comes from the bundle (bundle.json's "task").
+
+  --bundle       a bundle folder, or a folder of bundle-fold<k> (MultiQT)
+  --dataset      TFDS name with config: folder_kws/shipped, annotated_calls/questions, ...
+  --workdir      where results.json and the curves go
+  --data-dir     TFDS data folder (default ~/tensorflow_datasets)
+  --manual-dir   build the corpus from this folder of your recordings first
+  --split        default: test (keyword corpus), train (call corpus)
+  --keywords     shared (score the keywords both sides have) or strict
+  --batch-size   utterances or calls per batch (16)
+  --num-folds, --min-frames, --missing, --ctc-bundle   MultiQT options
+
+Example: stj-evaluate --bundle=out/cskws/afkws/bundle --dataset=folder_kws/shipped \\
+             --manual-dir=/data/my_keywords --workdir=/tmp/eval
+Needs the full install. docs/usage.md has every option and what results.json holds.
+Exit status: 0 scored; 2 a bad bundle, corpus or arguments."""
+
+
 def evaluate() -> int:
+    if {"-h", "--help"} & set(sys.argv[1:]):  # before any import: the light install too
+        print(EVALUATE_USAGE)
+        return 0
     loaded = _full_install_modules("stj-evaluate", "absl.app", "absl.flags", "experiments.evaluate")
     if loaded is None:
         return 2
     app, flags, command = loaded
-    if {"-h", "--help"} & set(sys.argv[1:]):  # absl's own --help exits with 1
-        print(command.__doc__)
-        print(flags.FLAGS.module_help("experiments.evaluate"))
-        print(f"  --workdir: {flags.FLAGS['workdir'].help}")
-        return 0
     argv = [sys.argv[0], *snake_flags(sys.argv[1:], set(flags.FLAGS))]
     try:  # absl exits with 1 on a bad flag; the commands' status for bad arguments is 2
         flags.FLAGS(argv)

@@ -500,14 +500,14 @@ def text_source(args, tracker: Tracker) -> TextSource:
 
 
 def parser() -> argparse.ArgumentParser:
+    prog = stream_inputs.command_name("multiqt_jax.track")
     parse = stream_inputs.stream_parser(
-        "python -m multiqt_jax.track",
+        prog,
         "Track questions (or symptoms: the model's labels) in calls with a MultiQT\n"
         "bundle or export, streamed block by block; each segment is printed when it closes.",
-        "Example: python -m multiqt_jax.track out/multimodal/bundle-fold0 calls/ "
-        "--asr pocketsphinx\nShipped: python -m multiqt_jax.track --model "
-        "multiqt-questions-audio calls/\nMicrophone (audio-only model): "
-        f"{stream_inputs.MICROPHONE} | python -m multiqt_jax.track MODEL -\n"
+        f"Example: {prog} out/multimodal/bundle-fold0 calls/ --asr pocketsphinx\n"
+        f"Shipped: {prog} --model multiqt-questions-audio calls/\n"
+        f"Microphone (audio-only model): {stream_inputs.MICROPHONE} | {prog} MODEL -\n"
         "Text for a model that reads it: --asr, --words, "
         "--posteriors, <call>.npy or <call>.json beside the call, or --no-text.",
         "call",

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import csv
 import dataclasses
 import json
@@ -40,6 +41,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
+import soundfile
 
 from speechkit import audio_io, errors, frontend, progress
 
@@ -149,10 +151,14 @@ def require_sound(path: str) -> None:
 def stdin_chunks(stream, size: int) -> Iterator[np.ndarray]:
     """Raw 16-bit little-endian PCM from a binary stream, as float32 chunks of up to
     `size` samples, each as soon as it is complete (a trailing odd byte is dropped)."""
+    first = True
     while True:
         data = stream.read(2 * size)
         if not data:
             return
+        if first:
+            _refuse_file_header(data)
+            first = False
         while len(data) < 2 * size:  # a pipe may return less than asked
             more = stream.read(2 * size - len(data))
             if not more:
@@ -161,6 +167,23 @@ def stdin_chunks(stream, size: int) -> Iterator[np.ndarray]:
         data = data[: len(data) // 2 * 2]
         if data:
             yield np.frombuffer(data, "<i2").astype(np.float32) / 32768
+
+
+FILE_HEADERS = {b"RIFF": "WAV", b"RIFX": "WAV", b"RF64": "WAV", b"fLaC": "FLAC", b"OggS": "Ogg"}
+FILE_HEADERS |= {b"ID3": "MP3", b"FORM": "AIFF"}
+"""The first bytes of the audio files soundfile reads, by what they start: a file piped
+to standard input, which takes raw samples."""
+
+
+def _refuse_file_header(data: bytes) -> None:
+    """An InputError when standard input's first bytes are an audio file's header."""
+    for magic, kind in FILE_HEADERS.items():
+        if data.startswith(magic):
+            raise InputError(
+                f"{STDIN}: starts with a {kind} file header; standard input takes raw 16-bit "
+                f"{STDIN_RATE // 1000} kHz mono PCM: name the file instead, or strip the "
+                f"header (sox FILE -t raw -r {STDIN_RATE} -e signed -b 16 -c 1 -)"
+            )
 
 
 MIC = "mic"
@@ -182,8 +205,15 @@ def _sounddevice():
 
 
 def list_devices() -> str:
-    """The audio devices sounddevice sees, as it prints them (`--list-devices`)."""
-    return str(_sounddevice().query_devices())
+    """The audio devices sounddevice sees, as it prints them (`--list-devices`); an
+    InputError when PortAudio finds none."""
+    devices = _sounddevice().query_devices()
+    if len(devices) == 0:
+        raise InputError(
+            "--list-devices: PortAudio finds no audio device (none connected, or, in a "
+            "container or a remote session, none passed through)"
+        )
+    return str(devices)
 
 
 def device(text: str | None):
@@ -254,9 +284,13 @@ class CheckedChunks:
         self.samples, self.peak = 0, 0.0
 
     def __iter__(self):
+        advance = _ADVANCE.get()
+        rate = self.features.sample_rate if self.features is not None else None
         for chunk in self.chunks:
             self.samples += len(chunk)
             self.peak = max(self.peak, float(np.max(np.abs(chunk), initial=0.0)))
+            if advance is not None and rate:
+                advance(len(chunk) / rate)
             yield chunk
 
     def check(self) -> None:
@@ -370,6 +404,13 @@ def stream_items(chunks, features: frontend.FeatureStream, stream, emit) -> int:
 
 
 # --------------------------------------------------------------------- command line
+
+
+def command_name(module: str) -> str:
+    """How the user ran the command: its name on the PATH (`stj-detect`) when run so,
+    else `python -m <module>`; for usage lines and examples."""
+    name = os.path.basename(sys.argv[0] or "")
+    return name if name.startswith("stj-") else f"python -m {module}"
 
 
 def stream_parser(prog: str, description: str, epilog: str, unit: str) -> argparse.ArgumentParser:
@@ -488,10 +529,17 @@ def shipped_model(args, catalogue, inputs: str) -> None:
     first of `inputs`; without it, no MODEL is an InputError naming the shipped models.
     An unknown NAME is an InputError that lists them."""
     if args.shipped is None:
+        shipped = f"--model NAME ({', '.join(catalogue.names()) or 'none'})"
         if args.model is None:
             raise InputError(
-                "no MODEL: name a bundle or export folder, or a shipped model with --model "
-                f"NAME ({', '.join(catalogue.names()) or 'none'})"
+                f"no MODEL: name a bundle or export folder, or a shipped model with {shipped}"
+            )
+        if args.model == STDIN or (
+            args.model.lower().endswith(AUDIO_SUFFIXES) and not os.path.isdir(args.model)
+        ):
+            raise InputError(
+                f"{args.model}: {inputs} where MODEL goes: name a bundle or export folder first, "
+                f"or a shipped model with {shipped}"
             )
         return
     try:
@@ -617,15 +665,21 @@ def printable(text: str) -> str:
 def run_inputs(
     inputs: list, run: Callable[[str], tuple[int, float]], args, errors, units: str
 ) -> list[str]:
-    """`run(input) -> (count, seconds of audio)` for every input in turn, with progress
-    on stderr when there are several (`count` of `units`, e.g. "detection(s)"), unless
+    """`run(input) -> (count, seconds of audio)` for every input in turn, with a bar in
+    seconds of audio on stderr (per file as its chunks are read, the total and the time
+    left when every input's duration is known from its header), and a line per input
+    when there are several (`count` of `units`, e.g. "detection(s)"), unless
     `args.quiet`. Returns what was wrong with the bad ones (`errors`); without
     `args.keep_going` the first bad one's error is raised."""
     skipped = []
     several = len(inputs) > 1 and not args.quiet
-    with progress.bar(len(inputs), "inputs", "input", shown=several) as shown:
-        for number, item in enumerate(inputs, start=1):
-            started = time.perf_counter()
+    lengths = [audio_seconds(item) for item in inputs]
+    total = None if None in lengths else round(sum(lengths), 1)
+    with progress.bar(total, "audio", "s", shown=not args.quiet) as shown:
+        for number, (item, length) in enumerate(zip(inputs, lengths, strict=True), start=1):
+            shown.set_description(f"[{number}/{len(inputs)}] {printable(str(item))[-40:]}")
+            started, before = time.perf_counter(), shown.n
+            advancing = _ADVANCE.set(lambda seconds: shown.update(round(seconds, 3)))
             try:
                 if isinstance(item, InputError):
                     raise item
@@ -636,7 +690,9 @@ def run_inputs(
                 skipped.append(str(err))
                 continue
             finally:
-                shown.update(1)
+                _ADVANCE.reset(advancing)
+                if length is not None:  # a file that stopped early counts whole
+                    shown.update(round(before + length - shown.n, 3))
             if several:
                 shown.write(
                     f"[{number}/{len(inputs)}] {printable(item)}: {count} {units} in "
@@ -644,6 +700,24 @@ def run_inputs(
                     file=sys.stderr,
                 )
     return skipped
+
+
+_ADVANCE: contextvars.ContextVar[Callable[[float], object] | None] = contextvars.ContextVar(
+    "stream_inputs_advance", default=None
+)
+"""While `run_inputs` runs an input: what `CheckedChunks` calls with the seconds of
+audio of each chunk it passes on (the bar's update)."""
+
+
+def audio_seconds(item) -> float | None:
+    """A file input's duration from its header; None for standard input, the
+    microphone, an error and anything that is not a regular file (a FIFO would block)."""
+    if not isinstance(item, str) or item in (STDIN, MIC) or not os.path.isfile(item):
+        return None
+    try:
+        return float(soundfile.info(item).duration)
+    except (soundfile.LibsndfileError, RuntimeError, TypeError, ValueError):
+        return None
 
 
 def run_all(inputs: list, run: Callable[[str], tuple[int, float]], args, errors, units) -> int:
