@@ -15,12 +15,13 @@ stream loop (`stream_items`) and the run over every input (`run_all`).
 Files: WAV, FLAC, OGG (Vorbis, Opus), MP3 (`speechkit.audio_io.AUDIO_SUFFIXES`), any
 sample rate and channel count (mixed to mono and resampled to the front end's rate,
 block by block: memory does not grow with a file's length, and the samples equal those
-of the whole file read at once); folders are searched recursively for those suffixes;
-`-` is raw 16-bit little-endian mono PCM at 16 kHz on standard input; `--mic` a live
-input device (sounddevice: `microphone_chunks`). Every problem is an `InputError` or a
-`speechkit.audio_io.AudioFileError` whose message names the input; a stream whose
-features stop being finite (a finite but huge float sample) is refused at the time where
-they break.
+of the whole file read at once; a silent file is refused before it streams); folders
+are searched recursively for those suffixes (links to subfolders named, not followed);
+`-` is raw 16-bit little-endian mono PCM at 16 kHz on standard input (a file's header
+there is refused); `--mic` a live input device (sounddevice: `microphone_chunks`).
+Every problem is an `InputError` or a `speechkit.audio_io.AudioFileError` whose message
+names the input; a stream whose features stop being finite (a finite but huge float
+sample) is refused at the time where they break.
 """
 
 from __future__ import annotations
