@@ -4,13 +4,15 @@
     builder = prepared.builder("synthetic_kws/quick", data_dir=D)
 
 A prepared corpus is a folder someone may have sent. Given a name that no imported
-builder registers, TFDS rebuilds the corpus from its files and imports the module that
-any `"pythonClassName"` in its `features.json` names, so a folder could run code. These
-two functions open only the project's own registered builders and configs, and first
-check every prepared version of the corpus in `data_dir`: its `features.json` may name
-only TFDS's own feature classes, its `dataset_info.json` must be this builder's, and
-every JSON file there is read with `files.load_json`'s bounds. The caller imports the
-builder's module first (that registers it), as before.
+builder registers (a config made at run time, a builder whose module is not imported),
+TFDS rebuilds the corpus from its files and imports the module that any
+`"pythonClassName"` in its `features.json` names, so a folder could run code. These two
+functions open only the project's corpora (its registered builders and configs, or a
+folder one of them wrote), and first check every prepared version of the corpus in
+`data_dir`: its `features.json` may name only TFDS's own feature classes (so nothing
+else is imported), its `dataset_info.json` must be the builder's (`name`, and a
+`moduleName` of the project), and every JSON file there is read with
+`files.load_json`'s bounds.
 """
 
 from __future__ import annotations
@@ -43,28 +45,49 @@ def data_source(name: str, *, data_dir: str, split=None):
     return tfds.data_source(name, split=split, data_dir=data_dir)
 
 
-def check(name: str, data_dir: str) -> None:
-    """A PreparedCorpusError unless `name` ("builder/config") is a registered builder of
-    the project's packages with that config, and every prepared version of it under
-    `data_dir` names only TFDS feature classes and is this builder's."""
+def check(name: str, data_dir: str | None) -> None:
+    """A PreparedCorpusError unless `name` ("builder/config") is a corpus of the
+    project's builders: a registered builder and config, or a corpus prepared in
+    `data_dir` (None: TFDS's default) by one of them (a config made at run time, a
+    builder whose module is not imported: TFDS reads those from their files). Every
+    prepared version of it must name only TFDS feature classes and be that builder's."""
     builder_name, config = _split_name(name)
-    cls = _project_builder(name, builder_name)
-    if config not in cls.builder_configs:
+    data_dir = tfds.core.constants.DATA_DIR if data_dir is None else os.fspath(data_dir)
+    cls = _project_classes().get(builder_name)
+    versions = _prepared_versions(os.path.join(data_dir, builder_name, config))
+    if not versions and (cls is None or config not in cls.builder_configs):
+        if cls is None:
+            raise PreparedCorpusError(
+                f"{name}: {builder_name!r} is not one of the toolkit's corpus builders "
+                f"({', '.join(project_builders())}), nor prepared by one in {data_dir}"
+            )
         raise PreparedCorpusError(
-            f"{name}: {builder_name} has no config {config!r} (its configs: "
-            f"{sorted(cls.builder_configs)})"
+            f"{name}: {builder_name} has no config {config!r} ({_some(cls.builder_configs)}), "
+            f"and {data_dir} holds no corpus of that name"
         )
-    folder = os.path.join(data_dir, builder_name, config)
+    module = cls.__module__ if cls is not None else None
+    for version_dir in versions:
+        check_version_folder(version_dir, builder_name, module)
+
+
+def _prepared_versions(folder: str) -> list[str]:
+    """The version folders of one prepared corpus (none when it is not prepared)."""
     if not os.path.isdir(folder):
-        return
-    for version in sorted(os.listdir(folder)):
-        version_dir = os.path.join(folder, version)
-        if os.path.isdir(version_dir):
-            check_version_folder(version_dir, builder_name, cls.__module__)
+        return []
+    found = (os.path.join(folder, version) for version in sorted(os.listdir(folder)))
+    return [path for path in found if os.path.isdir(path)]
 
 
-def check_version_folder(folder: str, builder_name: str, module: str) -> None:
-    """One prepared version (`<data_dir>/<builder>/<config>/<version>`) checked."""
+def _some(names, shown: int = 6) -> str:
+    """A few of `names`, sorted, and how many there are."""
+    names = sorted(names)
+    more = f", ... ({len(names)} in all)" if len(names) > shown else ""
+    return "its configs: " + ", ".join(names[:shown]) + more
+
+
+def check_version_folder(folder: str, builder_name: str, module: str | None) -> None:
+    """One prepared version (`<data_dir>/<builder>/<config>/<version>`) checked: written
+    by `module` (None: by a module of the project's packages)."""
     for name in METADATA_FILES:
         path = os.path.join(folder, name)
         if os.path.lexists(path):
@@ -113,17 +136,24 @@ def _class_names(value, where: str):
             stack.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
 
 
-def _check_identity(path: str, payload, builder_name: str, module: str) -> None:
+def _check_identity(path: str, payload, builder_name: str, module: str | None) -> None:
     if not isinstance(payload, dict):
         raise PreparedCorpusError(f"{path}: expected a JSON object, got {type(payload).__name__}")
-    if payload.get("name", builder_name) != builder_name:
+    if payload.get("name") != builder_name:
         raise PreparedCorpusError(
-            f"{path}: name: {payload.get('name')!r}, expected {builder_name!r}"
+            f"{path}: name: {payload.get('name')!r:.80}, expected {builder_name!r}"
         )
-    if payload.get("moduleName", module) != module:
+    written_by = payload.get("moduleName")
+    ours = isinstance(written_by, str) and (
+        written_by == module
+        if module is not None
+        else written_by.startswith(tuple(p + "." for p in PROJECT_PACKAGES))
+    )
+    if not ours:
+        expected = repr(module) if module else f"a module of {', '.join(PROJECT_PACKAGES)}"
         raise PreparedCorpusError(
-            f"{path}: moduleName: {payload.get('moduleName')!r}, expected {module!r} (the "
-            "builder that reads this folder)"
+            f"{path}: moduleName: {written_by!r:.80}, expected {expected} (the builder that "
+            "wrote this folder)"
         )
 
 
@@ -134,16 +164,6 @@ def _split_name(name: str) -> tuple[str, str]:
             f"{name!r}: expected a corpus name <builder>/<config>, e.g. 'folder_kws/shipped'"
         )
     return parts[0], parts[1]
-
-
-def _project_builder(name: str, builder_name: str):
-    cls = _project_classes().get(builder_name)
-    if cls is None:
-        raise PreparedCorpusError(
-            f"{name}: {builder_name!r} is not one of the toolkit's corpus builders "
-            f"(a corpus opened by name must be one of {project_builders()})"
-        )
-    return cls
 
 
 def project_builders() -> list[str]:

@@ -50,7 +50,7 @@ def test_a_features_json_naming_a_module_is_refused_before_tfds_reads_it(tmp_pat
 @pytest.mark.parametrize(
     "name, message",
     [
-        ("folder_kws/planted", "has no config 'planted'"),  # TFDS would read it from files
+        ("folder_kws/absent", "has no config 'absent'.*holds no corpus of that name"),
         ("payload/shipped", "not one of the toolkit's corpus builders"),
         ("mnist/3.0.1", "not one of the toolkit's corpus builders"),
         ("folder_kws", "expected a corpus name"),
@@ -64,6 +64,27 @@ def test_only_the_projects_builders_and_configs_are_opened(tmp_path, monkeypatch
     with pytest.raises(prepared.PreparedCorpusError, match=message):
         prepared.data_source(name, data_dir=str(data_dir))
     assert not (tmp_path / "RAN").exists()
+
+
+def test_a_folder_the_projects_builder_wrote_is_read_from_its_checked_files(tmp_path):
+    """A config made at run time (own keywords) or a builder whose module is not
+    imported: TFDS reads such a corpus from its files, which pass the checks only when a
+    project module wrote them and they name TFDS feature classes alone."""
+    data_dir = _plant(tmp_path, "made-at-run-time", class_name=TENSOR)
+    prepared.check("folder_kws/made-at-run-time", str(data_dir))
+    version = data_dir / "unimported" / "cfg" / "1.0.0"
+    version.mkdir(parents=True)
+    features = {"pythonClassName": FEATURES_DICT, "featuresDict": {"features": {}}}
+    (version / "features.json").write_text(json.dumps(features))
+    (version / "dataset_info.json").write_text(
+        json.dumps({"name": "unimported", "moduleName": "multiqt_jax.datasets.unimported"})
+    )
+    prepared.check("unimported/cfg", str(data_dir))
+    (version / "dataset_info.json").write_text(
+        json.dumps({"name": "unimported", "moduleName": "payload"})
+    )
+    with pytest.raises(prepared.PreparedCorpusError, match="moduleName: 'payload', expected a"):
+        prepared.check("unimported/cfg", str(data_dir))
 
 
 @pytest.mark.parametrize(
