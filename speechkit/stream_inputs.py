@@ -678,7 +678,7 @@ def run_inputs(
     total = None if None in lengths else round(sum(lengths), 1)
     with progress.bar(total, "audio", "s", shown=not args.quiet) as shown:
         for number, (item, length) in enumerate(zip(inputs, lengths, strict=True), start=1):
-            shown.set_description(f"[{number}/{len(inputs)}] {printable(str(item))[-40:]}")
+            shown.set_description_str(f"[{number}/{len(inputs)}] {printable(str(item))[-40:]}")
             started, before = time.perf_counter(), shown.n
             advancing = _ADVANCE.set(lambda seconds: shown.update(round(seconds, 3)))
             try:

@@ -99,7 +99,7 @@ class _Bar:
         self.n += amount
         self.updates.append(amount)
 
-    def set_description(self, text):
+    def set_description_str(self, text):
         self.descriptions.append(text)
 
     def write(self, *_, **__):
