@@ -1,13 +1,17 @@
 """What the fuzz tests do to a JSON document: one value swapped for another type, a key
-removed, a huge, non-finite, negative or deeply nested value, a 5000-digit integer
-(tests/speechkit/test_json_fuzz.py, test_array_fuzz.py)."""
+removed, a huge, non-finite, negative or deeply nested value, a 5000-digit integer; and
+the check both fuzzers make of a reader (tests/speechkit/test_json_fuzz.py,
+test_array_fuzz.py)."""
 
 from __future__ import annotations
 
 import json
 import math
+import threading
 
 from hypothesis import strategies as st
+
+from speechkit import errors
 
 REPLACEMENTS = st.one_of(
     st.sampled_from(
@@ -61,3 +65,23 @@ def draw_mutation(data, tree) -> str:
     replacement = data.draw(REPLACEMENTS, label="replacement")
     remove = data.draw(st.booleans(), label="remove")
     return dumps(mutated(tree, path, replacement, remove))
+
+
+def reads_or_names_the_error(read, seconds: float = 30) -> None:
+    """read() in a thread (pytest-timeout owns SIGALRM): it must end within `seconds`,
+    returning or raising an InvalidInput; any other exception is re-raised."""
+    outcome = []
+
+    def run():
+        try:
+            read()
+            outcome.append(None)
+        except BaseException as err:  # noqa: BLE001 - handed to the test thread
+            outcome.append(err)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"no answer within {seconds} s"
+    if outcome[0] is not None and not isinstance(outcome[0], errors.InvalidInput):
+        raise outcome[0]

@@ -19,7 +19,6 @@ import dataclasses
 import io
 import json
 import os
-import threading
 import warnings
 import zipfile
 from pathlib import Path
@@ -30,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from multiqt_jax.datasets import annotated_calls
-from speechkit import asr, bundle, errors, files
+from speechkit import asr, bundle, files
 from speechkit.ctc import recognise
 from speechkit.frontend import FeatureConfig
 
@@ -185,27 +184,17 @@ def _npy(array: np.ndarray) -> bytes:
 # ---------------------------------------------------------------------------- the checks
 
 
-def _reads_or_names_the_error(read, seconds: float = 30) -> None:
-    """read() in a thread (pytest-timeout owns SIGALRM): it must end within `seconds`,
-    returning or raising an InvalidInput; any other exception is re-raised."""
-    outcome = []
+def _reads_or_names_the_error(read) -> None:
+    """`json_mutations.reads_or_names_the_error`, a value taken wrong or cast to
+    infinity (a ComplexWarning, a RuntimeWarning) counting as an exception."""
 
-    def run():
-        try:
-            with warnings.catch_warnings():  # a value taken wrong, or cast to infinity
-                warnings.simplefilter("error", np.exceptions.ComplexWarning)
-                warnings.simplefilter("error", RuntimeWarning)
-                read()
-            outcome.append(None)
-        except BaseException as err:  # noqa: BLE001 - handed to the test thread
-            outcome.append(err)
+    def strict():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)
+            warnings.simplefilter("error", RuntimeWarning)
+            read()
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"no answer within {seconds} s"
-    if outcome[0] is not None and not isinstance(outcome[0], errors.InvalidInput):
-        raise outcome[0]
+    json_mutations.reads_or_names_the_error(strict)
 
 
 _EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))

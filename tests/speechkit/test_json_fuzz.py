@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import jax
@@ -30,29 +29,9 @@ from cskws_jax import bundle, model  # noqa: E402
 from cskws_jax import export as kws_export  # noqa: E402
 from cskws_jax.datasets import folder_kws  # noqa: E402
 from multiqt_jax.datasets import annotated_calls  # noqa: E402
-from speechkit import audio_io, errors  # noqa: E402
+from speechkit import audio_io  # noqa: E402
 
 from . import json_mutations  # noqa: E402
-
-
-def _loads_or_names_the_error(load, seconds: float = 30) -> None:
-    """load() in a thread (pytest-timeout owns SIGALRM): it must end within `seconds`,
-    returning or raising an InvalidInput; any other exception is re-raised."""
-    outcome = []
-
-    def run():
-        try:
-            load()
-            outcome.append(None)
-        except BaseException as err:  # noqa: BLE001 - handed to the test thread
-            outcome.append(err)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"no answer within {seconds} s"
-    if outcome[0] is not None and not isinstance(outcome[0], errors.InvalidInput):
-        raise outcome[0]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +51,7 @@ def _fuzz(source: Path, manifest: str, load, work: Path, data) -> None:
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(source, work)
     (work / manifest).write_text(text)
-    _loads_or_names_the_error(lambda: load(work))
+    json_mutations.reads_or_names_the_error(lambda: load(work))
 
 
 _EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))
