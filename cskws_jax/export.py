@@ -60,7 +60,7 @@ from jax import export as jax_export
 from cskws_jax.config import TASK_FIELDS, AfKwsConfig, check_operating_points
 from cskws_jax.datasets.features import FEATURES
 from cskws_jax.streaming import StreamDetector
-from speechkit import checks, onnx_export, streaming
+from speechkit import checks, onnx_export, onnx_stream, streaming
 from speechkit import export as shared
 from speechkit.bundle import Bundle, BundleError, model_code
 from speechkit.export import ModelFacts, initial_state, read, write
@@ -71,6 +71,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OnnxDetector",
     "check_hop",
+    "export_bundle",
     "export_forward",
     "export_onnx",
     "export_step",
@@ -159,7 +160,7 @@ def model_facts(info: Bundle, block_outputs: int) -> ModelFacts:
 
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
     """(forward, step) exported from a bundle folder (`cskws_jax.bundle.load`)."""
-    modules, _, _ = _export_bundle(path, block_outputs, platforms, export_onnx=None)
+    modules, _, _ = export_bundle(path, block_outputs, platforms, export_onnx=None)
     return modules["forward"], modules["step"]
 
 
@@ -173,7 +174,7 @@ def _detector(config: AfKwsConfig, decoding, block_outputs: int, net: AfKws, par
 def onnx_signatures(
     info: Bundle, block_outputs: int, facts: ModelFacts
 ) -> dict[str, onnx_export.Signature]:
-    """{"frontend", "forward", "step", "detector"}: the ONNX modules of an export with
+    """{"frontend", "forward", "step", "detector", "stream"}: the ONNX modules of an export with
     export.json's `info`, `block_outputs` and `facts` (`speechkit.onnx_export.Signature`):
 
     - frontend: `speechkit.onnx_export.frontend_signature` for blocks of this step;
@@ -181,7 +182,9 @@ def onnx_signatures(
     - step: block, mask, state -> heads, out_mask, new_state (as the StableHLO step);
     - detector: block, mask, state -> found (`StreamDetector.step`'s decisions: peak,
       score, start, end, emitted), decided, new_state: the step and peak decoding with
-      the bundle's radius and min_score, its state the detector's.
+      the bundle's radius and min_score, its state the detector's;
+    - stream: the front end and the detector in one graph (`speechkit.onnx_stream`):
+      audio samples of one block, samples, state -> found, decided, new_state.
     """
     config = info.model_config
     batch, frames = onnx_export.sizes()
@@ -200,6 +203,10 @@ def onnx_signatures(
         "emitted": position,
     }
     stepped = {"block": block, "mask": block_mask}
+    detector = onnx_export.Signature(
+        {**stepped, "state": detector_state},
+        {"found": found, "decided": block_out_mask, "new_state": detector_state},
+    )
     return {
         "frontend": onnx_export.frontend_signature(info.features, block_frames),
         "forward": onnx_export.Signature(
@@ -209,10 +216,8 @@ def onnx_signatures(
             {**stepped, "state": state},
             {"heads": block_heads, "out_mask": block_out_mask, "new_state": state},
         ),
-        "detector": onnx_export.Signature(
-            {**stepped, "state": detector_state},
-            {"found": found, "decided": block_out_mask, "new_state": detector_state},
-        ),
+        "detector": detector,
+        onnx_stream.NAME: onnx_stream.signature(info.features, block_frames, detector),
     }
 
 
@@ -245,6 +250,9 @@ def export_onnx(net: AfKws, params, info: Bundle, block_outputs: int, facts: Mod
         "forward": onnx_export.lower_module(forward, signature["forward"], "forward"),
         "step": onnx_export.lower_module(step, signature["step"], "step"),
         "detector": onnx_export.lower_module(detect, signature["detector"], "detector"),
+        onnx_stream.NAME: onnx_stream.lower(
+            info.features, block_frames, detect, signature["detector"]
+        ),
     }
 
 
@@ -252,7 +260,7 @@ def _load(path):
     return model_code("cskws_jax.bundle", f"{path}: exporting a bundle").load(path)
 
 
-_export_bundle = functools.partial(
+export_bundle = functools.partial(
     shared.export_bundle,
     load=_load,
     export_forward=export_forward,
@@ -333,7 +341,7 @@ def check_hop(info: Bundle, facts: ModelFacts, where: str) -> None:
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
     return shared.main(
-        argv, prog="python -m cskws_jax.export", what="an AF-KWS", export_bundle=_export_bundle
+        argv, prog="python -m cskws_jax.export", what="an AF-KWS", export_bundle=export_bundle
     )
 
 

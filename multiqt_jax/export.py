@@ -48,6 +48,7 @@ import jax
 import jax.numpy as jnp
 from jax import export as jax_export
 
+from multiqt_jax import decode
 from multiqt_jax.config import (
     AUDIO_HOP_S,
     MODALITIES,
@@ -56,7 +57,7 @@ from multiqt_jax.config import (
     MultiQTConfig,
     check_tracking,
 )
-from speechkit import checks, onnx_export, streaming
+from speechkit import checks, onnx_export, onnx_stream, streaming
 from speechkit import export as shared
 from speechkit.bundle import Bundle, BundleError, model_code
 from speechkit.export import ModelFacts, initial_state, read, write
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_hop",
+    "export_bundle",
     "export_forward",
     "export_onnx",
     "export_step",
@@ -157,7 +159,7 @@ def model_facts(info: Bundle, block_outputs: int) -> ModelFacts:
 
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
     """(forward, step) exported from a bundle folder (`multiqt_jax.bundle.load`)."""
-    modules, _, _ = _export_bundle(path, block_outputs, platforms, export_onnx=None)
+    modules, _, _ = export_bundle(path, block_outputs, platforms, export_onnx=None)
     return modules["forward"], modules["step"]
 
 
@@ -179,6 +181,15 @@ def onnx_signatures(
     block, block_mask, block_present = input_specs(config, block_outputs, batch)
     block_outputs_, block_out_mask = output_specs(config, block_outputs, batch)
     state = facts.state("step", batch)
+    step = onnx_export.Signature(
+        {"inputs": block, "mask": block_mask, "present": block_present, "state": state},
+        {"outputs": block_outputs_, "out_mask": block_out_mask, "new_state": state},
+    )
+    streams = {}
+    if "audio" in config.modalities:  # a text-only model has no samples to stream
+        streams[onnx_stream.NAME] = onnx_stream.signature(
+            info.features, _audio_frames(info, block_outputs), _decided_signature(step)
+        )
     return {
         "frontend": onnx_export.frontend_signature(
             info.features, _audio_frames(info, block_outputs)
@@ -187,16 +198,59 @@ def onnx_signatures(
             {"inputs": inputs, "mask": mask, "present": present},
             {"outputs": outputs, "out_mask": out_mask},
         ),
-        "step": onnx_export.Signature(
-            {"inputs": block, "mask": block_mask, "present": block_present, "state": state},
-            {"outputs": block_outputs_, "out_mask": block_out_mask, "new_state": state},
-        ),
+        "step": step,
+        **streams,
     }
+
+
+def _decided_signature(step: onnx_export.Signature) -> onnx_export.Signature:
+    """The step with the smoothing rule (`multiqt_jax.decode.step`) after it, as the
+    stream module runs it (`_decided_step`): block (audio features), mask, present, the
+    text block and its mask (a text model), state (the step's, then the rule's three
+    int32 [b]) -> labels int32 [b, n], logits, out_mask, new_state."""
+    arguments, results = step.arguments, step.results
+    batch = results["out_mask"].shape[0]
+    rule = [jax.ShapeDtypeStruct((batch,), jnp.int32)] * len(decode.SmoothingState._fields)
+    text = {}
+    if "text" in arguments["inputs"]:
+        text = {"text": arguments["inputs"]["text"], "text_mask": arguments["mask"]["text"]}
+    return onnx_export.Signature(
+        {
+            "block": arguments["inputs"]["audio"],
+            "mask": arguments["mask"]["audio"],
+            "present": arguments["present"],
+            **text,
+            "state": [*arguments["state"], *rule],
+        },
+        {
+            "labels": jax.ShapeDtypeStruct(results["out_mask"].shape, jnp.int32),
+            "logits": results["outputs"]["logits"],
+            "out_mask": results["out_mask"],
+            "new_state": [*results["new_state"], *rule],
+        },
+    )
+
+
+def _decided_step(step, smoothing: decode.SmoothingConfig, model_state: int):
+    """`step(inputs, mask, present, state)` and the smoothing rule as the stream
+    module's step (`_decided_signature`): the first `model_state` state arrays are
+    the model's, the rest the rule's."""
+
+    def decided(block, mask, state, present, text=None, text_mask=None):
+        inputs, masks = {"audio": block}, {"audio": mask}
+        if text is not None:
+            inputs["text"], masks["text"] = text, text_mask
+        outputs, out_mask, new_state = step(inputs, masks, present, state[:model_state])
+        rule = decode.SmoothingState(*state[model_state:])
+        labels, _, rule = decode.step(outputs["logits"], out_mask, rule, smoothing)
+        return labels, outputs["logits"], out_mask, [*new_state, *rule]
+
+    return decided
 
 
 def _audio_frames(info: Bundle, block_outputs: int) -> int:
     """10 ms audio frames per step of `block_outputs` output frames (the tracker's
-    block, `multiqt_jax.track.Tracker.audio_block`)."""
+    block, `multiqt_jax.track.StreamModel.audio_block`)."""
     hop_s, block = next(iter(_blocks(info.model_config).values()))
     return round(block_outputs * hop_s * block / info.features.hop_s)
 
@@ -215,18 +269,27 @@ def export_onnx(net: MultiQT, params, info: Bundle, block_outputs: int, facts: M
         outputs, out_mask, state = net.apply(params, inputs, mask, state, present, method=net.step)
         return outputs, out_mask, jax.tree_util.tree_leaves(state)
 
-    return {
+    modules = {
         "frontend": onnx_export.lower_frontend(info.features, _audio_frames(info, block_outputs)),
         "forward": onnx_export.lower_module(forward, signature["forward"], "forward"),
         "step": onnx_export.lower_module(step, signature["step"], "step"),
     }
+    if onnx_stream.NAME in signature:
+        decided = _decided_step(step, info.decoding.smoothing, len(facts.state("step", 1)))
+        modules[onnx_stream.NAME] = onnx_stream.lower(
+            info.features,
+            _audio_frames(info, block_outputs),
+            decided,
+            _decided_signature(signature["step"]),
+        )
+    return modules
 
 
 def _load(path):
     return model_code("multiqt_jax.bundle", f"{path}: exporting a bundle").load(path)
 
 
-_export_bundle = functools.partial(
+export_bundle = functools.partial(
     shared.export_bundle,
     load=_load,
     export_forward=export_forward,
@@ -275,7 +338,7 @@ def check_hop(info: Bundle, where: str) -> None:
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
     return shared.main(
-        argv, prog="python -m multiqt_jax.export", what="a MultiQT", export_bundle=_export_bundle
+        argv, prog="python -m multiqt_jax.export", what="a MultiQT", export_bundle=export_bundle
     )
 
 

@@ -86,17 +86,28 @@ import numpy as np
 from jax import export as jax_export
 
 from speechkit import bundle as bundle_lib
-from speechkit import checks, compilation, files, onnx_export, stablehlo_bounds, streaming
+from speechkit import (
+    checks,
+    compilation,
+    files,
+    onnx_export,
+    onnx_metadata,
+    onnx_stream,
+    stablehlo_bounds,
+    streaming,
+)
 from speechkit.dataclass_json import from_dict
 from speechkit.frontend import FeatureConfig
 
 MANIFEST = "export.json"
 FORMAT = "speechkit-export"
-FORMAT_VERSION = 5
-"""5: each module's size in bytes (`bytes` beside its `sha256`, checked before the file
-is read); 4: `model_facts` (read without the model code); 3: ONNX modules; 2: the
-modules' and fields' sha256 (1: none of them)."""
-READABLE_VERSIONS = (2, 3, 4, 5)
+FORMAT_VERSION = 6
+"""6: the ONNX `stream` module (front end and step in one graph, `speechkit.onnx_stream`)
+and `metadata_props` in every ONNX module (`speechkit.onnx_metadata`); 5: each module's
+size in bytes (`bytes` beside its `sha256`, checked before the file is read); 4:
+`model_facts` (read without the model code); 3: ONNX modules; 2: the modules' and
+fields' sha256 (1: none of them)."""
+READABLE_VERSIONS = (2, 3, 4, 5, 6)
 """Folders of versions 2 and 3 are read as before, their model facts from the model code
 (the full install); version 2 holds no ONNX modules. Before version 5 a module's size is
 not recorded: its file is only checked against the cap (`MAX_FILE_BYTES`,
@@ -141,6 +152,7 @@ _FIELDS = (
 """export.json's fields, each covered by its `fields_sha256` entry (a version 2 folder
 has no `onnx_modules`, one before version 4 no `model_facts`)."""
 _ADDED_IN = {"onnx_modules": 3, "model_facts": 4}
+_ONNX_ADDED_IN = {onnx_stream.NAME: 6}  # ONNX modules a folder of an older version lacks
 MAX_STATE_ARRAYS = 4096  # a step's state arrays; the project's models have a few dozen
 MAX_STATE_RANK = 8
 # A custom call as MLIR prints it: `stablehlo.custom_call @target(...)` (the target
@@ -330,10 +342,12 @@ def export_bundle(
         "forward": export_forward(net, params, platforms),
         "step": export_step(net, params, block_outputs, platforms),
     }
+    payload = manifest(info, block_outputs, facts)
     onnx_modules = {}
     if export_onnx is not None:
         onnx_modules = export_onnx(net, params, info, block_outputs, facts)
-    return modules, manifest(info, block_outputs, facts), onnx_modules
+        onnx_metadata.describe(onnx_modules, payload)
+    return modules, payload, onnx_modules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -777,7 +791,11 @@ def read_folder(
                 f"{where}: onnx_modules: none (exported before ONNX modules, or without them; "
                 f"{again})"
             )
-        expected_onnx = onnx_signatures(info, block_outputs, facts)
+        expected_onnx = {
+            name: signature
+            for name, signature in onnx_signatures(info, block_outputs, facts).items()
+            if version >= _ONNX_ADDED_IN.get(name, 0)
+        }
         if sorted(listed_onnx) != sorted(expected_onnx):
             raise bundle_lib.BundleError(
                 f"{where}: onnx_modules: {sorted(listed_onnx)}; a {task} export holds "
@@ -1095,6 +1113,22 @@ def _no_source_locations():
         jax.config.update("jax_traceback_in_locations_limit", limit)
 
 
+def export_folder(
+    export_bundle: Callable[..., tuple[dict, dict, dict]],
+    bundle: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    block_outputs: int = 5,
+    platforms: Sequence[str] | None = None,
+) -> tuple[list[Path], tuple[dict, dict, dict]]:
+    """Exports the bundle folder `bundle` with a task's `export_bundle` (e.g.
+    `cskws_jax.export.export_bundle`) into `out_dir` (`write_folder`), the modules
+    holding no source locations -> (the paths written, (modules, export.json payload,
+    ONNX modules))."""
+    with _no_source_locations():
+        written = export_bundle(bundle, block_outputs, platforms)
+    return write_folder(out_dir, *written), written
+
+
 def main(
     argv,
     *,
@@ -1139,16 +1173,16 @@ def main(
         return 2
     compilation.enable_cache()
     try:
-        with _no_source_locations():
-            written = export_bundle(args.bundle, args.block_outputs, platforms)
+        paths, (modules, payload, onnx_modules) = export_folder(
+            export_bundle, args.bundle, args.out_dir, args.block_outputs, platforms
+        )
     except ValueError as err:  # BundleError included
         print(f"error: {err}", file=sys.stderr)
         return 2
     except NotImplementedError as err:  # a primitive the ONNX lowering does not know
         print(f"error: ONNX export: {err}", file=sys.stderr)
         return 2
-    modules, payload, onnx_modules = written
-    for path in write_folder(args.out_dir, modules, payload, onnx_modules):
+    for path in paths:
         if path.suffix == SUFFIX:
             exported = modules[path.stem]
             print(f"{path}: {len(exported.in_avals)} inputs -> {len(exported.out_avals)} outputs")

@@ -248,6 +248,7 @@ def test_an_export_folder_detects_like_its_bundle(saved, tmp_path, capsys):
         *modules,
         "step.onnx",
         "detector.onnx",
+        "stream.onnx",
     }
 
     assert detect.main([str(out), str(wav), "--format=jsonl"]) == 0  # 200 ms blocks, as exported

@@ -326,7 +326,7 @@ def _refused_onnx(folder: Path, *fragments: str) -> None:
 
 def test_own_onnx_modules_pass_their_checks_and_an_edited_one_is_refused(folder):
     info, block_outputs, modules, _ = kws_export.read_folder(folder, backend="onnx")
-    assert sorted(modules) == ["detector", "forward", "frontend", "step"]
+    assert sorted(modules) == ["detector", "forward", "frontend", "step", "stream"]
     data = bytearray((folder / "detector.onnx").read_bytes())
     data[len(data) // 2] ^= 1
     (folder / "detector.onnx").write_bytes(bytes(data))
@@ -364,7 +364,21 @@ def test_an_onnx_module_missing_from_the_list_is_refused(folder):
     payload = _manifest(folder)
     del payload["onnx_modules"]["detector"]
     _write_manifest(folder, payload, forge=True)
-    _refused_onnx(folder, "onnx_modules: ['forward', 'frontend', 'step']; a cskws export holds")
+    _refused_onnx(
+        folder, "onnx_modules: ['forward', 'frontend', 'step', 'stream']; a cskws export holds"
+    )
+
+
+def test_a_folder_of_version_5_reads_without_the_stream_module_and_one_of_6_does_not(folder):
+    """The stream module came with format version 6: older folders lack it."""
+    payload = _manifest(folder)
+    del payload["onnx_modules"]["stream"]
+    (folder / "stream.onnx").unlink()
+    _write_manifest(folder, payload, forge=True)
+    _refused_onnx(folder, "onnx_modules: ['detector', 'forward', 'frontend', 'step']; a cskws")
+    payload["format_version"] = 5
+    _write_manifest(folder, payload, forge=True)
+    assert "stream" not in kws_export.read_folder(folder, backend="onnx").modules
 
 
 # ---------------------------------------------------------------------- model facts
@@ -436,7 +450,7 @@ def test_a_state_that_does_not_fit_the_module_is_refused(folder):
 
 def test_a_version_3_folder_reads_its_facts_from_the_model_code(folder):
     payload = _manifest(folder)
-    del payload["model_facts"]
+    del payload["model_facts"], payload["onnx_modules"]["stream"]  # both came later
     payload["format_version"] = 3
     _write_manifest(folder, payload, forge=True)
     old = kws_export.read_folder(folder)

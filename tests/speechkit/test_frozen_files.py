@@ -1,6 +1,6 @@
 """Bundles and exports that users saved keep loading: the frozen files of
 tests/fixtures/frozen (speech-tracking-jax 0.2.0: bundle format 1, export format 4;
-0.3.0: export format 5), read with today's code, hold the same fields and give the
+0.3.0: export format 5; 0.4.0: export format 6), read with today's code, hold the same fields and give the
 outputs they gave when written (`expected.npz`). Never write those files again to make
 this pass (their README.md)."""
 
@@ -54,8 +54,8 @@ def test_the_frozen_multiqt_bundle_loads_and_gives_its_outputs(expected):
     np.testing.assert_allclose(outputs["logits"], expected["multiqt_logits"], rtol=1e-5, atol=1e-5)
 
 
-KWS_EXPORTS = ["cskws-export", "cskws-export-v5"]  # export formats 4 and 5
-QT_EXPORTS = ["multiqt-export", "multiqt-export-v5"]
+KWS_EXPORTS = ["cskws-export", "cskws-export-v5", "cskws-export-v6"]  # formats 4, 5, 6
+QT_EXPORTS = ["multiqt-export", "multiqt-export-v5", "multiqt-export-v6"]
 
 
 @pytest.mark.parametrize("folder", KWS_EXPORTS)
