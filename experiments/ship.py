@@ -15,7 +15,8 @@ scores the bundle on `config.smoke_check` (built when missing: the tests rebuild
 corpus and score the shipped model on it again), writes the card
 (`experiments.report.card`) beside the bundle, and copies bundle.json, params.npz,
 card.json and card.md into `config.ship_to` (default `<task package>/models/<name>`,
-where `cskws_jax.models` / `multiqt_jax.models` find it).
+where `cskws_jax.models` / `multiqt_jax.models` find it), and writes beside them the
+model's export folder and sample recording (`experiments.ship_files`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import ml_collections
 
 from cskws_jax import models as kws_models
 from cskws_jax.datasets import synthetic_kws
-from experiments import common, cskws, evaluate, multiqt
+from experiments import common, cskws, evaluate, multiqt, ship_files
 from experiments.evaluators import tracking
 from experiments.report import card as card_lib
 from multiqt_jax import bundle as calls_bundle
@@ -233,6 +234,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     for name in SHIPPED_FILES:
         with files.atomic_path(os.path.join(target, name)) as temporary:
             shutil.copyfile(os.path.join(folder, name), temporary)
+    for path in ship_files.write_parts(target, config.runner):  # export/ and the sample
+        log(f"{config.name}: wrote {path}")
     log(f"{config.name}: shipped in {target}; smoke check {card['smoke_check']}")
     return payload
 

@@ -59,9 +59,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.metadata
 import json
 import os
 import typing
+import urllib.parse
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -186,9 +188,32 @@ def save(
     return folder
 
 
-FULL_INSTALL = "pip install 'speech-tracking-jax[full]'"
+def full_install_command() -> str:
+    """The command that adds the full install (model code: flax, sequence-layers) from
+    where this one came: the source folder it was installed from (pip's record of a
+    local install, or the checkout the code runs from); no index has the package."""
+    source = _install_source()
+    if source is None:
+        return "pip install 'PATH[full]' (PATH: the toolkit's source folder, a clone)"
+    return f"pip install '{source}[full]'"
+
+
+def _install_source() -> str | None:
+    """The folder the toolkit was installed from, or the checkout it runs from; None."""
+    try:
+        record = importlib.metadata.distribution("speech-tracking-jax").read_text("direct_url.json")
+        url = json.loads(record or "{}").get("url", "")
+    except (importlib.metadata.PackageNotFoundError, ValueError, AttributeError):
+        url = ""
+    if url.startswith("file://"):
+        return urllib.parse.unquote(urllib.parse.urlparse(url).path)
+    checkout = Path(__file__).resolve().parents[1]
+    return str(checkout) if (checkout / "pyproject.toml").is_file() else None
+
+
+FULL_INSTALL = full_install_command()
 """The install a bundle (model code: flax, sequence-layers) needs; the light one
-(`speech-tracking-jax[infer]`) runs export folders (`speechkit.export`)."""
+(`.[infer]`) runs export folders (`speechkit.export`)."""
 
 
 def model_code(module: str, what: str):
@@ -200,9 +225,9 @@ def model_code(module: str, what: str):
     except ModuleNotFoundError as err:
         raise BundleError(
             f"{what} runs with the model code, which needs {err.name} (not installed: this "
-            f"is the light install, which runs export folders): {FULL_INSTALL}, or run an "
-            "export folder of it (python -m cskws_jax.export / multiqt_jax.export BUNDLE "
-            "OUT_DIR)"
+            f"is the light install, which runs export folders and the shipped models): "
+            f"{FULL_INSTALL}; or export it where the full install is (stj-export BUNDLE "
+            "OUT_DIR) and run OUT_DIR here"
         ) from None
 
 

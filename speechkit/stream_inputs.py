@@ -526,9 +526,11 @@ def add_shipped_argument(parse: argparse.ArgumentParser, catalogue) -> None:
 
 
 def shipped_model(args, catalogue, inputs: str) -> None:
-    """With --model NAME, MODEL becomes the shipped model's folder and a MODEL given is the
-    first of `inputs`; without it, no MODEL is an InputError naming the shipped models.
-    An unknown NAME is an InputError that lists them."""
+    """With --model NAME, MODEL becomes the shipped model's folder (its bundle, or its
+    export where --backend is onnx or the model code is missing: the light install,
+    `speechkit.shipped.Catalogue.runnable`) and a MODEL given is the first of `inputs`;
+    without it, no MODEL is an InputError naming the shipped models. An unknown NAME is
+    an InputError that lists them."""
     if args.shipped is None:
         shipped = f"--model NAME ({', '.join(catalogue.names()) or 'none'})"
         if args.model is None:
@@ -544,7 +546,7 @@ def shipped_model(args, catalogue, inputs: str) -> None:
             )
         return
     try:
-        folder = catalogue.path(args.shipped)
+        folder = catalogue.runnable(args.shipped, args.backend)
     except ValueError as err:
         raise InputError(f"--model: {err}") from None
     if args.model is not None:

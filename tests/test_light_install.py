@@ -18,13 +18,15 @@ import soundfile
 
 from cskws_jax import detect
 from cskws_jax import export as kws_export
+from cskws_jax import models as kws_models
+from multiqt_jax import models as calls_models
 from multiqt_jax import track
 from speechkit import export as shared
 
 pytestmark = pytest.mark.early  # no smoke corpus
 
 ROOT = Path(__file__).resolve().parents[1]
-FROZEN = ROOT / "tests" / "fixtures" / "frozen"  # bundles and exports of 0.2.0 and 0.3.0
+FROZEN = ROOT / "tests" / "fixtures" / "frozen"  # bundles and exports of 0.2.0-0.4.0
 FULL_ONLY = {
     "flax": "flax",
     "optax": "optax",
@@ -120,6 +122,7 @@ def test_exports_run_light_as_they_run_full(exports, capsys):
         ("cskws_jax.detect", [root / "cskws-export", wav, "--format=jsonl"]),
         ("cskws_jax.detect", [root / "cskws-export", wav, "--format=jsonl", "--backend=onnx"]),
         ("cskws_jax.detect", [root / "cskws-export-v5", wav, "--format=jsonl"]),
+        ("cskws_jax.detect", [root / "cskws-export-v6", wav, "--format=jsonl", "--backend=onnx"]),
         ("multiqt_jax.track", [root / "multiqt-export", wav, "--format=jsonl", "--no-text"]),
         ("multiqt_jax.track", [root / "multiqt-export", wav, "--backend=onnx", "--no-text"]),
     ]
@@ -129,6 +132,43 @@ def test_exports_run_light_as_they_run_full(exports, capsys):
     for (module, argv), (status, out, _) in zip(runs, light, strict=True):
         assert (status, out) == _full(mains[module], argv, capsys)[:2], argv
     assert any(len(out.splitlines()) > 1 for _, out, _ in light[:2])  # detections: not vacuous
+
+
+def test_shipped_models_run_light_as_they_run_full(capsys):
+    """--model NAME runs the shipped model's export where the model code is missing, and
+    prints on its shipped sample what the full install prints with the bundle; both
+    backends."""
+    detector, tracker = kws_models.CATALOGUE, calls_models.CATALOGUE
+    runs = [
+        ("cskws_jax.detect", ["--model", "afkws-top20", detector.sample("afkws-top20")]),
+        (
+            "multiqt_jax.track",
+            ["--model", "multiqt-questions-audio", tracker.sample("multiqt-questions-audio")],
+        ),
+        (
+            "cskws_jax.detect",
+            ["--model", "afkws-top20", detector.sample("afkws-top20"), "--backend", "onnx"],
+        ),
+    ]
+    runs = [(module, [*argv, "--format=csv"]) for module, argv in runs]
+    light, loaded = _run_light(*runs)
+    assert loaded == []
+    mains = {"cskws_jax.detect": detect.main, "multiqt_jax.track": track.main}
+    for (module, argv), (status, out, err) in zip(runs, light, strict=True):
+        assert status == 0, err
+        assert (status, out) == _full(mains[module], argv, capsys)[:2], argv
+    assert all(len(out.splitlines()) > 2 for _, out, _ in light)  # detections and segments
+
+
+def test_shipped_models_name_their_export_without_the_model_code():
+    """`Catalogue.runnable`: the bundle where the model code imports and the backend is
+    jax, else the export folder, which holds what the light install reads."""
+    for catalogue in (kws_models.CATALOGUE, calls_models.CATALOGUE):
+        for name in catalogue.names():
+            assert catalogue.runnable(name) == catalogue.path(name)
+            assert catalogue.runnable(name, "onnx") == catalogue.export_path(name)
+            assert shared.is_folder(catalogue.export_path(name))
+            assert Path(catalogue.sample(name)).is_file()
 
 
 def test_what_needs_the_model_code_says_what_to_install(exports, tmp_path):
@@ -154,7 +194,7 @@ def test_what_needs_the_model_code_says_what_to_install(exports, tmp_path):
     )
     assert [status for status, _, _ in light] == [2, 2, 2, 2]
     assert not (tmp_path / "again").exists()
-    install = "pip install 'speech-tracking-jax[full]'"
+    install = f"pip install '{ROOT}[full]'"  # the checkout these tests run from
     bundle_error, text_error, old_error, export_error = (err for _, _, err in light)
     assert f"{root / 'cskws-bundle'}: exporting a bundle runs with the model code" in export_error
     assert (

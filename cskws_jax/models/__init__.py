@@ -15,6 +15,6 @@ import os
 from speechkit.shipped import Catalogue
 
 FOLDER = os.path.dirname(os.path.abspath(__file__))
-CATALOGUE = Catalogue(FOLDER, "AF-KWS")
+CATALOGUE = Catalogue(FOLDER, "AF-KWS", "cskws_jax.bundle")
 names = CATALOGUE.names
 path = CATALOGUE.path

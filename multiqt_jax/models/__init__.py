@@ -16,6 +16,6 @@ import os
 from speechkit.shipped import Catalogue
 
 FOLDER = os.path.dirname(os.path.abspath(__file__))
-CATALOGUE = Catalogue(FOLDER, "MultiQT")
+CATALOGUE = Catalogue(FOLDER, "MultiQT", "multiqt_jax.bundle")
 names = CATALOGUE.names
 path = CATALOGUE.path
