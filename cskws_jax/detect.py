@@ -276,25 +276,33 @@ def detect_stream(
     """Streams sample chunks through the front end and the detector, calling `emit`
     with each detection as it is decided (those below their keyword's `thresholds`, when
     given, dropped); returns the number of detections."""
-    frames = detector.block_frames["audio"]
-    if isinstance(detector, export.OnnxDetector):
-        frontend_stream = detector.feature_stream(info.features)
-    else:
-        frontend_stream = frontend.FeatureStream(info.features, frames)
     stream = KeywordStream(detector, info.labels, refractory_s, thresholds)
-    return stream_inputs.stream_items(chunks, frontend_stream, stream, emit)
+    return stream_inputs.stream_items(chunks, feature_stream(detector, info), stream, emit)
+
+
+def feature_stream(detector, info) -> frontend.FeatureStream:
+    """The front end over a stream's arriving samples, a block of the detector's at a time:
+    an ONNX detector's own module (`export.OnnxDetector.feature_stream`), else jax's."""
+    if isinstance(detector, export.OnnxDetector):
+        return detector.feature_stream(info.features)
+    return frontend.FeatureStream(info.features, detector.block_frames["audio"])
 
 
 def run_input(name: str, detector, info, args, out: Output) -> tuple[int, float]:
     """Detections of one input, printed as they come -> (count, seconds of audio)."""
     rate = info.features.sample_rate
-    size = detector.block_frames["audio"] * info.features.hop_samples
+    size = block_samples(detector, info)
     emit = lambda detection: out.write(name, detection)  # noqa: E731
     thresholds = operating_thresholds(info, args.fa_per_hour)
     checked = stream_inputs.input_chunks(name, info.features, size, args)  # block by block
     count = detect_stream(checked, detector, info, args.refractory_s, emit, thresholds)
     checked.check()
     return count, checked.samples / rate
+
+
+def block_samples(detector, info) -> int:
+    """Samples (at the model's rate) of one block the detector steps on."""
+    return detector.block_frames["audio"] * info.features.hop_samples
 
 
 def operating_thresholds(info, fa_per_hour: float | None) -> tuple[float, ...] | None:

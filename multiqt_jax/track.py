@@ -112,7 +112,7 @@ class Segment:
 
 
 @dataclasses.dataclass(frozen=True)
-class Tracker:
+class StreamModel:
     """A MultiQT streaming step with what it needs around it.
 
     step(inputs, mask, present, state) -> ({"logits" [1, n, C]}, out_mask [1, n], state):
@@ -150,11 +150,16 @@ class Tracker:
         return round(self.block_outputs * self.spec.output_hop_s / self.info.features.hop_s)
 
     @property
+    def block_samples(self) -> int:
+        """Samples (at the model's rate) of one block."""
+        return self.audio_block * self.info.features.hop_samples
+
+    @property
     def reads_text(self) -> bool:
         return "text" in self.config.modalities
 
 
-def from_bundle(path, block_ms: float | None) -> Tracker:
+def from_bundle(path, block_ms: float | None) -> StreamModel:
     """The live model of a bundle folder, stepping blocks of `block_ms` (None: 200 ms).
     Needs the model code (the full install)."""
     net, params, info = model_code("multiqt_jax.bundle", f"{path}: a bundle").load(path)
@@ -168,10 +173,10 @@ def from_bundle(path, block_ms: float | None) -> Tracker:
     def initial_state():
         return net.apply(params, 1, method=net.initial_state)
 
-    return Tracker(step, initial_state, info, outputs, spec)
+    return StreamModel(step, initial_state, info, outputs, spec)
 
 
-def from_export(path, block_ms: float | None) -> Tracker:
+def from_export(path, block_ms: float | None) -> StreamModel:
     """The exported step of an export folder; its block is fixed at export time, so
     `block_ms` must be None or that block's length."""
     info, outputs, modules, facts = export.read_folder(path)
@@ -180,10 +185,10 @@ def from_export(path, block_ms: float | None) -> Tracker:
     exported = modules["step"]
     stream_inputs.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
     initial_state = functools.partial(export.initial_state, exported, 1)
-    return Tracker(jax.jit(exported.call), initial_state, info, outputs, facts.spec)
+    return StreamModel(jax.jit(exported.call), initial_state, info, outputs, facts.spec)
 
 
-def from_onnx(path, block_ms: float | None) -> Tracker:
+def from_onnx(path, block_ms: float | None) -> StreamModel:
     """The ONNX step and front end of an export folder, run by onnxruntime; its block is
     fixed at export time, as `from_export`'s."""
     info, outputs, modules, facts = export.read_folder(path, backend="onnx")
@@ -195,10 +200,10 @@ def from_onnx(path, block_ms: float | None) -> Tracker:
         return found["outputs"], found["out_mask"], found["new_state"]
 
     initial_state = functools.partial(module.initial_state, 1)
-    return Tracker(step, initial_state, info, outputs, facts.spec, modules["frontend"])
+    return StreamModel(step, initial_state, info, outputs, facts.spec, modules["frontend"])
 
 
-def load(path, block_ms: float | None, backend: str = "jax") -> Tracker:
+def load(path, block_ms: float | None, backend: str = "jax") -> StreamModel:
     """For an export folder (with export.json) `from_export` (backend "jax") or
     `from_onnx` ("onnx"), else `from_bundle` (a bundle runs with jax only)."""
     if not export_lib.is_folder(path):
@@ -224,7 +229,7 @@ class TextSource:
     ctc_posteriors: bool = False  # "ctc" gives its character posteriors, not its words
 
 
-def call_text(name: str, samples: np.ndarray, tracker: Tracker, source: TextSource):
+def call_text(name: str, samples: np.ndarray, tracker: StreamModel, source: TextSource):
     """(text float32 [frames // 2, V] or None, present bool [1, 2]) of one call of
     `samples` (frames: its 10 ms audio frames); None when the model reads no text or
     the text is marked missing."""
@@ -348,24 +353,30 @@ class SegmentStream:
         )
 
 
+def smoothing_of(info: Bundle, smoothing_frames: int | None = None):
+    """The smoothing rule a call runs (`multiqt_jax.decode`): the bundle's
+    `decoding.smoothing`, its K (`min_frames`) set to `smoothing_frames` unless None."""
+    if smoothing_frames is None:
+        return info.decoding.smoothing
+    return dataclasses.replace(info.decoding.smoothing, min_frames=smoothing_frames)
+
+
 class CallStream:
-    """One call through a `Tracker`: log-mel frames in (any number at a time), closed
+    """One call through a `StreamModel`: log-mel frames in (any number at a time), closed
     segments out. `close()` ends the call as `BlockRunner.run` does (the last block
     padded with masked zero frames), so the labels are the whole-call forward's.
     text: float32 [frames // 2, V] of the whole call, or None (zeros: a model without
     text, or its text marked missing in `present`). smoothing_frames: the smoothing
     rule's K instead of the bundle's (`decoding.smoothing`; None: the bundle's)."""
 
-    def __init__(self, tracker: Tracker, text, present, smoothing_frames: int | None = None):
+    def __init__(self, tracker: StreamModel, text, present, smoothing_frames: int | None = None):
         self.tracker, self.text, self.present = tracker, text, np.asarray(present, bool)
         self.state = tracker.initial_state()
         self.audio_width = tracker.info.features.num_mels
         self._buffer = np.zeros((0, self.audio_width), np.float32)
         self.frames = 0  # real audio frames received
         self.blocks = 0  # blocks stepped
-        self.smoothing = tracker.info.decoding.smoothing
-        if smoothing_frames is not None:
-            self.smoothing = dataclasses.replace(self.smoothing, min_frames=smoothing_frames)
+        self.smoothing = smoothing_of(tracker.info, smoothing_frames)
         self._smoothing_state = decode.initial_state(1, self.smoothing)
         self.segments = SegmentStream(
             tracker.info.labels, tracker.spec.output_hop_s, self.smoothing.latency_frames
@@ -460,11 +471,11 @@ def track_stream(chunks, stream: CallStream, emit) -> int:
     return stream_inputs.stream_items(chunks, frontend_stream, stream, emit)
 
 
-def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, float]:
+def run_input(name: str, tracker: StreamModel, args, out: Output) -> tuple[int, float]:
     """Segments of one call, printed as they close -> (count, seconds of audio)."""
     features = tracker.info.features
     rate = features.sample_rate
-    size = tracker.audio_block * features.hop_samples
+    size = tracker.block_samples
     emit = lambda segment: out.write(name, segment)  # noqa: E731
     source = text_source(args, tracker)
     live = name == STDIN or args.mic is not None  # audio as it arrives: no text of the call
@@ -490,7 +501,7 @@ def run_input(name: str, tracker: Tracker, args, out: Output) -> tuple[int, floa
     return count, checked.samples / rate
 
 
-def text_source(args, tracker: Tracker) -> TextSource:
+def text_source(args, tracker: StreamModel) -> TextSource:
     """The text options, and whether `--asr ctc` gives this model the recogniser's
     posteriors (a bundle trained on them: decoding.text_recogniser 'ctc_posteriors')."""
     posteriors = tracker.info.decoding.text_recogniser == "ctc_posteriors"
@@ -548,7 +559,7 @@ def parser() -> argparse.ArgumentParser:
     return parse
 
 
-def _check_text_arguments(args, tracker: Tracker) -> None:
+def _check_text_arguments(args, tracker: StreamModel) -> None:
     """Arguments that cannot work with this model (InputError)."""
     if (args.words or args.posteriors) and len(args.inputs) != 1:
         raise InputError(
@@ -569,7 +580,7 @@ def _check_text_arguments(args, tracker: Tracker) -> None:
         raise InputError(f"--smoothing-frames: expected at least 1, got {args.smoothing_frames}")
 
 
-def _notes(args, tracker: Tracker) -> list[str]:
+def _notes(args, tracker: StreamModel) -> list[str]:
     """Warnings for stderr about how the model's text is used."""
     if not tracker.reads_text or args.quiet:
         return []

@@ -155,39 +155,94 @@ def _resample_margin(up: int, down: int) -> int:
 def resample_stream(blocks: Iterable[np.ndarray], from_rate: int, to_rate: int) -> Iterator:
     """`resample` of a signal that arrives in blocks (float32 [n] each, any sizes), as
     float32 blocks: their concatenation equals `resample` of the whole signal, sample for
-    sample, while memory holds a few pieces of ~65,536 input samples, whatever the length.
+    sample, while memory holds a few pieces of ~65,536 input samples, whatever the length
+    (`StreamResampler`)."""
+    resampler = StreamResampler(from_rate, to_rate)
+    for block in blocks:
+        out = resampler.push(block)
+        if len(out):
+            yield out
+    tail = resampler.flush()
+    if len(tail):
+        yield tail
 
-    Each piece is resampled with `margin` input samples of context either side (the
-    filter's reach), so only the signal's true ends see zero padding, as in one call.
+
+class StreamResampler:
+    """`resample` of a signal that arrives in pieces, computed as it arrives.
+
+    `push(samples)` returns the output samples that the input so far determines and
+    `flush()` the rest once the signal has ended; over any partition of a signal into
+    pushes, their concatenation equals `resample` of the whole signal, sample for sample.
+    The filter is zero-phase (scipy's `resample_poly`): an output sample needs input up
+    to the filter's half length after it, so a push holds back at most `held_back`
+    input samples (`margin`, the half length rounded up to a multiple of `down`, plus up
+    to down - 1 to reach a whole step). Each piece is resampled with `margin` input
+    samples of context either side, so only the signal's true ends see zero padding, as
+    in one call; pieces hold at most ~65,536 input samples.
+
+        resampler = StreamResampler(44_100, 16_000)
+        out = [resampler.push(chunk) for chunk in chunks] + [resampler.flush()]
     """
-    ratio = resample_ratio(from_rate, to_rate)
-    if ratio == 1:
-        yield from (as_waveform("block", block) for block in blocks)
-        return
-    up, down = ratio.numerator, ratio.denominator
-    margin = _resample_margin(up, down)
-    step = down * max(1, -(-(1 << 16) // down))  # input samples per piece, a multiple of down
-    pending = np.zeros(0, np.float32)  # input from `offset` on (global sample index)
-    offset = begin = 0  # begin: the next piece's first input sample, a multiple of down
 
-    def piece(end: int) -> np.ndarray:
-        first = max(0, begin - margin)
-        window = pending[first - offset : end + margin - offset]
+    PIECE = 1 << 16  # input samples per piece at most (rounded up to a multiple of down)
+
+    def __init__(self, from_rate: int, to_rate: int):
+        ratio = resample_ratio(from_rate, to_rate)
+        self.up, self.down = ratio.numerator, ratio.denominator
+        self.identity = ratio == 1
+        self.margin = 0 if self.identity else _resample_margin(self.up, self.down)
+        self._step = self.down * max(1, -(-self.PIECE // self.down))
+        self.reset()
+
+    @property
+    def held_back(self) -> int:
+        """The most input samples a push leaves unresampled until more input (or
+        `flush`) comes: 0 when the rates are equal."""
+        return 0 if self.identity else self.margin + self.down - 1
+
+    def reset(self) -> None:
+        """Forgets the signal so far: the next push starts a new one."""
+        self._pending = np.zeros(0, np.float32)  # input from `_offset` on (global index)
+        self._offset = 0
+        self._begin = 0  # the next piece's first input sample, a multiple of down
+
+    def push(self, samples) -> np.ndarray:
+        """samples float [n] (the signal's next ones) -> float32 [m]: the output samples
+        they complete."""
+        samples = as_waveform("samples", samples)
+        if self.identity:
+            return samples
+        self._pending = np.concatenate([self._pending, samples])
+        total = self._offset + len(self._pending)
+        return self._output_until((total - self.margin) // self.down * self.down)
+
+    def flush(self) -> np.ndarray:
+        """float32 [m]: the output samples left at the signal's end; then `reset`."""
+        total = self._offset + len(self._pending)
+        out = self._piece(total) if not self.identity and total > self._begin else None
+        self.reset()
+        return np.zeros(0, np.float32) if out is None else out
+
+    def _output_until(self, end: int) -> np.ndarray:
+        """The output of the input before `end` (a multiple of down) not yet returned."""
+        pieces = [np.zeros(0, np.float32)]
+        while self._begin < end:
+            stop = min(end, self._begin + self._step)
+            pieces.append(self._piece(stop))
+            self._begin = stop
+            unused = self._begin - self.margin - self._offset  # before any piece's context
+            if unused > 0:
+                self._pending, self._offset = self._pending[unused:], self._offset + unused
+        return np.concatenate(pieces)
+
+    def _piece(self, end: int) -> np.ndarray:
+        """The output of input samples [`_begin`, `end`), with `margin` of context."""
+        up, down, begin = self.up, self.down, self._begin
+        first = max(0, begin - self.margin)
+        window = self._pending[first - self._offset : end + self.margin - self._offset]
         out = _scipy_signal().resample_poly(window, up, down).astype(np.float32)
         skip = begin * up // down - first * up // down
         return out[skip : skip + -(-end * up // down) - begin * up // down]
-
-    for block in blocks:
-        pending = np.concatenate([pending, as_waveform("block", block)])
-        while offset + len(pending) >= begin + step + margin:
-            yield piece(begin + step)
-            begin += step
-            keep = begin - margin - offset
-            if keep > 0:
-                pending, offset = pending[keep:], offset + keep
-    total = offset + len(pending)
-    if total > begin:
-        yield piece(total)
 
 
 def mu_law_encode(waveform, bits: int = 8) -> np.ndarray:
