@@ -327,15 +327,14 @@ def parser() -> argparse.ArgumentParser:
         prog,
         "Detect keywords in audio with a trained AF-KWS bundle or export, streamed\n"
         "block by block; each detection is printed when the detector decides it.",
-        f"Example: {prog} out/cskws/afkws/bundle calls/ --format jsonl\n"
-        f"Shipped: {prog} --model afkws-top20 calls/\n"
+        f"Example: {prog} --model afkws-top20 calls/ --fa-per-hour 5 --format jsonl\n"
         f"Microphone: {stream_inputs.MICROPHONE} | {prog} MODEL -\n"
         f"Exported ({exporter} BUNDLE OUT_DIR): {prog} OUT_DIR AUDIO...",
         "input",
     )
     stream_inputs.add_stream_arguments(
         parse,
-        "bundle folder (cskws_jax.bundle.save) or export folder (with export.json)",
+        "bundle or export folder",
         "audio",
         "detector",
     )
@@ -344,13 +343,14 @@ def parser() -> argparse.ArgumentParser:
         "--refractory-s",
         type=stream_inputs.number(0),
         default=0.0,
-        help="drop a keyword's detection within this many seconds of its last one (default 0: "
-        "keep all)",
+        metavar="S",
+        help="drop a keyword's detection within S seconds of its last one (default 0)",
     )
     parse.add_argument(
         "--min-score",
         type=stream_inputs.number(0, 1),
         default=None,
+        metavar="P",
         help="peak threshold in [0, 1] (default: the model's)",
     )
     parse.add_argument(
@@ -358,10 +358,9 @@ def parser() -> argparse.ArgumentParser:
         type=stream_inputs.number(0, above=True),
         default=None,
         metavar="B",
-        help="keep a detection only when its score reaches its keyword's threshold at the "
-        "bundle's operating point for B false alarms per hour (all keywords together)",
+        help="only detections at the model's operating point for B false alarms per hour",
     )
-    stream_inputs.add_run_arguments(parse, "inputs", "no progress lines on stderr")
+    stream_inputs.add_run_arguments(parse, "inputs", "no progress on stderr")
     return parse
 
 

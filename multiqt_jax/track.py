@@ -514,18 +514,17 @@ def parser() -> argparse.ArgumentParser:
     prog = stream_inputs.command_name("multiqt_jax.track")
     parse = stream_inputs.stream_parser(
         prog,
-        "Track questions (or symptoms: the model's labels) in calls with a MultiQT\n"
-        "bundle or export, streamed block by block; each segment is printed when it closes.",
-        f"Example: {prog} out/multimodal/bundle-fold0 calls/ --asr pocketsphinx\n"
-        f"Shipped: {prog} --model multiqt-questions-audio calls/\n"
+        "Track questions (or symptoms) in calls with a MultiQT bundle or export,\n"
+        "streamed block by block; each segment is printed when it closes.",
+        f"Example: {prog} --model multiqt-questions --asr ctc calls/\n"
         f"Microphone (audio-only model): {stream_inputs.MICROPHONE} | {prog} MODEL -\n"
-        "Text for a model that reads it: --asr, --words, "
-        "--posteriors, <call>.npy or <call>.json beside the call, or --no-text.",
+        "A text model's text: --asr, --words, --posteriors, <call>.npy or .json beside the "
+        "call, or --no-text.",
         "call",
     )
     stream_inputs.add_stream_arguments(
         parse,
-        "bundle folder (multiqt_jax.bundle.save) or export folder (with export.json)",
+        "bundle or export folder",
         "calls",
         "model",
     )
@@ -535,27 +534,24 @@ def parser() -> argparse.ArgumentParser:
         "--asr",
         choices=ASR_CHOICES,
         default="none",
-        help="recognise each call for the text (default none: text from the files beside it)",
+        help="recognise each call for its text (default none: files beside it)",
     )
-    text.add_argument("--words", help="timed words JSON (annotated_calls 'asr') of the one call")
+    text.add_argument("--words", metavar="JSON", help="the one call's timed words")
     parse.add_argument(
-        "--ctc-bundle",
-        help="the speechkit.ctc recogniser bundle folder of --asr ctc (default: the shipped one)",
+        "--ctc-bundle", metavar="FOLDER", help="--asr ctc's recogniser (default: the shipped one)"
     )
-    text.add_argument("--posteriors", help="character posteriors .npy [frames, 29] at 20 ms")
     text.add_argument(
-        "--no-text",
-        action="store_true",
-        help="mark the text missing (for a model trained with modality dropout)",
+        "--posteriors", metavar="NPY", help="the one call's character posteriors (20 ms)"
     )
+    text.add_argument("--no-text", action="store_true", help="mark the text missing")
     parse.add_argument(
         "--smoothing-frames",
         type=stream_inputs.number(1, integer=True),
         default=None,
-        help="frames a class must hold to switch (multiqt_jax.decode; 1: raw labels; "
-        "default: the bundle's decoding.smoothing)",
+        metavar="K",
+        help="frames a class holds to switch (1: raw; default: the model's)",
     )
-    stream_inputs.add_run_arguments(parse, "calls", "no progress lines or notes on stderr")
+    stream_inputs.add_run_arguments(parse, "calls", "no progress or notes on stderr")
     return parse
 
 

@@ -420,9 +420,9 @@ def stream_parser(prog: str, description: str, epilog: str, unit: str) -> argpar
     return argparse.ArgumentParser(
         prog=prog,
         description=description,
-        epilog=f"{epilog}\nExit status: 0 when every {unit} was used, 1 when one was bad (with "
-        "--keep-going: skipped), 2 for a bad model folder or bad arguments, 130 at Ctrl-C, "
-        "141 when the reader of the output went away.",
+        epilog=f"{epilog}\nExit status: 0 every {unit} used; 1 one was bad (--keep-going: "
+        "skipped); 2 bad model or arguments; 130 Ctrl-C; 141 closed output.\nEvery option: "
+        "docs/usage.md.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
@@ -463,15 +463,15 @@ def add_stream_arguments(
     parse.add_argument(
         inputs,
         nargs="*",
-        help="audio files (wav, flac, ogg, opus, mp3; any rate and channels), folders (searched "
-        "recursively), or - for raw 16-bit little-endian 16 kHz mono PCM on stdin",
+        help="audio files (wav, flac, ogg, opus, mp3), folders, or - (raw 16-bit PCM, stdin)",
     )
     parse.add_argument("--format", choices=FORMATS, default="table", help="output format")
     parse.add_argument(
         "--block-ms",
         type=number(0, MAX_BLOCK_MS, above=True),
         default=None,
-        help=f"audio per {step} step (default 200 ms; an export's own block)",
+        metavar="MS",
+        help=f"audio per {step} step (default 200; an export's own)",
     )
     parse.add_argument(
         "--realtime", action="store_true", help="feed files at the pace of a live stream"
@@ -482,8 +482,7 @@ def add_stream_arguments(
         const="",
         default=None,
         metavar="DEVICE",
-        help="a live microphone instead of files (sounddevice; any platform): the default "
-        "input device, or DEVICE's index or name; Ctrl-C ends the stream",
+        help="record a microphone (default device, or an index or name) until Ctrl-C",
     )
     parse.add_argument(
         "--list-devices", action="store_true", help="list the audio devices --mic can use"
@@ -492,9 +491,7 @@ def add_stream_arguments(
         "--backend",
         choices=("jax", "onnx"),
         default="jax",
-        help="what runs an export folder: jax (its StableHLO, compiled by XLA; the default) "
-        "or onnx (its ONNX modules, front end included, in onnxruntime on one thread); a "
-        "bundle runs with jax",
+        help="runs an export: jax (StableHLO, the default) or onnx (onnxruntime)",
     )
 
 
@@ -519,9 +516,7 @@ def add_shipped_argument(parse: argparse.ArgumentParser, catalogue) -> None:
         "--model",
         dest="shipped",
         metavar="NAME",
-        help="a model that ships with the toolkit instead of a MODEL folder "
-        f"({', '.join(catalogue.names()) or 'none yet'}); every positional argument is then "
-        "an input",
+        help=f"a shipped model instead of MODEL: {', '.join(catalogue.names()) or 'none yet'}",
     )
 
 
@@ -580,9 +575,7 @@ def add_run_arguments(parse: argparse.ArgumentParser, units: str, quiet_help: st
     parse.add_argument(
         "--keep-going", action="store_true", help=f"skip bad {units} (listed at the end)"
     )
-    parse.add_argument(
-        "--quiet", action="store_true", help=f"{quiet_help}; no progress bar (drawn on a terminal)"
-    )
+    parse.add_argument("--quiet", action="store_true", help=quiet_help)
 
 
 class Output:

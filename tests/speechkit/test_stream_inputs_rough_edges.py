@@ -63,7 +63,16 @@ def test_usage_lines_name_the_command_as_typed(monkeypatch, argv0, expected):
     monkeypatch.setattr(sys, "argv", [argv0])
     text = detect.parser().format_help()
     assert text.startswith(f"usage: {expected} ")
-    assert f"Shipped: {expected} --model afkws-top20" in text
+    assert f"Example: {expected} --model afkws-top20" in text
+
+
+@pytest.mark.parametrize("parser", [detect.parser, track.parser], ids=["detect", "track"])
+def test_detect_and_track_help_fits_a_screen(monkeypatch, parser):
+    """At 80 columns, the options in a line or two each, the details in docs/usage.md."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sys, "argv", ["stj-x"])
+    text = parser().format_help()
+    assert len(text.splitlines()) <= 48 and "docs/usage.md" in text
 
 
 def test_evaluate_help_needs_no_training_stack_and_fits_a_screen():
