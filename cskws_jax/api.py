@@ -42,8 +42,9 @@ class Detector:
       backend: "jax" (a bundle's model, or an export's StableHLO step) or "onnx" (an
         export's ONNX modules in onnxruntime; a shipped name runs its export).
       fa_per_hour: keep a detection only at or above its keyword's threshold at the
-        model's stored operating point for this many false alarms per hour (None: all
-        decided peaks).
+        model's stored operating point for this many false alarms per hour (None: its
+        middle operating point, `PeakDecodingConfig.default_point`, as stj-detect).
+      all_peaks: every decided peak instead (raw scores, no operating point).
       min_score: the peak threshold in [0, 1] (None: the model's; fixed in an ONNX
         export).
       refractory_s: drop a keyword's detection whose centre is within this many
@@ -61,15 +62,19 @@ class Detector:
         sample_rate: int = 16_000,
         backend: str = "jax",
         fa_per_hour: float | None = None,
+        all_peaks: bool = False,
         min_score: float | None = None,
         refractory_s: float = 0.0,
         block_ms: float | None = None,
     ):
         _check_options(fa_per_hour, min_score, refractory_s, block_ms)
+        if all_peaks and fa_per_hour is not None:
+            raise ValueError("all_peaks: every decided peak, or fa_per_hour's point: not both")
         self.model, self.backend = model_folder(model, models.CATALOGUE, backend), backend
         with arguments_named(OPTIONS):
             self._detector, self._info = detect.load(self.model, block_ms, min_score, backend)
-            self._thresholds = detect.operating_thresholds(self._info, fa_per_hour)
+            self.operating_point = detect.operating_point(self._info, fa_per_hour, all_peaks)
+        self._thresholds = None if self.operating_point is None else self.operating_point.thresholds
         self.refractory_s = refractory_s
         blocks = ChunkBlocks(
             sample_rate,

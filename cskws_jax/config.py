@@ -188,19 +188,44 @@ class AfKwsConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class Measured:
+    """What an operating point's thresholds gave on labelled data other than the data
+    they were chosen on (`cskws_jax.operating_points.measure`)."""
+
+    fa_per_hour: float  # false alarms per hour, all keywords together
+    miss_rate: float | None  # share of the keywords spoken missed (None: none spoken)
+    split: str = ""  # the data, e.g. "synthetic_kws/large:test[800:]"
+    hours: float = 0.0  # hours of audio in it
+
+    def __post_init__(self):
+        checks.require_number("Measured.fa_per_hour", self.fa_per_hour, at_least=0)
+        if self.miss_rate is not None:
+            checks.require_number("Measured.miss_rate", self.miss_rate, at_least=0, at_most=1)
+        checks.require_number("Measured.hours", self.hours, at_least=0)
+
+
+@dataclasses.dataclass(frozen=True)
 class OperatingPoint:
     """Per-keyword score thresholds that meet a system false-alarm budget on labelled
     data (chosen by `cskws_jax.operating_points.choose`): a detection of keyword k is kept
-    when its score >= thresholds[k]."""
+    when its score >= thresholds[k]. `measured`: what they gave on other data (None: not
+    measured, as in bundles saved before it was stored)."""
 
     fa_per_hour: float  # the budget: false alarms per hour of audio, all keywords together
     thresholds: tuple[float, ...]  # one per keyword, in class order
     split: str = ""  # the data they were chosen on, e.g. "synthetic_kws/quick:test"
     hours: float = 0.0  # hours of audio in that data
+    measured: Measured | None = dataclasses.field(
+        default=None, metadata={dataclass_json.OPTIONAL: True}
+    )
 
     def __post_init__(self):
         checks.require_number("OperatingPoint.fa_per_hour", self.fa_per_hour, above=0)
         checks.require_number("OperatingPoint.hours", self.hours, at_least=0)
+        if self.measured is not None and not isinstance(self.measured, Measured):
+            raise TypeError(
+                f"OperatingPoint.measured: expected a Measured or None, got {self.measured!r}"
+            )
         if not isinstance(self.thresholds, tuple) or not self.thresholds:
             raise TypeError(
                 f"OperatingPoint.thresholds: expected a non-empty tuple of numbers, got "
@@ -257,6 +282,14 @@ class PeakDecodingConfig:
                     f"{len(point.thresholds)} thresholds, operating_points[0] has "
                     f"{len(points[0].thresholds)}"
                 )
+
+    def default_point(self) -> OperatingPoint | None:
+        """The operating point `cskws_jax.detect` uses without --fa-per-hour: the middle
+        budget of those stored (the lower of the two middle ones), None when none are."""
+        if not self.operating_points:
+            return None
+        ordered = sorted(self.operating_points, key=lambda point: point.fa_per_hour)
+        return ordered[(len(ordered) - 1) // 2]
 
     def operating_point(self, fa_per_hour: float) -> OperatingPoint:
         """The stored operating point of budget `fa_per_hour`; a ValueError listing the

@@ -1,8 +1,8 @@
 r"""Keyword detection with a trained AF-KWS bundle or its export, streamed block by block.
 
     python -m cskws_jax.detect MODEL AUDIO... [--format table|jsonl|csv] [--block-ms 200]
-        [--realtime] [--refractory-s S] [--min-score P] [--fa-per-hour B] [--keep-going]
-        [--quiet]
+        [--realtime] [--refractory-s S] [--min-score P] [--fa-per-hour B | --all-peaks]
+        [--keep-going] [--quiet]
     arecord -q -f S16_LE -r 16000 -c 1 -t raw | python -m cskws_jax.detect MODEL -
     python -m cskws_jax.detect --model afkws-top20 AUDIO...   # a model that ships
 
@@ -40,7 +40,10 @@ of the last printed detection of the same keyword (first come, first kept).
 `experiments.cskws`): a detection of keyword k is printed only when its score >= that
 point's threshold for k (before the refractory window), which held B false alarms per hour
 of audio, all keywords together, on the data it was chosen on (new audio may give more).
-A budget the bundle does not store is an error listing those it does. The thresholds are
+A budget the bundle does not store is an error listing those it does. Without it the
+middle budget is in force (`PeakDecodingConfig.default_point`), and a note on stderr
+says which and what it measured on other data (`OperatingPoint.measured`); `--all-peaks`
+prints every decided peak instead, as a bundle without operating points does. The thresholds are
 chosen on the experiment's offline detections, at most `PeakDecodingConfig.max_detections` per
 utterance, while detect prints every decided peak, so on a long stream the false alarms
 per hour can come out slightly above the budget.
@@ -57,6 +60,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import textwrap
 from pathlib import Path
 
 import jax
@@ -64,7 +68,7 @@ import numpy as np
 
 from cskws_jax import export, models
 from cskws_jax.streaming import StreamDetector
-from speechkit import audio_io, compilation, frontend, progress, stream_inputs
+from speechkit import audio_io, compilation, files, frontend, progress, stream_inputs
 from speechkit import export as export_lib
 from speechkit.bundle import Bundle, BundleError, model_code
 from speechkit.stream_inputs import InputError, Output, block_outputs
@@ -288,12 +292,12 @@ def feature_stream(detector, info) -> frontend.FeatureStream:
     return frontend.FeatureStream(info.features, detector.block_frames["audio"])
 
 
-def run_input(name: str, detector, info, args, out: Output) -> tuple[int, float]:
-    """Detections of one input, printed as they come -> (count, seconds of audio)."""
+def run_input(name: str, detector, info, args, out: Output, thresholds) -> tuple[int, float]:
+    """Detections of one input, printed as they come (those below their keyword's
+    `thresholds` dropped; None: none) -> (count, seconds of audio)."""
     rate = info.features.sample_rate
     size = block_samples(detector, info)
     emit = lambda detection: out.write(name, detection)  # noqa: E731
-    thresholds = operating_thresholds(info, args.fa_per_hour)
     checked = stream_inputs.input_chunks(name, info.features, size, args)  # block by block
     count = detect_stream(checked, detector, info, args.refractory_s, emit, thresholds)
     checked.check()
@@ -305,19 +309,54 @@ def block_samples(detector, info) -> int:
     return detector.block_frames["audio"] * info.features.hop_samples
 
 
-def operating_thresholds(info, fa_per_hour: float | None) -> tuple[float, ...] | None:
-    """The per-keyword thresholds of the bundle's operating point for `--fa-per-hour`
-    (None without it); an InputError listing the stored budgets when it has none."""
-    if fa_per_hour is None:
+def operating_point(info, fa_per_hour: float | None, all_peaks: bool = False):
+    """The bundle's operating point in force: the one for `fa_per_hour`, else (None) its
+    default (`PeakDecodingConfig.default_point`, the middle budget); None with
+    `all_peaks` or when it stores none. An InputError lists the stored budgets when
+    `fa_per_hour` is not one of them."""
+    if all_peaks:
         return None
+    if fa_per_hour is None:
+        return info.decoding.default_point()
     try:
-        return info.decoding.operating_point(fa_per_hour).thresholds
+        return info.decoding.operating_point(fa_per_hour)
     except ValueError:
         stored = [f"{point.fa_per_hour:g}" for point in info.decoding.operating_points]
         raise InputError(
             f"--fa-per-hour: {info.path} has no operating point for {fa_per_hour:g} false "
             "alarms per hour; " + (f"it stores {', '.join(stored)}" if stored else "it stores none")
         ) from None
+
+
+def operating_thresholds(info, fa_per_hour: float | None, all_peaks: bool = False):
+    """The per-keyword thresholds of `operating_point` (None: every decided peak)."""
+    point = operating_point(info, fa_per_hour, all_peaks)
+    return None if point is None else point.thresholds
+
+
+def describe_point(info, point) -> str:
+    """A line for stderr: the operating point in force and what it measured, or that
+    every decided peak is printed."""
+    if point is None:
+        return (
+            f"note: every decided peak (score >= {info.decoding.min_score:g}) is printed: "
+            "no operating point"
+            + (" (--all-peaks)" if info.decoding.operating_points else " stored in the model")
+        )
+    line = f"note: operating point {point.fa_per_hour:g} false alarms per hour"
+    if point.split:
+        line += f" (chosen on {point.split}, {point.hours:.2f} h)"
+    if point.measured is not None:
+        measured = point.measured
+        miss = "" if measured.miss_rate is None else f", miss rate {measured.miss_rate:.2f}"
+        line += (
+            f"; measured {measured.fa_per_hour:.1f} FA/h{miss} on {measured.split} "
+            f"({measured.hours:.2f} h)"
+        )
+    others = [f"{p.fa_per_hour:g}" for p in info.decoding.operating_points if p is not point]
+    if others:
+        line += f"; --fa-per-hour {' or '.join(others)} for another"
+    return line + "; --all-peaks for every peak"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -353,15 +392,35 @@ def parser() -> argparse.ArgumentParser:
         metavar="P",
         help="peak threshold in [0, 1] (default: the model's)",
     )
-    parse.add_argument(
+    point = parse.add_mutually_exclusive_group()
+    point.add_argument(
         "--fa-per-hour",
         type=stream_inputs.number(0, above=True),
         default=None,
         metavar="B",
-        help="only detections at the model's operating point for B false alarms per hour",
+        help="the model's operating point for B false alarms per hour (default: its middle)",
     )
-    stream_inputs.add_run_arguments(parse, "inputs", "no progress on stderr")
+    point.add_argument(
+        "--all-peaks", action="store_true", help="every decided peak: raw scores, no threshold"
+    )
+    stream_inputs.add_run_arguments(parse, "inputs", "no progress or notes on stderr")
+    parse.epilog = shipped_models_text() + parse.epilog
     return parse
+
+
+def shipped_models_text() -> str:
+    """--help's lines on each shipped model: its keywords and operating points."""
+    lines = []
+    for name in models.names():
+        try:
+            stored = files.load_json(Path(models.path(name)) / "bundle.json")
+            labels, decoding = stored["labels"], stored["decoding"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a damaged shipped model: --model says so when it is run
+        budgets = ", ".join(f"{p['fa_per_hour']:g}" for p in decoding.get("operating_points", []))
+        text = f"--model {name}: {', '.join(labels)}; operating points (FA/h): {budgets or 'none'}"
+        lines += textwrap.wrap(text, 79, subsequent_indent="  ", break_on_hyphens=False)
+    return "".join(line + "\n" for line in lines)
 
 
 def main(argv=None) -> int:
@@ -376,15 +435,18 @@ def main(argv=None) -> int:
         stream_inputs.shipped_model(args, models.CATALOGUE, "audio")
         inputs = stream_inputs.stream_inputs_of(args, "audio")
         detector, info = load(args.model, args.block_ms, args.min_score, args.backend)
-        operating_thresholds(info, args.fa_per_hour)  # a budget it lacks: before any audio
+        point = operating_point(info, args.fa_per_hour, args.all_peaks)  # before any audio
     except (BundleError, InputError) as err:
         stream_inputs.print_error(err)
         return 2
+    if not args.quiet:
+        print(describe_point(info, point), file=sys.stderr)
+    thresholds = None if point is None else point.thresholds
     out = output(args.format, sys.stdout)
     out.header()
     return stream_inputs.run_all(
         inputs,
-        lambda name: run_input(name, detector, info, args, out),
+        lambda name: run_input(name, detector, info, args, out, thresholds),
         args,
         INPUT_ERRORS,
         "detection(s)",

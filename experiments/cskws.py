@@ -54,6 +54,7 @@ import ml_collections
 import numpy as np
 
 from cskws_jax import baselines, bundle, input_pipeline, losses, model, train
+from cskws_jax.config import Measured
 from cskws_jax.datasets import synthetic_kws
 from cskws_jax.datasets.features import FEATURES
 from experiments import common, evals, training
@@ -360,7 +361,34 @@ def score_model(candidate: Candidate, params, config, sources: dict, folder: str
     )
     if chosen:  # its measures are under "test" in each budget's entry
         entry["operating_points"]["chosen_on"] = chosen
+    measure_on = config.eval.get("measure_on") or ""
+    if measure_on:
+        split = _split_of(config, measure_on)
+        points = with_measures(points, entry["operating_points"], measure_on, split)
     return entry, points
+
+
+def with_measures(points, summary: dict, name: str, split: str) -> tuple:
+    """`points` with what each measured on the evaluation `name` (of `summary`, the
+    operating-point summary of `scoring.choose_operating_points`), labelled `split`."""
+    measures = {entry["fa_per_hour"]: entry.get(name) for entry in summary["budgets"]}
+    if any(measured is None for measured in measures.values()):
+        raise errors.InvalidInput(
+            f"config.eval.measure_on: {name!r} is not measured (the evaluations the points "
+            "are measured on are those of config.evals other than choose_on)"
+        )
+    return tuple(
+        dataclasses.replace(
+            point,
+            measured=Measured(
+                fa_per_hour=measures[point.fa_per_hour]["fa_per_hour"],
+                miss_rate=measures[point.fa_per_hour]["miss_rate"],
+                split=split,
+                hours=measures[point.fa_per_hour]["hours"],
+            ),
+        )
+        for point in points
+    )
 
 
 def chosen_split(config, evaluations=None) -> str:

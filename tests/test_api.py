@@ -78,7 +78,7 @@ def _streamed(api, path: Path, dtype: str, seed: int) -> list:
     ("backend", "options", "argv"),
     [
         ("jax", {}, []),
-        ("onnx", {}, []),
+        ("onnx", {"all_peaks": True}, ["--all-peaks"]),
         ("jax", {"min_score": 0.3, "refractory_s": 1.0}, ["--min-score", 0.3, "--refractory-s", 1]),
         ("onnx", {"fa_per_hour": 25.0}, ["--fa-per-hour", 25]),
     ],
@@ -89,7 +89,8 @@ def test_the_detector_returns_what_stj_detect_prints(calls, backend, options, ar
     detector = cskws_jax.Detector("afkws-top20", sample_rate=44_100, backend=backend, **options)
     found = _streamed(detector, wav, "int16", seed=len(argv))
     assert _rows(found) == printed
-    assert {hit.keyword for hit in found} >= (KEYWORDS if not options else {"twenty"})
+    every_peak = options.get("all_peaks", False)
+    assert {hit.keyword for hit in found} >= (KEYWORDS if every_peak else {"twenty"})
 
 
 @pytest.mark.parametrize(
@@ -209,7 +210,7 @@ def test_the_docs_example_runs(calls, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     exec(compile(_example(), "docs/api.md", "exec"), {"__name__": "example"})
     lines = capsys.readouterr().out.splitlines()
-    assert {line.split()[0] for line in lines} >= KEYWORDS
+    assert {line.split()[0] for line in lines} >= {"twenty"}  # at its middle operating point
     questions = set(multiqt_jax.Tracker("multiqt-questions-audio", backend="onnx").labels[1:])
     assert questions & {line.split()[0] for line in lines}
 

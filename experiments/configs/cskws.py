@@ -107,6 +107,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # The evaluation of config.evals to choose them on instead of the test split ("": the
     # test split; e.g. a development slice, experiments/configs/shipped.py).
     config.eval.choose_on = ""
+    # The evaluation whose measures of the chosen thresholds the bundle stores with them
+    # (cskws_jax.config.Measured; detect reports them): "" for none, e.g. "final".
+    config.eval.measure_on = ""
     # Resamples of the test utterances behind the 95 % intervals of mAP, AP@0.05, FRR@5
     # and FRR@25 (experiments.evaluators.detection.bootstrap_intervals; about 10 s per
     # model at the quick size on CPU, mostly compilation).

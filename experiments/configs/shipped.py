@@ -54,6 +54,7 @@ def kws_config() -> ml_collections.ConfigDict:
     config.evals.dev = ml_collections.ConfigDict({"split": "test[:800]", "dataset": ""})
     config.evals.final = ml_collections.ConfigDict({"split": "test[800:]", "dataset": ""})
     config.eval.choose_on = "dev"
+    config.eval.measure_on = "final"  # what detect reports of the point it runs
     config.smoke_check = "synthetic_kws/smoke"  # its test split, scored again by the tests
     return config
 

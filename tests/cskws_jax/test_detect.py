@@ -251,7 +251,8 @@ def test_an_export_folder_detects_like_its_bundle(saved, tmp_path, capsys):
         "stream.onnx",
     }
 
-    assert detect.main([str(out), str(wav), "--format=jsonl"]) == 0  # 200 ms blocks, as exported
+    every = ["--format=jsonl", "--all-peaks"]
+    assert detect.main([str(out), str(wav), *every]) == 0  # 200 ms blocks, as exported
     from_export = _rows(capsys.readouterr().out)
     assert len(everything) > 10  # not vacuous
     _same_detections(from_export, everything)
@@ -273,7 +274,7 @@ def test_an_export_folder_detects_like_its_bundle(saved, tmp_path, capsys):
     table = capsys.readouterr().out
     assert detect.main([str(out), str(wav), "--backend=onnx"]) == 0
     assert capsys.readouterr().out == table
-    assert detect.main([str(out), str(wav), "--format=jsonl", "--backend=onnx"]) == 0
+    assert detect.main([str(out), str(wav), *every, "--backend=onnx"]) == 0
     _same_detections(_rows(capsys.readouterr().out), everything)
     assert detect.main([str(out), str(wav), "--backend=onnx", "--min-score=0.5"]) == 2
     assert "decides peaks from 0.3 (fixed when exporting" in capsys.readouterr().err
@@ -281,7 +282,7 @@ def test_an_export_folder_detects_like_its_bundle(saved, tmp_path, capsys):
     assert "is a bundle; export it first" in capsys.readouterr().err
 
     # The exported block is fixed: --block-ms may only repeat it.
-    assert detect.main([str(out), str(wav), "--format=jsonl", "--block-ms=200"]) == 0
+    assert detect.main([str(out), str(wav), *every, "--block-ms=200"]) == 0
     _same_detections(_rows(capsys.readouterr().out), everything)
     assert detect.main([str(out), str(wav), "--block-ms=120"]) == 2
     err = capsys.readouterr().err
@@ -291,9 +292,12 @@ def test_an_export_folder_detects_like_its_bundle(saved, tmp_path, capsys):
 
 def test_help_explains_the_inputs():
     text = detect.parser().format_help()
+    text = " ".join(text.split())
     for phrase in ("--keep-going", "--realtime", "raw 16-bit", "jsonl", "Exit status"):
         assert phrase in text
-    assert "--fa-per-hour" in text and "false alarms per hour" in text
+    assert "--fa-per-hour" in text and "false alarms per hour" in text and "--all-peaks" in text
+    assert "--model afkws-top20: about, people" in text  # the shipped keywords and budgets
+    assert "operating points (FA/h): 1, 5, 25" in text
 
 
 class _FakeMicrophone:

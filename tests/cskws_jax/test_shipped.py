@@ -3,6 +3,7 @@ runs from the command line, and still scores on the smoke corpus what its card s
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 import soundfile as sf
@@ -38,9 +39,24 @@ def test_detect_runs_a_shipped_model_by_name(tmp_path, capsys):
     speech = tts.synthesize("there were about twenty people", tts.EspeakVoice(variant="m3"))
     audio = tmp_path / "call.wav"
     sf.write(audio, speech.waveform, 16_000)
-    assert detect.main(["--model", "afkws-top20", str(audio), "--format", "jsonl"]) == 0
+    argv = ["--model", "afkws-top20", str(audio), "--format", "jsonl", "--all-peaks"]
+    assert detect.main(argv) == 0
     found = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {"about", "people", "twenty"} <= {d["keyword"] for d in found}
+
+
+def test_the_shipped_sample_prints_only_keywords_spoken_in_it(capsys):
+    """By default detect runs the model's middle operating point, says so on stderr with
+    what it measured, and prints on the shipped sample only keywords spoken in it."""
+    catalogue = models.CATALOGUE
+    facts = json.loads((Path(catalogue.path("afkws-top20")) / "sample.json").read_text())
+    argv = ["--model", "afkws-top20", catalogue.sample("afkws-top20"), "--format=jsonl"]
+    assert detect.main(argv) == 0
+    printed = capsys.readouterr()
+    found = [json.loads(line) for line in printed.out.splitlines()]
+    assert found and {d["keyword"] for d in found} <= {word for word, _, _ in facts["keywords"]}
+    assert "note: operating point 5 false alarms per hour" in printed.err
+    assert "measured 17.7 FA/h" in printed.err
 
 
 def test_detect_names_the_shipped_models_or_asks_for_a_model(tmp_path, capsys):

@@ -1,8 +1,8 @@
 """Bundles and exports that users saved keep loading: the frozen files of
 tests/fixtures/frozen (speech-tracking-jax 0.2.0: bundle format 1, export format 4;
-0.3.0: export format 5; 0.4.0: export format 6), read with today's code, hold the same fields and give the
-outputs they gave when written (`expected.npz`). Never write those files again to make
-this pass (their README.md)."""
+0.3.0: export format 5; 0.4.0: export format 6), read with today's code, hold the same
+fields and give the outputs they gave when written (`expected.npz`). Never write those
+files again to make this pass (their README.md)."""
 
 from __future__ import annotations
 

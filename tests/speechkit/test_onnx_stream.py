@@ -61,7 +61,8 @@ def test_the_usage_loop_prints_what_detect_prints(wavs, tmp_path, capsys):
         )
         assert done.returncode == 0, done.stderr
         capsys.readouterr()
-        assert detect.main([export, str(wav), "--backend=onnx", "--format=csv", "--quiet"]) == 0
+        argv = [export, str(wav), "--backend=onnx", "--format=csv", "--quiet", "--all-peaks"]
+        assert detect.main(argv) == 0
         printed = capsys.readouterr().out.splitlines()
         expected = [line.split(",", 1)[1] for line in printed]
         assert done.stdout.splitlines() == expected, wav
