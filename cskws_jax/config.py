@@ -218,6 +218,9 @@ class OperatingPoint:
     measured: Measured | None = dataclasses.field(
         default=None, metadata={dataclass_json.OPTIONAL: True}
     )
+    rule: str = dataclasses.field(  # how they were chosen (cskws_jax.operating_points.RULES)
+        default="equal_share", metadata={dataclass_json.OPTIONAL: True}
+    )
 
     def __post_init__(self):
         checks.require_number("OperatingPoint.fa_per_hour", self.fa_per_hour, above=0)

@@ -5,6 +5,8 @@ for a system false-alarm budget, chosen on labelled held-out data (offline, NumP
     curves = det_curves(found)              # {"pooled": Curve, "per_keyword": [Curve, ...]}
     points = choose(found, (1, 5, 25), split="synthetic_kws/quick:test")
     measure(other_found, points[1].thresholds)    # FA/h and miss rate they give elsewhere
+    choose(found, (1, 5, 25), rule="fitted_tail")  # another rule (RULES; see below)
+    compare_rules(dev_found, final_found, (1, 5, 25))  # every rule, chosen on dev, read on final
 
 `detections` and `truth` are the padded dicts of `metrics.detection_scores` (start, end,
 score, label, valid [B, D]; start, end, label, valid [B, G]; seconds), e.g. those
@@ -38,6 +40,49 @@ B / C * hours < 1, and then each threshold sits above the keyword's best-scoring
 alarm), so report those counts next to the budgets. Thresholds chosen on data and read on
 the same data meet the budget by construction and look optimistic; `measure` them on
 other data (e.g. another synthesiser's split).
+
+Two other rules (`choose(..., rule=...)`, `RULES`) read the false alarms' scores as
+logits, `logit(s) = ln(s / (1 - s))` (scores must be probabilities in [0, 1]; they are
+clipped to [1e-12, 1 - 1e-12] first), and place thresholds between or above the scores
+seen, where equal shares only reach the scores seen:
+
+`pooled_offsets` (`pooled_offset_thresholds`): keyword k's offset m_k is the median logit
+of its false alarms, and a detection's normalised score is z = logit(s) - m_k. One pooled
+threshold tau is the lowest distinct z of a false alarm (all keywords together) whose cut
+`z >= tau` keeps at most `allowed_false_alarms(B, hours)` false alarms, so the total FA/h
+<= B on the data by construction (if even the highest z breaks it, tau is just above it
+and no false alarm passes). Keyword k's threshold is sigmoid(m_k + tau), moved if float
+rounding needs it into the gap of its scores that the cut leaves (above its highest
+dropped false alarm, at most its lowest kept one), in float32. Every keyword's threshold
+thus sits at the same quantile of its own false-alarm scores, estimated from all of them
+at once: the budget is spread in proportion to each keyword's false alarms, and a keyword
+with few of them still gets a threshold between them when the pooled budget allows it.
+A keyword without false alarms gets equal shares' threshold (it adds none on the data at
+any threshold). The quantiles are comparable when the keywords' false-alarm logits differ
+by a shift (the same shape); the total on the data holds whatever they are. It does not
+aim at the miss rate: a keyword with many false alarms gets a larger part of the budget.
+
+`fitted_tail` (`fitted_tail_thresholds`, `tail_fits`): each keyword keeps its equal share
+B / C, and its false alarms' FA/h above a logit t is modelled by an exponential tail (a
+generalised Pareto tail of shape 0) fitted by maximum likelihood to its top m false
+alarms, m = min(n, max(MIN_TAIL, ceil(TAIL_FRACTION * n))) of its n: anchor u = the m-th
+highest logit, scale beta = the mean excess over u of the m - 1 above it (the Hill
+estimator on logits), rate(t) = m / hours * exp(-(t - u) / beta) FA/h for t >= u. A keyword
+with fewer than MIN_TAIL false alarms (m = n) borrows the pooled scale of all keywords:
+the sum of their excesses over the sum of their m - 1. Its threshold is the logit where
+the rate equals its share, t = u + beta * ln(m / (share * hours)), whenever the share
+allows fewer than m false alarms on the data, and otherwise (the empirical curve is well
+measured there) equal shares' cut. It extrapolates below one false alarm per data set, so
+shares under 1 / hours get distinct thresholds, and on average the fitted rate is met on
+new data where the tail is exponential in logit (as for logistic logits, or Beta scores
+near 1); the budget on the chosen data is not guaranteed. Fallbacks: a keyword without
+false alarms gets equal shares' threshold (its lowest detection, or ABOVE_ALL); with no
+scale to borrow (no keyword has two false alarms) equal shares' cut, and with scale 0 (all
+of its tail tied) just above the tie.
+
+Both are monotone in the budget (a larger budget never raises any keyword's threshold)
+and deterministic. `compare_rules` tabulates all three: chosen on one set, measured on it
+and on another.
 """
 
 from __future__ import annotations
@@ -54,6 +99,10 @@ from speechkit import checks
 
 DET_IOU = 0.05  # matching threshold of the outcomes: that of FRR (docs/metrics.md)
 ABOVE_ALL = float(np.nextafter(np.float32(1), np.float32(2)))  # keeps no probability
+RULES = ("equal_share", "pooled_offsets", "fitted_tail")  # threshold rules of `choose`
+MIN_TAIL = 10  # false alarms a keyword needs for its own tail fit (`fitted_tail`)
+TAIL_FRACTION = 0.1  # share of a keyword's false alarms in its tail, at least MIN_TAIL
+LOGIT_CLIP = 1e-12  # scores are clipped to [LOGIT_CLIP, 1 - LOGIT_CLIP] before logit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,16 +288,220 @@ def keyword_thresholds(found: Outcomes, fa_per_hour) -> tuple[float, ...]:
     )
 
 
-def choose(found: Outcomes, budgets: Sequence, split: str = "") -> tuple[OperatingPoint, ...]:
+def choose(
+    found: Outcomes, budgets: Sequence, split: str = "", rule: str = "equal_share"
+) -> tuple[OperatingPoint, ...]:
     """One `cskws_jax.config.OperatingPoint` per budget (FA/h, > 0, distinct), chosen on
-    `found`; `split` names the data (stored with them)."""
+    `found` by `rule` (one of RULES, module docstring); `split` names the data (stored
+    with them)."""
+    thresholds_of = _rule(rule)
     budgets = [_budget(f"budgets[{i}]", b) for i, b in enumerate(budgets)]
     if len(set(budgets)) != len(budgets):
         raise ValueError(f"budgets: expected distinct budgets, got {budgets}")
     return tuple(
-        OperatingPoint(b, keyword_thresholds(found, b), split=split, hours=found.hours)
+        OperatingPoint(b, thresholds_of(found, b), split=split, hours=found.hours, rule=rule)
         for b in budgets
     )
+
+
+def _rule(name: str):
+    """The thresholds function of rule `name` (found, fa_per_hour) -> [C] thresholds."""
+    checks.require_choice("rule", name, RULES)
+    return {
+        "equal_share": keyword_thresholds,
+        "pooled_offsets": pooled_offset_thresholds,
+        "fitted_tail": fitted_tail_thresholds,
+    }[name]
+
+
+# ------------------------------------------------------------- scores as logits
+
+
+def _logits(found: Outcomes) -> np.ndarray:
+    """float64 [N] logits of the (clipped) scores; a ValueError unless they are
+    probabilities in [0, 1]."""
+    score = found.score.astype(np.float64)
+    bad = score[(score < 0) | (score > 1) | ~np.isfinite(score)]
+    if bad.size:
+        raise ValueError(
+            f"score: {float(bad[0])!r}; this rule reads scores as probabilities in [0, 1]"
+        )
+    clipped = np.clip(score, LOGIT_CLIP, 1 - LOGIT_CLIP)
+    return np.log(clipped) - np.log1p(-clipped)
+
+
+def _sigmoid(logit: float) -> float:
+    """The probability of a logit (float64, without overflow)."""
+    if logit >= 0:
+        return 1 / (1 + math.exp(-logit))
+    return math.exp(logit) / (1 + math.exp(logit))
+
+
+def _just_above(score: float) -> float:
+    """The smallest float32 above `score` (a float32 value)."""
+    return float(np.nextafter(np.float32(score), np.float32(np.inf)))
+
+
+def _no_false_alarm_threshold(found: Outcomes, keyword: int) -> float:
+    """Equal shares' threshold of a keyword without false alarms: its lowest detection
+    (every detection passes), or ABOVE_ALL without any."""
+    score, _, _ = found.keyword(keyword)
+    return float(score[-1]) if score.size else ABOVE_ALL
+
+
+def _checked(found: Outcomes, fa_per_hour) -> tuple[float, float]:
+    """(budget FA/h, hours) after checking both (> 0)."""
+    return _budget("fa_per_hour", fa_per_hour), _hours(found.hours)
+
+
+# ---------------------------------------------------------------- pooled offsets
+
+
+def false_alarm_offsets(found: Outcomes) -> np.ndarray:
+    """float64 [C]: each keyword's offset m_k, the median logit of its false alarms (NaN
+    for a keyword without false alarms)."""
+    logit, false = _logits(found), ~found.hit
+    offsets = np.full(found.num_keywords, np.nan)
+    for k in np.unique(found.label[false]):
+        offsets[k] = np.median(logit[false & (found.label == k)])
+    return offsets
+
+
+def _pooled_cut(normalised: np.ndarray, allowed: int) -> float:
+    """The lowest distinct value tau of `normalised` [n] (false alarms' z) whose cut
+    z >= tau keeps at most `allowed` of them; just above the highest if none does."""
+    if normalised.size == 0:
+        return -np.inf
+    z = np.sort(normalised)[::-1]
+    ends = np.flatnonzero(np.append(z[1:] != z[:-1], True))  # last of each tie group
+    fits = ends[ends + 1 <= allowed]
+    return float(z[fits[-1]]) if fits.size else float(np.nextafter(z[0], np.inf))
+
+
+def _offset_threshold(score, normalised, offset: float, cut: float) -> float:
+    """One keyword's threshold for the pooled cut: sigmoid(offset + cut), within the gap
+    the cut leaves in its false alarms' scores [n] (descending) and z [n], in float32."""
+    kept = normalised >= cut
+    low = _just_above(score[~kept][0]) if np.any(~kept) else 0.0
+    high = float(score[kept][-1]) if np.any(kept) else ABOVE_ALL
+    return float(np.float32(min(max(_sigmoid(offset + cut), low), high)))
+
+
+def pooled_offset_thresholds(found: Outcomes, fa_per_hour) -> tuple[float, ...]:
+    """[C] thresholds of the `pooled_offsets` rule (module docstring) for a system budget
+    of `fa_per_hour` (> 0) false alarms per hour: at most that many on `found`."""
+    budget, hours = _checked(found, fa_per_hour)
+    false = ~found.hit
+    offsets = false_alarm_offsets(found)
+    normalised = _logits(found) - offsets[found.label]  # NaN for keywords without FAs
+    cut = _pooled_cut(normalised[false], allowed_false_alarms(budget, hours))
+    thresholds = []
+    for k in range(found.num_keywords):
+        mine = false & (found.label == k)
+        if not np.any(mine):
+            thresholds.append(_no_false_alarm_threshold(found, k))
+        else:
+            thresholds.append(
+                _offset_threshold(found.score[mine], normalised[mine], offsets[k], cut)
+            )
+    return tuple(thresholds)
+
+
+# ------------------------------------------------------------------- fitted tails
+
+
+@dataclasses.dataclass(frozen=True)
+class TailFit:
+    """An exponential tail of one keyword's false-alarm logits over `hours` of audio:
+    rate(t) = count / hours * exp(-(t - anchor) / scale) FA/h at logits t >= anchor.
+    anchor: the logit of the count-th highest false alarm (whose score is `anchor_score`,
+    a probability); scale (logits, >= 0); pooled: the scale is all keywords' (too few
+    false alarms of its own)."""
+
+    anchor: float
+    anchor_score: float
+    count: int
+    scale: float
+    pooled: bool
+    hours: float
+
+    def logit_at(self, fa_per_hour: float) -> float:
+        """The logit t >= anchor where the fitted rate equals `fa_per_hour` (anchor when
+        the rate there is already at most that)."""
+        return self.anchor + self.scale * max(0.0, math.log(self.count / self.hours / fa_per_hour))
+
+
+def _tail(logit_desc: np.ndarray, min_tail: int, tail_fraction: float) -> tuple[int, float]:
+    """(m, summed excess over the m-th highest of the m - 1 above it) of one keyword's
+    false-alarm logits [n >= 1], descending."""
+    n = len(logit_desc)
+    count = min(n, max(min_tail, math.ceil(tail_fraction * n)))
+    return count, float(np.sum(logit_desc[: count - 1] - logit_desc[count - 1]))
+
+
+def tail_fits(
+    found: Outcomes, min_tail: int = MIN_TAIL, tail_fraction: float = TAIL_FRACTION
+) -> list[TailFit | None]:
+    """[C] the `fitted_tail` fit of each keyword's false alarms (module docstring); None
+    for a keyword without false alarms, or with fewer than `min_tail` when no keyword has
+    two false alarms to lend a pooled scale."""
+    min_tail = checks.require_int("min_tail", min_tail, at_least=2)
+    checks.require_number("tail_fraction", tail_fraction, above=0, at_most=1)
+    hours, logit, false = _hours(found.hours), _logits(found), ~found.hit
+    mine = {k: false & (found.label == k) for k in range(found.num_keywords)}
+    mine = {k: keep for k, keep in mine.items() if np.any(keep)}  # in descending order
+    tails = {k: _tail(logit[keep], min_tail, tail_fraction) for k, keep in mine.items()}
+    spacings = sum(count - 1 for count, _ in tails.values())
+    pooled = sum(excess for _, excess in tails.values()) / spacings if spacings else None
+    fits: list[TailFit | None] = [None] * found.num_keywords
+    for k, (count, excess) in tails.items():
+        own = int(np.sum(mine[k])) >= min_tail
+        scale = excess / (count - 1) if own else pooled
+        if scale is not None:
+            anchor = int(np.flatnonzero(mine[k])[count - 1])  # its count-th highest
+            fits[k] = TailFit(
+                float(logit[anchor]),
+                float(found.score[anchor]),
+                count,
+                float(scale),
+                pooled=not own,
+                hours=hours,
+            )
+    return fits
+
+
+def _tail_threshold(curve: Curve, fit: TailFit | None, share: float) -> float:
+    """One keyword's `fitted_tail` threshold for its share (FA/h): equal shares' cut where
+    the share allows at least fit.count false alarms on the data (or without a fit), else
+    the fitted tail's, in float32, never below the cut that keeps fit.count of them (so
+    the threshold never rises with the share)."""
+    if fit is None or allowed_false_alarms(share, fit.hours) >= fit.count:
+        return keyword_threshold(curve, share)
+    floor = keyword_threshold(curve, fit.count / fit.hours)  # the anchor's, but for ties
+    if fit.scale == 0:  # the whole tail tied at the anchor: nothing fitted above it
+        return max(_just_above(fit.anchor_score), floor)
+    return max(float(np.float32(_sigmoid(fit.logit_at(share)))), floor)
+
+
+def fitted_tail_thresholds(
+    found: Outcomes,
+    fa_per_hour,
+    min_tail: int = MIN_TAIL,
+    tail_fraction: float = TAIL_FRACTION,
+) -> tuple[float, ...]:
+    """[C] thresholds of the `fitted_tail` rule (module docstring) for a system budget of
+    `fa_per_hour` (> 0) false alarms per hour: each keyword's fitted rate meets its equal
+    share B / C (on average over new data, not necessarily on `found`)."""
+    budget, _ = _checked(found, fa_per_hour)
+    share = budget / found.num_keywords
+    fits = tail_fits(found, min_tail, tail_fraction)
+    return tuple(
+        _tail_threshold(det_curve(*found.keyword(k), found.hours), fits[k], share)
+        for k in range(found.num_keywords)
+    )
+
+
+# ------------------------------------------------------------------ measuring them
 
 
 def measure(found: Outcomes, thresholds: Sequence[float]) -> dict:
@@ -272,3 +525,55 @@ def measure(found: Outcomes, thresholds: Sequence[float]) -> dict:
         "miss_rate": 1 - hits / total if total else None,
         "hours": found.hours,
     }
+
+
+def compare_rules(
+    dev_found: Outcomes, final_found: Outcomes, budgets: Sequence, rules: Sequence[str] = RULES
+) -> list[dict]:
+    """A table, one row per rule and budget: thresholds chosen on `dev_found` by the rule,
+    measured on it and on `final_found` (the same keywords). Columns: rule, budget (FA/h),
+    dev_fa_per_hour, dev_miss_rate, final_fa_per_hour, final_miss_rate (None without
+    ground truth), final_false_alarms, final_hours, ratio (final FA/h / budget)."""
+    if final_found.num_keywords != dev_found.num_keywords:
+        raise ValueError(
+            f"final_found: {final_found.num_keywords} keywords; dev_found has "
+            f"{dev_found.num_keywords}"
+        )
+    rows = []
+    for rule in rules:
+        for point in choose(dev_found, budgets, rule=rule):
+            dev = measure(dev_found, point.thresholds)
+            final = measure(final_found, point.thresholds)
+            rows.append(
+                {
+                    "rule": rule,
+                    "budget": point.fa_per_hour,
+                    "dev_fa_per_hour": dev["fa_per_hour"],
+                    "dev_miss_rate": dev["miss_rate"],
+                    "final_fa_per_hour": final["fa_per_hour"],
+                    "final_miss_rate": final["miss_rate"],
+                    "final_false_alarms": final["false_alarms"],
+                    "final_hours": final["hours"],
+                    "ratio": final["fa_per_hour"] / point.fa_per_hour,
+                }
+            )
+    return rows
+
+
+def comparison_markdown(rows: Sequence[Mapping]) -> str:
+    """`compare_rules`' rows as a Markdown table (FA/h to 2 decimals, rates in %)."""
+
+    def rate(value):
+        return "n/a" if value is None else f"{100 * value:.1f}%"
+
+    lines = [
+        "| rule | budget FA/h | dev FA/h | final FA/h | final / budget | final miss rate |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['rule']} | {row['budget']:g} | {row['dev_fa_per_hour']:.2f} | "
+            f"{row['final_fa_per_hour']:.2f} | {row['ratio']:.2f} | "
+            f"{rate(row['final_miss_rate'])} |"
+        )
+    return "\n".join(lines)
