@@ -10,10 +10,22 @@ batches), then decodes greedily and causally (`speechkit.ctc.decode`) and scores
 `experiments.evaluators.transcription`: the corpus's validation split, and every split
 of `config.evals` (by default the MultiQT calls, in-engine and held-out engine), where
 pocketsphinx's words on the same audio (the records' `asr_*` fields, emitted as a live
-system has them) are scored the same way beside it. Writes `WORKDIR/results.json`
+system has them) are scored the same way beside it. Beside greedy decoding ("ctc"), the
+causal prefix beam search (`speechkit.ctc.beam`, `config.beam`) with a word n-gram model
+(`config.word_lm`) trained by `speechkit.lm.train_arpa` on the train split's transcripts
+only (never an evaluated sentence) is scored as "ctc_beam". Writes `WORKDIR/results.json`
 (CER, WER, emission lag median / p90 per split and recogniser, the streaming real-time
-factor, the training hours), `WORKDIR/curves.jsonl`, checkpoints, and the trained model
-as a bundle (`WORKDIR/bundle`, `speechkit.ctc.bundle`).
+factor, the training hours), `WORKDIR/curves.jsonl`, checkpoints, the trained model as a
+bundle (`WORKDIR/bundle`, `speechkit.ctc.bundle`) and the word model beside it
+(`WORKDIR/words.arpa`: the bundle's format is unchanged).
+
+A trained bundle is scored without training with `--config.score_bundle=PATH` (e.g.
+speechkit/ctc/models/quick): its word model comes from `config.dataset`'s training
+transcripts, drawn without audio as the builder draws them when that corpus is not
+built, and it is scored on the validation split (when built) and on `config.evals`:
+
+    python -m experiments.recogniser --config=experiments/configs/recogniser.py:quick \
+        --config.score_bundle=speechkit/ctc/models/quick --workdir=/tmp/recogniser-beam
 """
 
 from __future__ import annotations
@@ -28,8 +40,8 @@ import numpy as np
 
 from experiments import common, evals, training
 from experiments.evaluators import transcription
-from speechkit import asr, augment, files, prepared, streaming
-from speechkit.ctc import bundle, input_pipeline, model, train
+from speechkit import asr, augment, files, lm, prepared, streaming
+from speechkit.ctc import beam, bundle, decode, input_pipeline, model, train
 from speechkit.ctc.recognise import Recogniser
 from speechkit.optim import OptimizerConfig
 
@@ -104,24 +116,93 @@ def pocketsphinx_words(record) -> list[asr.TimedWord]:
     ]
 
 
-def score_split(recogniser: Recogniser, source, config) -> dict:
-    """The recogniser's scores on one split, and pocketsphinx's beside them where the
-    records carry its words (calls)."""
+def score_split(recogniser: Recogniser, source, config, word_model=None) -> dict:
+    """The recogniser's scores on one split, greedy ("ctc") and, given a word model
+    (`speechkit.lm.NgramModel`), beam search ("ctc_beam"); pocketsphinx's beside them
+    where the records carry its words (calls)."""
     records = [source[i] for i in range(len(source))]
+    features = [r["audio"] for r in records]
     transcripts = recogniser.transcribe(
-        [r["audio"] for r in records], config.eval.batch_size, config.pipeline.pad_multiple
+        features, config.eval.batch_size, config.pipeline.pad_multiple
     )
     said = [references(r) for r in records]
     scores = {"ctc": transcription.evaluate([t.words for t in transcripts], said)}
+    searched = None
+    if word_model is not None:
+        searched = beam_transcripts(recogniser, features, config, word_model)
+        scores["ctc_beam"] = transcription.evaluate([t.words for t in searched], said)
     if records and "asr_word" in records[0]:
         heard = [pocketsphinx_words(r) for r in records]
         scores["pocketsphinx"] = transcription.evaluate(heard, said)
     scores["examples"] = [
-        {"said": " ".join(w.word for w in said[i]), "ctc": transcripts[i].text}
+        _example(said[i], transcripts[i], None if searched is None else searched[i])
         for i in range(min(3, len(records)))
     ]
     scores["hours"] = sum(np.shape(r["audio"])[0] for r in records) * model.AUDIO_HOP_S / 3600
     return scores
+
+
+def _example(said, greedy: decode.Transcript, searched: decode.Transcript | None) -> dict:
+    """One example of results.json: what was said and what each decoder wrote."""
+    example = {"said": " ".join(w.word for w in said), "ctc": greedy.text}
+    if searched is not None:
+        example["ctc_beam"] = searched.text
+    return example
+
+
+def beam_transcripts(recogniser: Recogniser, features, config, word_model) -> list:
+    """`speechkit.ctc.beam.transcribe` of each recording (`config.beam`, the word model)."""
+    settings = common.build(beam.BeamConfig, config.beam, "config.beam")
+    hop_s = recogniser.net.config.output_hop_s
+    log_probs = recogniser.log_probabilities(
+        features, config.eval.batch_size, config.pipeline.pad_multiple
+    )
+    return [beam.transcribe(lp, settings, hop_s=hop_s, lm=word_model) for lp in log_probs]
+
+
+def training_sentences(config, train_source=None) -> list[list[str]]:
+    """The words of every training utterance of `config.dataset`: the transcripts of
+    `train_source` (its train split) when given, else drawn without audio as the
+    recogniser_speech builder draws them (`recogniser_speech.utterance_text`)."""
+    if train_source is not None:
+        return [
+            input_pipeline.record_text(train_source[i]).split() for i in range(len(train_source))
+        ]
+    from multiqt_jax.datasets import recogniser_speech
+
+    builder, _, name = config.dataset.partition("/")
+    corpus = recogniser_speech.RecogniserSpeech.builder_configs.get(name)
+    if builder != "recogniser_speech" or corpus is None:
+        raise ValueError(
+            f"config.dataset: {config.dataset!r} is not a recogniser_speech corpus, whose "
+            "training text can be drawn without it; build it, or score on one"
+        )
+    count = recogniser_speech.SIZES[corpus.size].utterances["train"]
+    return [
+        recogniser_speech.utterance_text(
+            "train", i, corpus.seed, corpus.text_config
+        ).transcript.split()
+        for i in range(count)
+    ]
+
+
+def word_language_model(config, sentences, path: str) -> lm.NgramModel:
+    """Trains the word n-gram model of `config.word_lm` on `sentences` into the ARPA file
+    `path` and reads it back."""
+    settings = config.word_lm
+    lm.train_arpa(sentences, path, order=settings.order, discount=settings.discount)
+    return lm.read_arpa(path, unknown_log10=settings.unknown_log10)
+
+
+def _log_scores(name: str, scores: dict) -> None:
+    ctc = scores["ctc"]
+    line = f"{name}: CTC CER {ctc['cer']:.3f} WER {ctc['wer']:.3f}"
+    if "ctc_beam" in scores:
+        searched = scores["ctc_beam"]
+        line += f"; beam CER {searched['cer']:.3f} WER {searched['wer']:.3f}"
+    if "pocketsphinx" in scores:
+        line += f"; pocketsphinx WER {scores['pocketsphinx']['wer']:.3f}"
+    log(line)
 
 
 def streaming_rtf(net, params, seconds: float, block_outputs: int = 5) -> float:
@@ -178,6 +259,8 @@ def train_recogniser(net, config, source, workdir: str, frames=None):
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
+    if config.score_bundle:
+        return score_bundle(config, workdir)
     os.makedirs(workdir, exist_ok=True)
     evals.evaluations(config)  # checked before any training
     net = model.CtcRecogniser(common.build(model.CtcConfig, config.model, "config.model"))
@@ -189,6 +272,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     state = train_recogniser(net, config, sources["train"], workdir, frames)
     trained = time.perf_counter() - started
     recogniser = Recogniser(net, state.params, digest="this run")
+    sentences = training_sentences(config, sources["train"])
+    word_model = word_language_model(config, sentences, os.path.join(workdir, "words.arpa"))
     results = {
         "dataset": config.dataset,
         "model": model.describe(net.config, state.params),
@@ -198,16 +283,46 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     for name, source in sources.items():
         if name == "train":
             continue
-        results[name] = score_split(recogniser, source, config)
-        ctc = results[name]["ctc"]
-        line = f"{name}: CTC CER {ctc['cer']:.3f} WER {ctc['wer']:.3f}"
-        if "pocketsphinx" in results[name]:
-            line += f"; pocketsphinx WER {results[name]['pocketsphinx']['wer']:.3f}"
-        log(line)
+        results[name] = score_split(recogniser, source, config, word_model)
+        _log_scores(name, results[name])
     results["rtf"] = streaming_rtf(net, state.params, config.eval.rtf_seconds)
     bundle.save(os.path.join(workdir, "bundle"), net, jax.device_get(state.params), config.dataset)
     files.write_json(os.path.join(workdir, "results.json"), results)
     return results
+
+
+def score_bundle(config: ml_collections.ConfigDict, workdir: str) -> dict:
+    """Scores the trained bundle `config.score_bundle` greedy and with the beam search,
+    without training (see the module docstring); writes `WORKDIR/results.json` and the
+    word model `WORKDIR/words.arpa`."""
+    os.makedirs(workdir, exist_ok=True)
+    sources = evaluation_sources(config)
+    validation = _built_split(config, "validation")
+    if validation is not None:
+        sources = {"validation": validation, **sources}
+    if not sources:
+        raise ValueError("config.score_bundle: no split to score (validation, config.evals)")
+    recogniser = Recogniser.load(config.score_bundle)
+    train_split = _built_split(config, "train")
+    word_model = word_language_model(
+        config, training_sentences(config, train_split), os.path.join(workdir, "words.arpa")
+    )
+    results = {"bundle": config.score_bundle, "dataset": config.dataset}
+    for name, source in sources.items():
+        results[name] = score_split(recogniser, source, config, word_model)
+        _log_scores(name, results[name])
+    files.write_json(os.path.join(workdir, "results.json"), results)
+    return results
+
+
+def _built_split(config, split: str):
+    """`config.dataset`'s `split` when the corpus is built in the data folder, else None
+    (never built here)."""
+    try:
+        sources = prepared.data_source(config.dataset, data_dir=common.data_dir(config))
+    except Exception:  # noqa: BLE001 - TFDS raises several kinds for "not built"
+        return None
+    return sources.get(split)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,11 @@ shipped trigram model, and word / character error rates.
 backoff weights, so each history's probabilities sum to 1) from tokenised sentences and
 writes it as ARPA text, which pocketsphinx loads as `RecogniserConfig.language_model`.
 
+`read_arpa` reads an ARPA file (`train_arpa`'s or any standard one, bounded by
+`ARPA_LIMIT`) as an `NgramModel`: log10 P(word | history) with ARPA's backoff, `BOS` /
+`EOS`, and `<unk>` or a fixed penalty for words it does not know (the word model of
+`speechkit.ctc.beam`).
+
 `sample_words` draws a sentence word by word from pocketsphinx's shipped en-us trigram
 model (`shipped_model_paths`) over its most probable alphabetic words
 (`model_and_vocabulary`), so text reads like varied, loosely grammatical English; a
@@ -14,15 +19,19 @@ do). Everything comes from the `np.random.Generator` passed in (~0.1 s a sentenc
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import io
 import math
 import os
+import re
+import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from speechkit import files
+from speechkit import errors, files
 
 BOS, EOS = "<s>", "</s>"
 
@@ -104,6 +113,179 @@ def _write_arpa(path, prob, backoff, order) -> None:
                     line += "\t0.000000"
                 out.write(line + "\n")
         out.write("\n\\end\\\n")
+
+
+# ------------------------------------------------------------------------------ reading
+
+ARPA_LIMIT = 32 << 20
+"""Bytes: the largest ARPA file `read_arpa` reads (32 MiB, about 1.3 million n-grams).
+Reading holds the text and a dict entry per n-gram: at most about 11 times the file's
+size (an 8.4 MB trigram model of 341k n-grams peaked at 89 MB and kept 48 MB; read in
+1.1 s on one core), so about 350 MB at the limit, in time linear in the size."""
+
+MAX_ORDER = 9  # the longest n-gram read; the toolkits that write ARPA stop well below
+MAX_LOG10 = 1000.0  # the largest magnitude of a log10 value read: sums stay finite
+UNKNOWN_LOG10 = -8.0  # log10 P(word) of a word a model without <unk> does not know
+UNK = "<unk>"
+
+
+class ArpaError(errors.InvalidInput):
+    """An ARPA file that cannot be read; the message names the file and line."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)  # eq: never compare the tables
+class NgramModel:
+    """A backoff n-gram model as an ARPA file holds it (log10 probabilities and backoff
+    weights of n-grams, tuples of words).
+
+    `log10_prob(word, history)`: the longest n-gram of `history`'s last words and `word`
+    the model holds, plus the backoff weights of the longer histories it skipped (ARPA's
+    rule; a history without a weight has 0). A word the model does not know is `<unk>`
+    when the model holds it, else it scores `unknown_log10` whatever the history; an
+    unknown history word matches no n-gram, so the history backs off past it. `history`
+    starts with `BOS` at the start of a sentence; `EOS` is the word that ends one."""
+
+    order: int
+    log10_probs: dict[tuple[str, ...], float]
+    log10_backoffs: dict[tuple[str, ...], float]
+    unknown_log10: float = UNKNOWN_LOG10
+
+    def __contains__(self, word: str) -> bool:
+        return (word,) in self.log10_probs
+
+    def log10_prob(self, word: str, history: Sequence[str] = ()) -> float:
+        """log10 P(word | history); see the class docstring."""
+        if word not in self:
+            if UNK not in self:
+                return self.unknown_log10
+            word = UNK
+        context = tuple(history[max(0, len(history) - self.order + 1) :])
+        penalty = 0.0
+        for start in range(len(context) + 1):
+            gram = (*context[start:], word)
+            if gram in self.log10_probs:
+                return penalty + self.log10_probs[gram]
+            penalty += self.log10_backoffs.get(context[start:], 0.0)
+        raise AssertionError("unreachable: a known word's unigram is held")
+
+    def log_prob(self, word: str, history: Sequence[str] = ()) -> float:
+        """Natural log P(word | history): `log10_prob` times ln 10."""
+        return self.log10_prob(word, history) * math.log(10.0)
+
+    def sentence_log10_prob(self, words: Sequence[str]) -> float:
+        """log10 P(words, then EOS | BOS): each word given the ones before it."""
+        history, total = [BOS], 0.0
+        for word in (*words, EOS):
+            total += self.log10_prob(word, history)
+            history.append(word)
+        return total
+
+
+def read_arpa(
+    path: str | os.PathLike, *, unknown_log10: float = UNKNOWN_LOG10, limit: int = ARPA_LIMIT
+) -> NgramModel:
+    """The `NgramModel` of an ARPA file of at most `limit` bytes (a regular file; see
+    `parse_arpa` for what it must hold); anything else is an `ArpaError` naming it."""
+    data = files.read_regular_file(os.fspath(path), limit, what="ARPA model", error=ArpaError)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ArpaError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    del data
+    return parse_arpa(text, where=os.fspath(path), unknown_log10=unknown_log10)
+
+
+def parse_arpa(
+    text: str, *, where: str = "ARPA text", unknown_log10: float = UNKNOWN_LOG10
+) -> NgramModel:
+    """The `NgramModel` of ARPA text (`train_arpa`'s, or any standard one): anything
+    before a `\\data\\` line, `ngram N=COUNT` lines for N = 1, 2, ... (at most
+    `MAX_ORDER`), then each order's `\\N-grams:` section of exactly COUNT lines
+    `LOG10_PROB WORD1 .. WORDN [LOG10_BACKOFF]` (numbers within +-`MAX_LOG10`,
+    probabilities <= 1, no n-gram twice), then `\\end\\`. Blank lines are skipped.
+    Anything else is an `ArpaError` naming `where` and the line."""
+    if not math.isfinite(unknown_log10) or unknown_log10 > 0:
+        raise ValueError(f"unknown_log10: a finite log10 probability <= 0, got {unknown_log10}")
+    lines = _content_lines(text)
+    counts = _arpa_counts(lines, where)
+    probs: dict[tuple[str, ...], float] = {}
+    backoffs: dict[tuple[str, ...], float] = {}
+    for order, count in enumerate(counts, start=1):
+        _arpa_section(lines, order, count, where, probs, backoffs)
+        expected = f"\\{order + 1}-grams:" if order < len(counts) else "\\end\\"
+        number, line = next(lines, (None, "the end of the file"))
+        if line != expected:
+            at = f"{where}:{number}" if number else where
+            raise ArpaError(f"{at}: {line!r} after {count} {order}-grams, expected {expected!r}")
+    if counts[0] == 0:
+        raise ArpaError(f"{where}: no unigrams")
+    return NgramModel(len(counts), probs, backoffs, unknown_log10)
+
+
+def _content_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number from 1, the line stripped) of every line that is not blank."""
+    for number, line in enumerate(io.StringIO(text), start=1):
+        line = line.strip()
+        if line:
+            yield number, line
+
+
+def _arpa_counts(lines: Iterator[tuple[int, str]], where: str) -> list[int]:
+    """The counts of the `ngram N=COUNT` lines after `\\data\\`, through the
+    `\\1-grams:` line that ends them (consumed)."""
+    if not any(line == "\\data\\" for _, line in lines):
+        raise ArpaError(f"{where}: no \\data\\ line")
+    counts: list[int] = []
+    for number, line in lines:
+        if line == "\\1-grams:" and counts:
+            return counts
+        match = re.fullmatch(r"ngram\s+(\d{1,4})\s*=\s*(\d{1,12})", line)
+        if match is None or int(match.group(1)) != len(counts) + 1:
+            raise ArpaError(
+                f"{where}:{number}: {line[:80]!r}, expected 'ngram {len(counts) + 1}=COUNT'"
+            )
+        if len(counts) == MAX_ORDER:
+            raise ArpaError(f"{where}:{number}: more than {MAX_ORDER} orders")
+        counts.append(int(match.group(2)))
+    raise ArpaError(f"{where}: the file ends in its \\data\\ header")
+
+
+def _arpa_section(lines, order: int, count: int, where: str, probs, backoffs) -> None:
+    """Reads `count` lines of `order`-grams into `probs` and `backoffs` (log10)."""
+    for _ in range(count):
+        number, line = next(lines, (None, ""))
+        if number is None or line.startswith("\\"):
+            at = f"{where}:{number}" if number else where
+            raise ArpaError(f"{at}: fewer {order}-grams than the header's {count}")
+        gram, log10_prob, log10_backoff = _arpa_entry(line.split(), order, f"{where}:{number}")
+        if gram in probs:
+            raise ArpaError(f"{where}:{number}: the {order}-gram {' '.join(gram)!r} twice")
+        probs[gram] = log10_prob
+        if log10_backoff is not None:
+            backoffs[gram] = log10_backoff
+
+
+def _arpa_entry(fields: list[str], order: int, where: str):
+    """(n-gram, log10 probability, log10 backoff or None) of one split n-gram line."""
+    if len(fields) not in (order + 1, order + 2):
+        raise ArpaError(f"{where}: {len(fields)} fields, expected an {order}-gram line")
+    log10_prob = _arpa_number(fields[0], where)
+    if log10_prob > 0:
+        raise ArpaError(f"{where}: log10 probability {fields[0]} above 0")
+    log10_backoff = _arpa_number(fields[-1], where) if len(fields) == order + 2 else None
+    return tuple(sys.intern(word) for word in fields[1 : order + 1]), log10_prob, log10_backoff
+
+
+def _arpa_number(field: str, where: str) -> float:
+    """A float within +-`MAX_LOG10` (ARPA's -99 for log10 0 included), else a named
+    `ArpaError`."""
+    try:
+        value = float(field)
+    except ValueError:
+        raise ArpaError(f"{where}: {field[:40]!r} is not a number") from None
+    if not abs(value) <= MAX_LOG10:  # NaN too
+        raise ArpaError(f"{where}: {field[:40]!r} is not a number within +-{MAX_LOG10:g}")
+    return value
 
 
 def edit_distance(reference: Sequence, hypothesis: Sequence) -> int:

@@ -14,15 +14,20 @@ train.steps), `pipeline` -> `speechkit.ctc.input_pipeline.PipelineConfig` (batch
 epochs are set from `train`). `evals` names the other splits every recogniser is scored
 on, beside the corpus's own validation split: by default the MultiQT calls of the same
 size, in-engine ("calls") and spoken by the held-out synthesiser ("heldout_calls"), each
-with pocketsphinx's words on the same audio beside it.
+with pocketsphinx's words on the same audio beside it. `beam` ->
+`speechkit.ctc.beam.BeamConfig`: the causal prefix beam search, scored beside greedy
+decoding as "ctc_beam", with the word n-gram model of `word_lm` (order and discount of
+`speechkit.lm.train_arpa`, trained on the train split's transcripts only; the log10
+probability of a word it does not know). `score_bundle`: a trained bundle to score, greedy
+and with the beam, instead of training one.
 """
 
 import ml_collections
 
 from experiments.common import check_preset
 from experiments.configs import section
-from speechkit import augment, optim
-from speechkit.ctc import input_pipeline, model
+from speechkit import augment, lm, optim
+from speechkit.ctc import beam, input_pipeline, model
 
 
 def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
@@ -33,6 +38,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.data_dir = ""  # default: ~/tensorflow_datasets
     config.build_missing = True  # build recogniser_speech/<size> if absent
     config.seed = 0
+    config.score_bundle = ""  # a trained bundle: score it, no training
 
     calls = f"synthetic_calls/questions-{preset}"
     config.evals = ml_collections.ConfigDict()
@@ -78,4 +84,9 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.eval = ml_collections.ConfigDict()
     config.eval.batch_size = 8
     config.eval.rtf_seconds = 30.0  # audio streamed in 100 ms blocks to time the step
+
+    config.beam = section(beam.BeamConfig)
+    config.word_lm = ml_collections.ConfigDict(
+        {"order": 3, "discount": 0.5, "unknown_log10": lm.UNKNOWN_LOG10}
+    )
     return config

@@ -84,7 +84,7 @@ def transcribe(emit, symbol, *, hop_s: float) -> Transcript:
     chars, words, current = [], [], []
     for t in np.flatnonzero(emit):
         character = symbols.character(symbol[t])
-        chars.append((character, _time(t + 1, hop_s)))
+        chars.append((character, frame_time(t + 1, hop_s)))
         if character == " ":
             _close(current, words, hop_s)
         else:
@@ -98,13 +98,14 @@ def _close(current: list, words: list, hop_s: float) -> None:
     if not current:
         return
     first, last = current[0][1], current[-1][1]
-    end = _time(last + 1, hop_s)
-    words.append(asr.TimedWord("".join(c for c, _ in current), _time(first, hop_s), end, end))
+    end = frame_time(last + 1, hop_s)
+    words.append(asr.TimedWord("".join(c for c, _ in current), frame_time(first, hop_s), end, end))
     current.clear()
 
 
-def _time(frames: int, hop_s: float) -> float:
-    """Seconds at the start of output frame `frames`, to the microsecond."""
+def frame_time(frames: int, hop_s: float) -> float:
+    """Seconds at the start of output frame `frames`, to the microsecond (the times of
+    `transcribe` and of `speechkit.ctc.beam`)."""
     return round(float(frames) * hop_s, 6)
 
 

@@ -34,6 +34,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from speechkit import arrays, asr, batching, checks, errors, files
@@ -84,6 +85,27 @@ class Recogniser:
             return emit, symbol, decode.text_posteriors(logits)
 
         return jax.jit(outputs)
+
+    @functools.cached_property
+    def _log_probs(self):
+        def log_probs(params, batch):
+            _, _, out_mask, logits = train.predict_with_logits(self.net, params, batch)
+            return jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1), out_mask
+
+        return jax.jit(log_probs)
+
+    def log_probabilities(
+        self, features: Sequence[np.ndarray], batch_size: int = 8, pad_multiple: int = 200
+    ) -> list[np.ndarray]:
+        """Each recording's log-probabilities of the 30 symbols per output frame, float32
+        [valid frames, 30], from the whole-call network (the frames `transcribe` decodes
+        greedily and `speechkit.ctc.beam` decodes with a word model)."""
+        found: list[np.ndarray | None] = [None] * len(features)
+        for rows, batch in _batches(features, batch_size, pad_multiple):
+            log_probs, mask = jax.device_get(self._log_probs(self.params, batch))
+            for row, index in enumerate(rows):
+                found[int(index)] = log_probs[row][mask[row]]
+        return found
 
     def transcribe(
         self, features: Sequence[np.ndarray], batch_size: int = 8, pad_multiple: int = 200

@@ -20,8 +20,10 @@ def test_the_smoke_run_scores_every_split_and_saves_a_bundle(run_experiment, tmp
     assert results["dataset"] == "recogniser_speech/smoke"
     assert {"validation", "calls", "heldout_calls"} <= set(results)
     for split in ("validation", "calls", "heldout_calls"):
-        ctc = results[split]["ctc"]
+        ctc, searched = results[split]["ctc"], results[split]["ctc_beam"]
         assert ctc["words"] > 0 and ctc["cer"] >= 0 and ctc["wer"] >= 0, split
+        assert searched["words"] == ctc["words"] and searched["cer"] >= 0, split  # beside greedy
+    assert (tmp_path / "words.arpa").is_file()  # the beam's word model, from the training text
     for split in ("calls", "heldout_calls"):  # pocketsphinx on the same audio, beside it
         heard = results[split]["pocketsphinx"]
         assert 0 < heard["wer"] < 1 and heard["lag_words"] > 0 and heard["lag_median_s"] > 0
