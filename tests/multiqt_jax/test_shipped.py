@@ -72,3 +72,19 @@ def test_track_names_the_shipped_models_or_asks_for_a_model(tmp_path, capsys):
     assert track.main([]) == 2
     err = capsys.readouterr().err
     assert "no MODEL" in err and "--model NAME" in err
+
+
+@pytest.mark.parametrize(("name", "text"), [(SHIPPED[0], ["--asr", "ctc"]), (SHIPPED[1], [])])
+def test_the_shipped_sample_call_gives_the_questions_asked_in_it(name, text, capsys):
+    """On its shipped sample call each tracker prints the questions the dispatcher asks
+    there and no other, each segment within a question's span (sample.json); today's
+    models also label the first quarter second of "breathing" "conscious"."""
+    folder = models.path(name)
+    with open(os.path.join(folder, "sample.json")) as facts_file:
+        asked = json.load(facts_file)["questions"]
+    argv = ["--model", name, models.CATALOGUE.sample(name), "--format=jsonl", "--quiet", *text]
+    assert track.main(argv) == 0
+    segments = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {s["label"] for s in segments} == {question for question, _, _ in asked}
+    for segment in segments:
+        assert any(s < segment["end"] and segment["start"] < e for _, s, e in asked), segment
