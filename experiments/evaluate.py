@@ -54,7 +54,13 @@ split holding every call with its fold); a keyword corpus's split may be a TFDS 
 kws_levers` leaves for the final check). With `--manual_dir` the corpus is (re)built
 from that folder first (a manual corpus's folder may have changed); without it, a
 corpus that is not prepared in `--data_dir` is built if its builder can (synthetic ones).
-The bundle's front end must be the corpus's (`features` of bundle.json). Writes
+The bundle's front end must be the corpus's (`features` of bundle.json). The evaluation
+batches are padded along time to a few lengths (`speechkit.batching.bucket_length`:
+pad_multiple x 2^k frames), the padding masked, so that a folder compiles the model a few
+times rather than once per batch length. The scores are those of batches padded to their
+own lengths (`evaluate(..., batch_lengths="exact")`, `benchmarks.evaluate_speed`) up to
+XLA rounding a convolution's last bit differently at another length (none moved a
+results.json of the shipped bundles). Writes
 WORKDIR/results.json and prints a table. Exit status: 0 scored; 2 a bundle, corpus or
 flags that cannot be used (the error names the file and the field).
 """
@@ -86,13 +92,14 @@ from multiqt_jax import decode, input_pipeline, labels
 from multiqt_jax.datasets import annotated_calls, synthetic_calls  # noqa: F401 (registers)
 from multiqt_jax.datasets.features import FEATURES as CALL_FEATURES
 from multiqt_jax.datasets.features import NUM_FOLDS
-from speechkit import errors, files, prepared
+from speechkit import batching, errors, files, prepared
 from speechkit.bundle import MANIFEST, BundleError
 from speechkit.ctc import bundle as ctc_bundle
 
 KEYWORD_POLICIES = ("shared", "strict")
 CROSS_VALIDATED_SPLIT = "train"  # the call corpora's split that experiments.multiqt folds
 FOLD_BUNDLE = re.compile(r"bundle-fold(\d+)$")
+BATCH_LENGTHS = "buckets"  # evaluation batches padded to a few lengths (speechkit.batching)
 
 log = common.logger("evaluate")
 
@@ -313,9 +320,17 @@ def kws_operating_points(folder: str, points, match: KeywordMatch, split: str) -
     return {"split": split, "iou": found.iou, "hours": found.hours, "budgets": budgets}
 
 
-def evaluate_kws(path: str, builder, source, settings, workdir: str, split: str = "test") -> dict:
+def evaluate_kws(
+    path: str,
+    builder,
+    source,
+    settings,
+    workdir: str,
+    split: str = "test",
+    batch_lengths: str = BATCH_LENGTHS,
+) -> dict:
     """results.json's payload for a cskws bundle scored on a keyword corpus split
-    (`split` names it in det.json and "operating_points")."""
+    (`split` names it in det.json and "operating_points"; `batch_lengths` as `evaluate`)."""
     net, params, info = kws_bundle.load(path)
     if info.features != KWS_FEATURES:
         raise EvaluationError(
@@ -335,6 +350,7 @@ def evaluate_kws(path: str, builder, source, settings, workdir: str, split: str 
         num_keywords=len(match.scored),
         batch_size=settings.batch_size,
         folder=workdir,
+        lengths=batch_lengths,
     )
     per_keyword = scores.pop("AP_per_keyword@0.05")
     points = info.decoding.operating_points
@@ -406,13 +422,24 @@ def calls_task(builder) -> str:
     return task
 
 
-def score_calls_bundle(fold, path, source, index, dataset, split, settings, task, **options):
+def score_calls_bundle(
+    fold,
+    path,
+    source,
+    index,
+    dataset,
+    split,
+    settings,
+    task,
+    batch_lengths: str = BATCH_LENGTHS,
+    **options,
+):
     """({"raw", "smoothed"} scores, (which calls, how many), the smoothing record) of
     one MultiQT bundle (`fold` None: not a fold bundle). Only on the split its
     cross-validation drew folds from (its training corpus's "train") does a fold bundle
     see just its own held-out fold; any other split was never trained on. `options` go
     to `experiments.scoring.calls.score` (e.g. per_call=True); the early question frames
-    are counted on the bundle's output clock."""
+    are counted on the bundle's output clock. `batch_lengths` as `evaluate`."""
     predict, net, info = calls.load_predictor(path)
     if tuple(info.labels) != labels.classes(task):
         raise EvaluationError(
@@ -429,7 +456,9 @@ def score_calls_bundle(fold, path, source, index, dataset, split, settings, task
         chosen = np.flatnonzero(index.folds % settings.num_folds == fold)
         which = f"fold {fold} of {settings.num_folds} (its training corpus)"
     batching = calls.CallBatching(
-        batch_size=settings.batch_size, causal_text=info.decoding.causal_text
+        batch_size=settings.batch_size,
+        causal_text=info.decoding.causal_text,
+        lengths=batch_lengths,
     )
     smoothing = decode.SmoothingConfig(min_frames=settings.min_frames)
     scored = calls.score(
@@ -495,14 +524,23 @@ def trained_text(path, source, net, info, dataset: str, split: str, settings):
         return multiqt.ctc_text(source, dataset, split, scratch, recogniser, posteriors)
 
 
-def evaluate_calls(path: str, builder, source, settings, dataset: str, split: str) -> dict:
-    """results.json's payload for MultiQT bundle(s) scored on a call corpus split."""
+def evaluate_calls(
+    path: str,
+    builder,
+    source,
+    settings,
+    dataset: str,
+    split: str,
+    batch_lengths: str = BATCH_LENGTHS,
+) -> dict:
+    """results.json's payload for MultiQT bundle(s) scored on a call corpus split
+    (`batch_lengths` as `evaluate`)."""
     task = calls_task(builder)
     index = input_pipeline.CorpusIndex.read(source)
     per_fold, bundles = {stream: [] for stream in calls.LABEL_STREAMS}, []
     for fold, folder in bundle_folders(path):
         scored, (which, count), smoothing = score_calls_bundle(
-            fold, folder, source, index, dataset, split, settings, task
+            fold, folder, source, index, dataset, split, settings, task, batch_lengths
         )
         for stream in per_fold:
             per_fold[stream].append(scored[stream])
@@ -520,8 +558,15 @@ def evaluate_calls(path: str, builder, source, settings, dataset: str, split: st
 # ------------------------------------------------------------------------------- main
 
 
-def evaluate(settings, workdir: str) -> dict:
-    """Scores `settings.bundle` on `settings.dataset`; writes WORKDIR/results.json."""
+def evaluate(settings, workdir: str, batch_lengths: str = BATCH_LENGTHS) -> dict:
+    """Scores `settings.bundle` on `settings.dataset`; writes WORKDIR/results.json.
+
+    batch_lengths: how the evaluation batches are padded along time
+    (`speechkit.batching.LENGTHS`): "buckets" (the default) to a few fixed lengths
+    (pad_multiple x 2^k frames, masked), so that one compiled program of the model serves
+    every batch of a bucket; "exact" to each batch's own length, one program per length
+    (as before the buckets; `benchmarks.evaluate_speed` compares the two)."""
+    batching.check_lengths(batch_lengths)
     os.makedirs(workdir, exist_ok=True)
     task = bundle_task(settings.bundle)
     kws = task == kws_bundle.TASK
@@ -536,10 +581,18 @@ def evaluate(settings, workdir: str) -> dict:
     started = time.perf_counter()
     if kws:
         result = evaluate_kws(
-            settings.bundle, builder, source, settings, workdir, f"{settings.dataset}:{split}"
+            settings.bundle,
+            builder,
+            source,
+            settings,
+            workdir,
+            f"{settings.dataset}:{split}",
+            batch_lengths,
         )
     else:
-        result = evaluate_calls(settings.bundle, builder, source, settings, settings.dataset, split)
+        result = evaluate_calls(
+            settings.bundle, builder, source, settings, settings.dataset, split, batch_lengths
+        )
         result["missing"] = settings.missing or None  # a modality marked missing in every call
         result["ctc_bundle"] = settings.ctc_bundle or ctc_bundle.SHIPPED  # what CTC-text reads
     payload = {

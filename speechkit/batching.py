@@ -24,6 +24,11 @@ Collation (`collate`): B = rows; a field with a `length` becomes [B, length, ...
 (each example's steps first, then `fill`) with an optional bool [B, length] mask of the
 real steps; a field without one becomes [B, ...] (one value per example). `example_mask`
 bool [B] is False on the filler rows of a partial batch, which hold `fill` throughout.
+
+Buckets (evaluation, `LENGTHS`): a batch padded to its own longest example takes one of
+many lengths, and a jitted model compiles once per length; `bucket_length` rounds a
+length up to one of a few (multiple x 2^k) and `pad_steps` pads a collated batch's step
+fields to it, masked, so a whole split takes a few shapes.
 """
 
 from __future__ import annotations
@@ -170,6 +175,47 @@ def map_dataset(
 def round_up(steps: int, multiple: int) -> int:
     """`steps` (at least 1) rounded up to a multiple of `multiple`."""
     return -(-max(steps, 1) // multiple) * multiple
+
+
+LENGTHS = ("exact", "buckets")
+"""How evaluation batches are padded along time: "exact", each to its own longest example
+(rounded up to the pipeline's multiple); "buckets", further to `bucket_length`."""
+
+
+def check_lengths(lengths: str) -> str:
+    """`lengths` when it is one of LENGTHS, else a ValueError naming them."""
+    if lengths not in LENGTHS:
+        raise ValueError(f"batch lengths: expected one of {LENGTHS}, got {lengths!r}")
+    return lengths
+
+
+def bucket_length(steps: int, multiple: int) -> int:
+    """The smallest `multiple * 2^k` (k >= 0) holding `steps`: the few padded lengths that
+    evaluation batches of any lengths share (at most twice `round_up(steps, multiple)`),
+    so that a jitted function compiles once per bucket, not once per batch length."""
+    checks.require_int("bucket_length: multiple", multiple, at_least=1)
+    length = multiple
+    while length < steps:
+        length *= 2
+    return length
+
+
+def pad_steps(batch: Mapping[str, np.ndarray], lengths: Mapping[str, int]) -> dict:
+    """`batch` with axis 1 (steps) of each field named in `lengths` ({name: steps}) padded
+    at the end to that many steps with zeros (False in a mask): as `collate` pads, so
+    masked steps stay masked. Other fields are kept as they are. Raises ValueError on a
+    field already longer than its length."""
+    padded = dict(batch)
+    for name, length in lengths.items():
+        value = np.asarray(batch[name])
+        if value.shape[1] > length:
+            raise ValueError(
+                f"batching.pad_steps: {name!r} has {value.shape[1]} steps, more than {length}"
+            )
+        widths = [(0, 0)] * value.ndim
+        widths[1] = (0, length - value.shape[1])
+        padded[name] = np.pad(value, widths)
+    return padded
 
 
 @dataclasses.dataclass(frozen=True)

@@ -143,8 +143,11 @@ def evaluate(
 
 # Both metrics compiled as one program each: run op by op, their few hundred small
 # operations compile one by one, each too fast for the persistent compilation cache (about
-# half a minute of every fresh process's first evaluation on CPU).
-_pooled = jax.jit(metrics.pooled_matches, static_argnames=("num_classes", "iou"))
+# half a minute of every fresh process's first evaluation on CPU). `metrics.pooled_matches`
+# is one jitted program already (checks, then `_pooled_matches`): called as it is, its
+# DET-curve program (IoU 0.05) is also the one `cskws_jax.operating_points.outcomes` runs
+# on the same arrays, compiled once for both instead of once per caller.
+_pooled = metrics.pooled_matches
 
 
 @functools.partial(

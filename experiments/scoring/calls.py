@@ -28,6 +28,7 @@ from experiments.evaluators import tracking
 from multiqt_jax import bundle as calls_bundle
 from multiqt_jax import decode, input_pipeline, model
 from multiqt_jax import train as calls_train
+from speechkit import batching as speechkit_batching
 
 SCORES = tracking.SCORES
 SMOOTHED = "smoothed"  # the smoothed labels, scored next to the raw ones
@@ -39,17 +40,25 @@ TRANSFER = {"timestep_f1": ("timestep", "f1"), "instance_f1": ("instance", "f1")
 class CallBatching:
     """How calls are batched for scoring: `batch_size` calls per batch, in the given
     order and unshuffled, padded to `pad_multiple` 10 ms frames, the text streamed
-    causally or not (`causal_text`) and altered as `text` says."""
+    causally or not (`causal_text`) and altered as `text` says. `lengths`
+    (`speechkit.batching.LENGTHS`): "buckets" pads each batch further to
+    `speechkit.batching.bucket_length` frames (pad_multiple x 2^k), masked, so that a
+    set of calls takes a few batch shapes (a few compiled programs)."""
 
     batch_size: int
     pad_multiple: int = 500
     causal_text: bool = True
     text: input_pipeline.TextAlterations = input_pipeline.TextAlterations()
+    lengths: str = "exact"
+
+    def __post_init__(self):
+        speechkit_batching.check_lengths(self.lengths)
 
 
 def eval_batches(source, indices, index, batching: CallBatching):
     """Evaluation batches of the calls `indices` of `source` (`index`: its
-    `multiqt_jax.input_pipeline.CorpusIndex`), in that order."""
+    `multiqt_jax.input_pipeline.CorpusIndex`), in that order (padded to buckets when
+    `batching.lengths` says so, `bucketed`)."""
     pipeline = input_pipeline.PipelineConfig(
         batch_size=batching.batch_size,
         shuffle=False,
@@ -58,7 +67,27 @@ def eval_batches(source, indices, index, batching: CallBatching):
         causal_text=batching.causal_text,
         text=batching.text,
     )
-    return input_pipeline.batches(source, pipeline, indices=indices, index=index)
+    batches = input_pipeline.batches(source, pipeline, indices=indices, index=index)
+    if batching.lengths == "exact":
+        return batches
+    return batches.map(functools.partial(bucketed, multiple=batching.pad_multiple))
+
+
+def bucketed(batch: dict, multiple: int) -> dict:
+    """A call batch with its 10 ms fields (audio, audio_mask, labels: [B, Ta, ...]) padded
+    to Ta' = `speechkit.batching.bucket_length(Ta, multiple)` frames and its 20 ms text
+    fields (text, text_mask) to Ta' // 2, the added steps masked (labels 0)."""
+    frames = speechkit_batching.bucket_length(batch["audio"].shape[1], multiple)
+    return speechkit_batching.pad_steps(
+        batch,
+        {
+            "audio": frames,
+            "audio_mask": frames,
+            "labels": frames,
+            "text": frames // 2,
+            "text_mask": frames // 2,
+        },
+    )
 
 
 def smoothing_record(settings: decode.SmoothingConfig, hop_s: float) -> dict:

@@ -29,7 +29,7 @@ from cskws_jax import streaming as kws_streaming
 from experiments.evals import transfer_key
 from experiments.evaluators import detection
 from experiments.scoring import latency
-from speechkit import files
+from speechkit import batching, files
 
 REPORTED = ("mAP", "AP@0.05", "AP@0.75", "FRR@5", "FRR@25")
 INTERVALS = ("mAP", "AP@0.05", "FRR@5", "FRR@25")  # the scores with bootstrap intervals
@@ -38,20 +38,39 @@ OTHER_SPLIT_REPORTED = (*REPORTED, "test_hours")  # what an evaluation's entry k
 DET_CURVE_POINTS = 400  # cuts per DET curve in det.json, at most
 
 
-def evaluation_batches(source, *, num_keywords: int, batch_size: int):
-    """Whole-utterance batches of `source` for scoring (no unknown class)."""
+def evaluation_batches(source, *, num_keywords: int, batch_size: int, lengths: str = "exact"):
+    """Whole-utterance batches of `source` for scoring (no unknown class). `lengths`
+    ("exact" or "buckets", `speechkit.batching.LENGTHS`): with "buckets" each batch's
+    audio and audio_mask [B, T] are padded further to T = `speechkit.batching.bucket_length`
+    (pad_multiple x 2^k frames), masked, so that a split's batches take a few shapes."""
+    batching.check_lengths(lengths)
     pipeline = input_pipeline.PipelineConfig(batch_size=batch_size, unknown_class=False)
-    return input_pipeline.evaluation_batches(source, pipeline, num_keywords=num_keywords)
+    batches = input_pipeline.evaluation_batches(source, pipeline, num_keywords=num_keywords)
+    if lengths == "exact":
+        return batches
+    return batches.map(lambda batch: bucketed(batch, pipeline.pad_multiple))
 
 
-def score_detector(detect, source, *, num_keywords: int, batch_size: int, folder: str) -> dict:
+def bucketed(batch: dict, multiple: int) -> dict:
+    """An evaluation batch with audio [B, T, F] and audio_mask [B, T] padded to
+    T' = `batching.bucket_length(T, multiple)` frames (the added frames masked)."""
+    frames = batching.bucket_length(batch["audio"].shape[1], multiple)
+    return batching.pad_steps(batch, {"audio": frames, "audio_mask": frames})
+
+
+def score_detector(
+    detect, source, *, num_keywords: int, batch_size: int, folder: str, lengths: str = "exact"
+) -> dict:
     """Detects and scores every utterance of `source`: REPORTED scores, "RTF" (detection
     seconds per second of audio after compilation), "AP_per_keyword@0.05" and
     "test_hours". Writes `folder/detections.npz` (padded detections and truth per row,
     `durations`: seconds per row, 0 on filler rows, and `hours`) and
-    `folder/detection_curves.json`."""
+    `folder/detection_curves.json`. `lengths`: how batches are padded along time
+    (`evaluation_batches`; "buckets": a few compiled shapes of `detect` per split)."""
     os.makedirs(folder, exist_ok=True)
-    batches = evaluation_batches(source, num_keywords=num_keywords, batch_size=batch_size)
+    batches = evaluation_batches(
+        source, num_keywords=num_keywords, batch_size=batch_size, lengths=lengths
+    )
     result = detection.evaluate(detect, batches, num_keywords=num_keywords)
     files.save_npz(
         os.path.join(folder, "detections.npz"),
