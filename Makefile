@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.pooling --json benchmarks/results/pooling.json
 	$(BIN)/python -m benchmarks.export_backends --json benchmarks/results/export_backends.json
 	$(BIN)/python -m benchmarks.installs --json benchmarks/results/installs.json
+	$(BIN)/python -m benchmarks.evaluate_speed --json benchmarks/results/evaluate_speed.json
 
 # The device check (docs/gpu.md): on a machine with a CUDA or TPU jax, and no
 # .venv or registry, run with that machine's Python; < 9 minutes; writes
