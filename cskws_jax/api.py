@@ -20,7 +20,13 @@ from __future__ import annotations
 
 from cskws_jax import detect, models
 from speechkit import checks, stream_inputs
-from speechkit.stream_resample import ChunkBlocks, ItemStream, arguments_named, model_folder
+from speechkit.stream_resample import (
+    ChunkBlocks,
+    ChunkedStreamer,
+    ItemStream,
+    arguments_named,
+    model_folder,
+)
 
 OPTIONS = {
     "--block-ms": "block_ms",
@@ -31,7 +37,7 @@ OPTIONS = {
 """The command line's options -> the `Detector` arguments they are, for error messages."""
 
 
-class Detector:
+class Detector(ChunkedStreamer):
     """An AF-KWS keyword detector over one stream of audio at a time, fed chunk by chunk.
 
     Args:
@@ -89,11 +95,6 @@ class Detector:
         return tuple(self._info.labels)
 
     @property
-    def sample_rate(self) -> int:
-        """The chunks' sample rate, Hz."""
-        return self._stream.blocks.sample_rate
-
-    @property
     def block_s(self) -> float:
         """Audio per model step, seconds: a decision waits for its block's end."""
         return self._detector.block_outputs * self._detector.spec.output_hop_s
@@ -123,10 +124,6 @@ class Detector:
         last block padded, the decision's look-ahead flushed). The next `accept` starts
         a new stream."""
         return self._stream.close()
-
-    def reset(self) -> None:
-        """Drops the stream without deciding the rest; the next `accept` starts anew."""
-        self._stream.reset()
 
     def _start(self):
         """A new stream's (front end, `detect.KeywordStream`)."""

@@ -29,14 +29,20 @@ import numpy as np
 
 from multiqt_jax import models, track
 from speechkit import checks, stream_inputs
-from speechkit.stream_resample import ChunkBlocks, ItemStream, arguments_named, model_folder
+from speechkit.stream_resample import (
+    ChunkBlocks,
+    ChunkedStreamer,
+    ItemStream,
+    arguments_named,
+    model_folder,
+)
 
 OPTIONS = {"--block-ms": "block_ms", "--backend": "backend"}
 """The command line's options -> the `Tracker` arguments they are, for error messages."""
 TEXT_CHOICES = (None, "none")
 
 
-class Tracker:
+class Tracker(ChunkedStreamer):
     """A MultiQT tracker over one call at a time, fed chunk by chunk.
 
     Args:
@@ -85,11 +91,6 @@ class Tracker:
         return tuple(self._model.info.labels)
 
     @property
-    def sample_rate(self) -> int:
-        """The chunks' sample rate, Hz."""
-        return self._stream.blocks.sample_rate
-
-    @property
     def block_s(self) -> float:
         """Audio per model step, seconds: labels come out at a block's end."""
         return self._model.block_outputs * self._model.spec.output_hop_s
@@ -120,10 +121,6 @@ class Tracker:
         padded; a run still open ends at the call's end). The next `accept` starts a
         new call."""
         return self._stream.close()
-
-    def reset(self) -> None:
-        """Drops the call without closing its segments; the next `accept` starts anew."""
-        self._stream.reset()
 
     def _start(self):
         """A new call's (front end, `track.CallStream`)."""

@@ -187,6 +187,22 @@ class ItemStream:
 # ------------------------------------------------------------------------ the models
 
 
+class ChunkedStreamer:
+    """What `cskws_jax.Detector` and `multiqt_jax.Tracker` share: their stream of
+    chunks (`ItemStream`, in `_stream`), its rate, and dropping it."""
+
+    _stream: ItemStream
+
+    @property
+    def sample_rate(self) -> int:
+        """The chunks' sample rate, Hz."""
+        return self._stream.blocks.sample_rate
+
+    def reset(self) -> None:
+        """Drops the stream without deciding the rest; the next `accept` starts anew."""
+        self._stream.reset()
+
+
 def model_folder(model, catalogue, backend: str) -> str:
     """The folder a streaming API runs: `model` itself when it is a folder (a bundle or
     an export), else the shipped model of that name in `catalogue`

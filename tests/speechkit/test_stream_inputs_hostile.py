@@ -31,8 +31,10 @@ def _noise(path: Path, seconds: float, level: float = 0.1) -> Path:
 
 
 def _detect(*args, **kw) -> subprocess.Popen:
+    """detect on `args` in a process of its own, printing every decided peak (noise gives
+    some; the model's operating point would keep none)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "cskws_jax.detect", str(MODEL), *map(str, args)],
+        [sys.executable, "-m", "cskws_jax.detect", str(MODEL), "--all-peaks", *map(str, args)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
