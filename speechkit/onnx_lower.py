@@ -11,7 +11,10 @@ tuple of pytrees named by `output_names`. The graph's inputs and outputs are the
 named by their path in the pytree (`leaf_names`: `state.3`, `inputs.audio`); a symbolic
 size becomes a named dimension of the graph (`dim_param`), and a size computed from one
 (`4*t + 8`, a reshape's or a broadcast's target) is computed in the graph from the input
-shapes: each symbolic variable must be some input size, alone or times a constant.
+shapes: each symbolic variable must be some input size, alone or times a constant. A
+computed size is read from its written form (`str(size)`, the syntax that
+`jax.export.symbolic_shape` parses and jax's serialized exports store), not through
+jax's private evaluator.
 
 Why not jax2onnx (the package that does this in general): its 0.17.1 traces the sizes
 of the arguments as values, so sequence-layers' layers (which check their sizes in
@@ -25,7 +28,10 @@ that takes its magnitude: the front end's |STFT|.
 
 from __future__ import annotations
 
+import ast
+import functools
 import itertools
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 
@@ -36,12 +42,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 18
-CALLS = (
-    *("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call"),
-    *("remat2", "checkpoint"),
-)
-"""Primitives whose body is inlined: `jit` calls, custom derivatives (only the primal
-runs), rematerialisation."""
+CALLS = ("jit", "closed_call", "custom_jvp_call", "custom_vjp_call", "remat2")
+"""Primitives whose body is inlined, by their names in the pinned jax: `jit` calls,
+custom derivatives (only the primal runs), rematerialisation (`jax.checkpoint`)."""
 _DIM = re.compile(r"(?:(\d+)\*)?([A-Za-z_]\w*)")
 
 
@@ -129,8 +132,9 @@ class _Complex:
 
 
 class _Dim:
-    """A size computed in the graph: an int64 [1] tensor, with the arithmetic that jax's
-    symbolic sizes evaluate (`_DimExpr._evaluate`)."""
+    """A size computed in the graph: an int64 [1] tensor, with the arithmetic of jax's
+    symbolic sizes (`+ - * // %`, `//` rounded down), what `_Graph.dim_tensor` evaluates
+    their written form with."""
 
     def __init__(self, graph: _Graph, name: str):
         self.graph, self.name = graph, name
@@ -222,8 +226,42 @@ class _Graph:
             return size.name
         if isinstance(size, int | np.integer):
             return self.constant([int(size)], np.int64)
-        value = size._evaluate(self.dims)
+        value = self.evaluate(str(size))
         return value.name if isinstance(value, _Dim) else self.constant([int(value)], np.int64)
+
+    def evaluate(self, size: str):
+        """A symbolic size's written form (`floordiv(t - 3, 4) + 1`, `2*b*t^2`, `max(t, 4)`)
+        as an int or a `_Dim`, its variables the input sizes bound to them."""
+        return self._size(ast.parse(size.replace("^", "**"), mode="eval").body)
+
+    def _size(self, node):
+        match node:
+            case ast.Constant(value=int() as value):
+                return value
+            case ast.Name(id=name):
+                return self._variable(name)
+            case ast.UnaryOp(op=ast.USub(), operand=operand):
+                return 0 - self._size(operand)
+            case ast.BinOp(left=left, op=ast.Pow(), right=ast.Constant(value=int() as power)):
+                return functools.reduce(operator.mul, [self._size(left)] * power)
+            case ast.BinOp(left=left, op=op, right=right) if type(op) in _SIZE_OPERATORS:
+                return _SIZE_OPERATORS[type(op)](self._size(left), self._size(right))
+            case ast.Call(func=ast.Name(id=name), args=[a, b]) if name in _SIZE_FUNCTIONS:
+                return self._size_function(name, self._size(a), self._size(b))
+        raise NotImplementedError(f"{self.where}: a size with {ast.unparse(node)!r}")
+
+    def _variable(self, name: str):
+        if name not in self.dims:
+            raise NotImplementedError(
+                f"{self.where}: the size variable {name!r} is no input's size (alone or "
+                f"times a constant)"
+            )
+        return self.dims[name]
+
+    def _size_function(self, name: str, a, b):
+        if name in ("max", "min") and not (isinstance(a, int) and isinstance(b, int)):
+            return _Dim(self, self.node(name.title(), [self.dim_tensor(a), self.dim_tensor(b)]))
+        return _SIZE_FUNCTIONS[name](a, b)
 
     def shape_tensor(self, shape) -> str:
         """int64 [rank] tensor of a shape whose sizes may be symbolic."""
@@ -293,6 +331,8 @@ class _Graph:
                 or eqn.params.get("fun_jaxpr")
             )
             return self.inline(body, inputs)
+        if name != "abs":
+            inputs = [self.tensor(value) for value in inputs]
         if name == "scan":
             return self.scan(eqn, inputs)
         rule = LOWERINGS.get(name)
@@ -357,6 +397,18 @@ class _Graph:
         return [outputs] if isinstance(outputs, str) else outputs
 
 
+_SIZE_OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_SIZE_FUNCTIONS = {"floordiv": operator.floordiv, "mod": operator.mod, "max": max, "min": min}
+"""The operators and functions of a symbolic size's written form, on ints and `_Dim`s
+(`max` and `min` of two ints only: `_Graph._size_function` builds the others' nodes)."""
+
+
 def _source(eqn) -> str:
     """file:line of the user code that called a primitive, as jax records it."""
     try:
@@ -410,15 +462,20 @@ def _dim_as_value(g, eqn):
 
 
 def _integer_pow(g, eqn, x):
+    """x ** y by squaring, the products in jax's order; 1 / x ** -y for y < 0 (jax refuses
+    a negative power of an integer)."""
     power = eqn.params["y"]
-    if power < 0:
-        raise NotImplementedError(f"{g.where}: integer_pow with a negative power")
+    one = g.constant(1, _out(eqn).dtype)
     if power == 0:
-        return g.node("Expand", [g.constant(1, _out(eqn).dtype), g.node("Shape", [x])])
-    result = x
-    for _ in range(power - 1):
-        result = g.node("Mul", [result, x])
-    return result
+        return g.node("Expand", [one, g.node("Shape", [x])])
+    result, rest = None, abs(power)
+    while rest:
+        if rest & 1:
+            result = x if result is None else g.node("Mul", [result, x])
+        rest >>= 1
+        if rest:
+            x = g.node("Mul", [x, x])
+    return g.node("Div", [one, result]) if power < 0 else result
 
 
 def _convert(g, eqn, x):
@@ -453,10 +510,6 @@ def _reshape(g, eqn, x):
 
 def _squeeze(g, eqn, x):
     return g.node("Squeeze", [x, g.axes(eqn.params["dimensions"])])
-
-
-def _expand_dims(g, eqn, x):
-    return g.node("Unsqueeze", [x, g.axes(eqn.params["dimensions"])])
 
 
 def _transpose(g, eqn, x):
@@ -628,6 +681,8 @@ def _gather(g, eqn, operand, indices):
             raise NotImplementedError(f"{g.where}: a window gather that cuts other axes")
         axes = list(numbers.start_index_map)
         return _window(g, operand, indices, axes, [slice_sizes[a] for a in axes], shape)
+    if len(numbers.start_index_map) != 1:
+        raise NotImplementedError(f"{g.where}: a gather other than along one axis")
     (axis,) = numbers.start_index_map
     full = all(
         s == d or k == axis
@@ -735,13 +790,11 @@ LOWERINGS: dict[str, Callable] = {
     "integer_pow": _integer_pow,
     "convert_element_type": _convert,
     "copy": _elementwise("Identity"),
-    "copy_p": _elementwise("Identity"),
     "select_n": _select_n,
     "clamp": _clamp,
     "broadcast_in_dim": _broadcast_in_dim,
     "reshape": _reshape,
     "squeeze": _squeeze,
-    "expand_dims": _expand_dims,
     "transpose": _transpose,
     "concatenate": _concatenate,
     "stack": _stack,
