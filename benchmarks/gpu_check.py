@@ -3,31 +3,14 @@
     make gpu-check                                    # python3 -m benchmarks.gpu_check
     python3 -m benchmarks.gpu_check --allow-cpu --quick --json /tmp/gpu-cpu.json  # rehearsal
 
-It needs no .venv and no package registry: the machine's own jax, flax, optax,
-orbax-checkpoint, numpy, scikit-learn, pytest and hypothesis, plus the wheels in `.whl/`
-(`make gpu-wheels` on a machine with pip: sequence-layers and what it needs that such
-a machine may lack, ~2.6 MB), unpacked into a temporary folder for the packages that
-are missing or at another version. Then, one subprocess at a time (only one process
-holds the accelerator):
-
-1. describe the machine (backend, device kind and count, memory, jax, XLA_FLAGS);
-2. the accelerator-relevant tests (`pytest --noconftest`: the models' streaming
-   contract and precision policy, streamed detection, targets / losses / decoding, the
-   metrics against their NumPy references);
-3. the streaming contract's max |stream - offline| of every MultiQT variant and AF-KWS
-   at default sizes, at the models' "highest" precision and, for comparison, at JAX's
-   "default" (TF32 on NVIDIA GPUs);
-4. determinism: the same training (5 MultiQT folds in one fold-parallel step and an
-   AF-KWS model, seeded random batches) in two fresh processes must give bit-identical
-   parameters and losses, with the project's XLA flags (`speechkit.accelerator`); a
-   third run without them says whether the flags are what makes it so;
-5. `benchmarks.train --profile` and `benchmarks.streaming --accelerator` with the time
-   that is left (`--budget_s`, 540 s in all by default).
-
-Writes benchmarks/results/gpu-<device kind>.json (`--json`): the machine, each phase's
-outcome and time, and `ok` (tests passed, training deterministic, contract within 1e-5
-at "highest", benchmarks finished); exits 0 when ok, 1 otherwise, 2 when jax has no
-accelerator and `--allow-cpu` is not given. `--quick` runs a subset with small sizes.
+It needs no .venv and no package registry: the machine's own packages, and the wheels of
+`.whl/` for what it lacks (`benchmarks.gpu_wheels`). One subprocess at a time (only one
+process holds the accelerator), it describes the machine, runs the accelerator-relevant
+tests (`benchmarks.junit` reads their results), measures the streaming contract, checks
+that training is deterministic and runs `benchmarks.train` and `benchmarks.streaming`
+with the time left (`--budget_s`); docs/gpu.md ("The device check") describes each phase.
+Writes benchmarks/results/gpu-<device kind>.json (`--json`); exits 0 when ok, 1
+otherwise, 2 when jax has no accelerator and `--allow-cpu` is not given.
 """
 
 from __future__ import annotations
@@ -35,42 +18,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import importlib.metadata
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ElementTree
-import zipfile
 
-from benchmarks import common
+from benchmarks import common, gpu_wheels, junit
 from speechkit import accelerator, files  # light: imports jax, starts no backend
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WHEEL_DIR = os.path.join(ROOT, ".whl")
-LOCK = os.path.join(ROOT, "requirements.lock")
-# sequence-layers and its requirements beyond jax, flax, optax, orbax-checkpoint, numpy,
-# scikit-learn, pytest and hypothesis (what the accelerator machine has)
-WHEEL_PACKAGES = (
-    "sequence-layers",
-    "recurrentgemma",
-    "orbax-export",
-    "typeguard",
-    "dataclasses-json",
-    "marshmallow",
-    "typing-inspect",
-    "mypy-extensions",
-    "jaxtyping",
-    "wadler-lindig",
-    "einops",
-    "sentencepiece",
-    "ml-collections",  # experiments' configs, which benchmarks.train reads
-    "tqdm",  # speechkit.progress, the training loop's progress bar
-)
 # two pytest processes side by side (about equal time on CPU)
 TEST_GROUPS = (
     (
@@ -84,19 +43,8 @@ TEST_GROUPS = (
     ("tests/metrics",),
 )
 QUICK_TESTS = ("tests/cskws_jax/test_streaming.py", "tests/benchmarks/test_gpu_check.py")
-# What the accelerator machine is assumed to have (with what they require), beside the
-# wheels; everything the check imports loads with these alone (test_gpu_check.py).
-MACHINE_PACKAGES = (
-    "jax",
-    "flax",
-    "optax",
-    "orbax-checkpoint",
-    "numpy",
-    "scipy",
-    "scikit-learn",
-    "pytest",
-    "hypothesis",
-)
+# what the check's phases import: each loads with gpu_wheels.MACHINE_PACKAGES and the
+# wheels alone (test_gpu_check.py)
 CHECKED_MODULES = (
     "multiqt_jax.model",
     "multiqt_jax.train",
@@ -126,79 +74,6 @@ CAPS = {"tests": 240, "contract": 90, "training_run": 75, "train": 150}
 
 def log(message: str) -> None:
     print(f"[gpu_check {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-# -- packages -----------------------------------------------------------------------------
-
-
-def normalise(name: str) -> str:
-    """A distribution name as PEP 503 compares them: 'Sequence_Layers' -> 'sequence-layers'."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def wheel_specs(lock_text: str, packages=WHEEL_PACKAGES) -> list[str]:
-    """'name==version' for each of `packages`, versions from requirements.lock's text."""
-    pinned = {}
-    for line in lock_text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "==" in line:
-            name, version = line.split("==", 1)
-            pinned[normalise(name)] = version.strip()
-    missing = [name for name in packages if normalise(name) not in pinned]
-    if missing:
-        raise ValueError(f"requirements.lock pins no version of {missing}")
-    return [f"{name}=={pinned[normalise(name)]}" for name in packages]
-
-
-def wheel_identity(filename: str) -> tuple[str, str]:
-    """'sequence_layers-0.2-py3-none-any.whl' -> ('sequence-layers', '0.2')."""
-    name, version = os.path.basename(filename).split("-")[:2]
-    return normalise(name), version
-
-
-def installed_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def wheels_to_unpack(wheels: list[str], installed=installed_version) -> list[str]:
-    """The wheels whose distribution is not installed, or at another version."""
-    return [
-        wheel for wheel in wheels if installed(wheel_identity(wheel)[0]) != wheel_identity(wheel)[1]
-    ]
-
-
-def unpack(wheels: list[str], target: str) -> None:
-    """Unpacks wheels into `target` (a wheel is a zip of site-packages' contents)."""
-    for wheel in wheels:
-        with zipfile.ZipFile(wheel) as archive:
-            archive.extractall(target)
-
-
-def provide_packages(wheel_dir: str, target: str) -> dict:
-    """Unpacks what is missing from `wheel_dir` into `target`; names what is still
-    missing (no wheel for it)."""
-    wheels = sorted(
-        os.path.join(wheel_dir, name)
-        for name in (os.listdir(wheel_dir) if os.path.isdir(wheel_dir) else [])
-        if name.endswith(".whl")
-    )
-    needed = wheels_to_unpack(wheels)
-    unpack(needed, target)
-    have = {wheel_identity(wheel)[0] for wheel in wheels}
-    absent = [
-        name
-        for name in WHEEL_PACKAGES
-        if installed_version(name) is None and normalise(name) not in have
-    ]
-    return {
-        "wheel_dir": wheel_dir,
-        "unpacked": [os.path.basename(wheel) for wheel in needed],
-        "target": target,
-        "missing_without_wheel": absent,
-    }
 
 
 # -- subprocesses -------------------------------------------------------------------------
@@ -537,29 +412,6 @@ class Clock:
         return max(min(cap if self.capped else math.inf, self.left() - reserve), 10.0)
 
 
-def junit_summary(path: str) -> dict:
-    """passed / failed / errors / skipped and the failed tests' ids from pytest's XML."""
-    if not os.path.exists(path):
-        return {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "failed_tests": []}
-    root = ElementTree.parse(path).getroot()
-    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for suite in root.iter("testsuite"):
-        for key in counts:
-            counts[key] += int(suite.get(key, 0))
-    failed = [
-        f"{case.get('classname')}::{case.get('name')}"
-        for case in root.iter("testcase")
-        if case.find("failure") is not None or case.find("error") is not None
-    ]
-    return {
-        "passed": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"],
-        "failed": counts["failures"],
-        "errors": counts["errors"],
-        "skipped": counts["skipped"],
-        "failed_tests": failed,
-    }
-
-
 def contract_summary(contract: dict | None) -> dict:
     """The largest differences at "highest" and at "default", and whether the contract
     holds: MultiQT and CTC logits and AF-KWS heads within 1e-5 at "highest". Detections found on
@@ -619,17 +471,13 @@ def phase_tests(report: dict, env: dict, clock: Clock, quick: bool, scratch: str
     junits = [os.path.join(scratch, f"junit{index}.xml") for index in range(len(groups))]
     commands = [
         [sys.executable, "-m", "pytest", "--noconftest", "-q", "-p", "no:cacheprovider"]
-        + [f"--junitxml={junit}", *group]
-        for group, junit in zip(groups, junits, strict=True)
+        + [f"--junitxml={path}", *group]
+        for group, path in zip(groups, junits, strict=True)
     ]
     shared = {**env, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
     outcomes = run_together(commands, shared, clock.allow(CAPS["tests"], *RESERVE))
-    summaries = [junit_summary(junit) for junit in junits]
     report["tests"] = {
-        **{
-            key: sum(s[key] for s in summaries) for key in ("passed", "failed", "errors", "skipped")
-        },
-        "failed_tests": [name for s in summaries for name in s["failed_tests"]],
+        **junit.total([junit.summary(path) for path in junits]),
         "rc": max((o["rc"] if o["rc"] is not None else 124) for o in outcomes),
         "seconds": max(o["seconds"] for o in outcomes),
     }
@@ -745,7 +593,7 @@ def check(args) -> int:
         "budget_s": args.budget_s,
         "phases": list(phases),
     }
-    report["packages"] = provide_packages(args.wheels, target)
+    report["packages"] = gpu_wheels.provide_packages(args.wheels, target)
     log(f"packages: {report['packages']}")
     env = child_env(target)
     machine, outcome = phase_worker("describe", env, 120, scratch)
@@ -801,7 +649,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", default=None, help="default benchmarks/results/gpu-KIND.json")
     parser.add_argument("--budget_s", type=float, default=540.0, help="the whole check")
-    parser.add_argument("--wheels", default=WHEEL_DIR, help="folder of wheels (make gpu-wheels)")
+    parser.add_argument(
+        "--wheels", default=gpu_wheels.WHEEL_DIR, help="folder of wheels (make gpu-wheels)"
+    )
     parser.add_argument("--allow-cpu", dest="allow_cpu", action="store_true")
     parser.add_argument("--quick", action="store_true", help="a subset, small sizes")
     parser.add_argument(
@@ -820,8 +670,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no_deterministic", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.wheel_specs:
-        with open(LOCK) as lock:
-            print("\n".join(wheel_specs(lock.read())))
+        with open(gpu_wheels.LOCK) as lock:
+            print("\n".join(gpu_wheels.wheel_specs(lock.read())))
         return 0
     if args.worker:
         with contextlib.redirect_stdout(sys.stderr):

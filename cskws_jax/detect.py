@@ -68,8 +68,7 @@ import numpy as np
 
 from cskws_jax import export, models
 from cskws_jax.streaming import StreamDetector
-from speechkit import audio_io, compilation, files, frontend, progress, stream_inputs
-from speechkit import export as export_lib
+from speechkit import audio_io, compilation, export_format, files, frontend, progress, stream_inputs
 from speechkit.bundle import Bundle, BundleError, model_code
 from speechkit.stream_inputs import InputError, Output, block_outputs
 
@@ -117,7 +116,7 @@ def from_export(path, block_ms: float | None, min_score: float | None):
     so `block_ms` must be None or that block's length."""
     info, outputs, modules, facts = export.read_folder(path)
     if "step" not in modules:
-        raise BundleError(f"{Path(path) / export_lib.MANIFEST}: modules: no 'step'")
+        raise BundleError(f"{Path(path) / export_format.MANIFEST}: modules: no 'step'")
     exported = modules["step"]
     stream_inputs.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
 
@@ -156,7 +155,7 @@ def load(
 ) -> tuple[StreamDetector, Bundle]:
     """For an export folder (with export.json) `from_export` (backend "jax") or
     `from_onnx` ("onnx"), else `from_bundle` (a bundle runs with jax only)."""
-    if not export_lib.is_folder(path):
+    if not export_format.is_folder(path):
         stream_inputs.require_export(path, backend, "cskws")
         return from_bundle(path, block_ms, min_score)
     if backend == "onnx":

@@ -19,11 +19,12 @@ support), with the state as a flat list of arrays
 (heads [b, n, ...], out_mask [b, n], state). The initial state is zeros of the state's
 shapes (`initial_state`; checked when exporting). Loading a serialized module runs no
 Python code from it: it is StableHLO, compiled by XLA, and `read` refuses one holding a
-custom call (native code called by name) off `speechkit.export.ALLOWED_CUSTOM_CALLS`.
-tests/cskws_jax/test_export.py checks both against the live model after a round trip
-through bytes. The parts both tasks'
-exports share (flat state, write / read, the export folder, the command line) are
-`speechkit.export`'s.
+custom call (native code called by name) off
+`speechkit.stablehlo_checks.ALLOWED_CUSTOM_CALLS`. tests/cskws_jax/test_export.py checks
+both against the live model after a round trip through bytes. The parts both tasks'
+exports share are speechkit's: the flat state, `write` and the export folder
+(`speechkit.export`), its format (`speechkit.export_format`), `read` and reading a
+folder back (`speechkit.export_read`), the command line (`speechkit.export_cli`).
 
     python -m cskws_jax.export BUNDLE OUT_DIR [--block-outputs 5] [--platforms cpu,cuda]
 
@@ -60,10 +61,20 @@ from jax import export as jax_export
 from cskws_jax.config import TASK_FIELDS, AfKwsConfig, check_operating_points
 from cskws_jax.datasets.features import FEATURES
 from cskws_jax.streaming import StreamDetector
-from speechkit import checks, onnx_export, onnx_stream, streaming
+from speechkit import (
+    checks,
+    export_cli,
+    export_format,
+    export_read,
+    onnx_export,
+    onnx_stream,
+    streaming,
+)
 from speechkit import export as shared
 from speechkit.bundle import Bundle, BundleError, model_code
-from speechkit.export import ModelFacts, initial_state, read, write
+from speechkit.export import initial_state, write
+from speechkit.export_format import ModelFacts, Signature
+from speechkit.export_read import Export, read
 
 if TYPE_CHECKING:
     from cskws_jax.model import AfKws
@@ -134,16 +145,16 @@ def export_step(
     return shared.export_step(step, specs, zeros, platforms, "AfKws.initial_state")
 
 
-def signatures(info: Bundle, block_outputs: int, facts: ModelFacts) -> dict[str, shared.Signature]:
+def signatures(info: Bundle, block_outputs: int, facts: ModelFacts) -> dict[str, Signature]:
     """{"forward", "step"}: what the modules of an export with export.json's `info`,
-    `block_outputs` and `facts` take and return (`speechkit.export.Signature`; the step's
-    state `facts`' "step": `speechkit.export.module_signatures`)."""
+    `block_outputs` and `facts` take and return (`speechkit.export_format.Signature`; the step's
+    state `facts`' "step": `speechkit.export_format.module_signatures`)."""
     config = info.model_config
-    return shared.module_signatures(config, input_specs, output_specs, block_outputs, facts)
+    return export_format.module_signatures(config, input_specs, output_specs, block_outputs, facts)
 
 
 def model_facts(info: Bundle, block_outputs: int) -> ModelFacts:
-    """What an export stores of the model code (`speechkit.export.ModelFacts`): the
+    """What an export stores of the model code (`speechkit.export_format.ModelFacts`): the
     streaming spec of `AfKws(info.model_config)`, and the state arrays of its step
     ("step") and of the detector of `block_outputs` with `info.decoding` ("detector").
     Needs the model code (the full install)."""
@@ -155,7 +166,7 @@ def model_facts(info: Bundle, block_outputs: int) -> ModelFacts:
         "step": lambda n: net.apply({}, n, method=net.initial_state),
         "detector": detector.initial_state,
     }
-    return shared.model_facts(streaming.spec_of(net), states)
+    return export_format.model_facts(streaming.spec_of(net), states)
 
 
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
@@ -272,15 +283,15 @@ export_bundle = functools.partial(
 onnx.ModelProto})."""
 
 
-def read_folder(path: str | os.PathLike, backend: str = "jax") -> shared.Export:
-    """The `speechkit.export.Export` (info, block_outputs, {"forward", "step"}, facts)
+def read_folder(path: str | os.PathLike, backend: str = "jax") -> Export:
+    """The `speechkit.export_read.Export` (info, block_outputs, {"forward", "step"}, facts)
     of a folder the command line wrote (backend "onnx": {"frontend", "forward", "step",
     "detector"}, ONNX modules in onnxruntime sessions, `speechkit.onnx_export.Module`),
     read without the model code (`model_facts` from export.json); info as a bundle's
     (`cskws_jax.bundle.load`): keywords, features, decoding (with its operating points),
     model config. A `speechkit.bundle.BundleError` names the file and the field for
     anything missing, an export of another task, keywords, a front end or operating
-    points that do not fit the model, or anything `speechkit.export.read_folder` refuses
+    points that do not fit the model, or anything `speechkit.export_read.read_folder` refuses
     (checksums, names, custom calls, signatures; for ONNX `speechkit.onnx_export`'s
     checks)."""
 
@@ -291,7 +302,7 @@ def read_folder(path: str | os.PathLike, backend: str = "jax") -> shared.Export:
         facts.require({"audio": audio}, latency, ("step", "detector"), where)
         check_hop(info, facts, where)
 
-    return shared.read_task_folder(
+    return export_read.read_task_folder(
         path, TASK_FIELDS, signatures, model_facts, check, backend, onnx_signatures
     )
 
@@ -340,7 +351,7 @@ def check_hop(info: Bundle, facts: ModelFacts, where: str) -> None:
 
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
-    return shared.main(
+    return export_cli.main(
         argv, prog="python -m cskws_jax.export", what="an AF-KWS", export_bundle=export_bundle
     )
 

@@ -30,7 +30,7 @@ step.onnx, frontend.onnx (the audio front end of one block; `onnx_signatures`,
 the model facts: `model_facts`, the sha256 of each module and field:
 `speechkit.export.write_folder`), everything `python -m multiqt_jax.track OUT_DIR
 CALL...` needs instead of the bundle (`read_folder`: read without the model code, the
-light install, and checked before any module runs, see `speechkit.export`; the modules'
+light install, and checked before any module runs, see `speechkit.export_read`; the modules'
 signatures against the fields are `signatures`, the front end's hop against the model's
 `check_hop`). Serializing needs the `flatbuffers` package.
 """
@@ -57,10 +57,20 @@ from multiqt_jax.config import (
     MultiQTConfig,
     check_tracking,
 )
-from speechkit import checks, onnx_export, onnx_stream, streaming
+from speechkit import (
+    checks,
+    export_cli,
+    export_format,
+    export_read,
+    onnx_export,
+    onnx_stream,
+    streaming,
+)
 from speechkit import export as shared
 from speechkit.bundle import Bundle, BundleError, model_code
-from speechkit.export import ModelFacts, initial_state, read, write
+from speechkit.export import initial_state, write
+from speechkit.export_format import ModelFacts, Signature
+from speechkit.export_read import Export, read
 
 if TYPE_CHECKING:
     from multiqt_jax.model import MultiQT
@@ -138,23 +148,23 @@ def export_step(
     return shared.export_step(step, specs, zeros, platforms, "MultiQT.initial_state")
 
 
-def signatures(info: Bundle, block_outputs: int, facts: ModelFacts) -> dict[str, shared.Signature]:
+def signatures(info: Bundle, block_outputs: int, facts: ModelFacts) -> dict[str, Signature]:
     """{"forward", "step"}: what the modules of an export with export.json's `info`,
-    `block_outputs` and `facts` take and return (`speechkit.export.Signature`; the step's
-    state `facts`' "step": `speechkit.export.module_signatures`)."""
+    `block_outputs` and `facts` take and return (`speechkit.export_format.Signature`; the step's
+    state `facts`' "step": `speechkit.export_format.module_signatures`)."""
     config = info.model_config
-    return shared.module_signatures(config, input_specs, output_specs, block_outputs, facts)
+    return export_format.module_signatures(config, input_specs, output_specs, block_outputs, facts)
 
 
 def model_facts(info: Bundle, block_outputs: int) -> ModelFacts:
-    """What an export stores of the model code (`speechkit.export.ModelFacts`): the
+    """What an export stores of the model code (`speechkit.export_format.ModelFacts`): the
     streaming spec of `MultiQT(info.model_config)` and its step's state arrays ("step").
     Needs the model code (the full install)."""
     from multiqt_jax import model
 
     net = model.MultiQT(info.model_config)
     state = {"step": lambda n: net.apply({}, n, method=net.initial_state)}
-    return shared.model_facts(streaming.spec_of(net), state)
+    return export_format.model_facts(streaming.spec_of(net), state)
 
 
 def from_bundle(path, block_outputs: int = 5, platforms: Sequence[str] | None = None):
@@ -301,17 +311,17 @@ export_bundle = functools.partial(
 onnx.ModelProto})."""
 
 
-def read_folder(path: str | os.PathLike, backend: str = "jax") -> shared.Export:
-    """The `speechkit.export.Export` (info, block_outputs, {"forward", "step"}, facts)
+def read_folder(path: str | os.PathLike, backend: str = "jax") -> Export:
+    """The `speechkit.export_read.Export` (info, block_outputs, {"forward", "step"}, facts)
     of a folder the command line wrote (backend "onnx": {"frontend", "forward", "step"},
     ONNX modules in onnxruntime sessions, `speechkit.onnx_export.Module`), read without
     the model code (`model_facts` from export.json); info as a bundle's
     (`multiqt_jax.bundle.load`): labels, features, decoding, model config. A
     `speechkit.bundle.BundleError` names the file for anything missing, an export of
     another task, labels or a front end that do not fit the model, or anything
-    `speechkit.export.read_folder` refuses (checksums, names, custom calls, signatures;
+    `speechkit.export_read.read_folder` refuses (checksums, names, custom calls, signatures;
     for ONNX `speechkit.onnx_export`'s checks)."""
-    return shared.read_task_folder(
+    return export_read.read_task_folder(
         path, TASK_FIELDS, signatures, model_facts, _check_info, backend, onnx_signatures
     )
 
@@ -337,7 +347,7 @@ def check_hop(info: Bundle, where: str) -> None:
 
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
-    return shared.main(
+    return export_cli.main(
         argv, prog="python -m multiqt_jax.export", what="a MultiQT", export_bundle=export_bundle
     )
 

@@ -75,13 +75,13 @@ from speechkit import (
     asr,
     compilation,
     errors,
+    export_format,
     frontend,
     onnx_export,
     progress,
     stream_inputs,
     streaming,
 )
-from speechkit import export as export_lib
 from speechkit.bundle import FULL_INSTALL, Bundle, BundleError, model_code
 from speechkit.stream_inputs import STDIN, InputError, Output, block_outputs
 
@@ -181,7 +181,7 @@ def from_export(path, block_ms: float | None) -> StreamModel:
     `block_ms` must be None or that block's length."""
     info, outputs, modules, facts = export.read_folder(path)
     if "step" not in modules:
-        raise BundleError(f"{Path(path) / export_lib.MANIFEST}: modules: no 'step'")
+        raise BundleError(f"{Path(path) / export_format.MANIFEST}: modules: no 'step'")
     exported = modules["step"]
     stream_inputs.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
     initial_state = functools.partial(export.initial_state, exported, 1)
@@ -206,7 +206,7 @@ def from_onnx(path, block_ms: float | None) -> StreamModel:
 def load(path, block_ms: float | None, backend: str = "jax") -> StreamModel:
     """For an export folder (with export.json) `from_export` (backend "jax") or
     `from_onnx` ("onnx"), else `from_bundle` (a bundle runs with jax only)."""
-    if not export_lib.is_folder(path):
+    if not export_format.is_folder(path):
         stream_inputs.require_export(path, backend, "multiqt")
         return from_bundle(path, block_ms)
     if backend == "onnx":

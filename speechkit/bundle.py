@@ -213,7 +213,7 @@ def _install_source() -> str | None:
 
 FULL_INSTALL = full_install_command()
 """The install a bundle (model code: flax, sequence-layers) needs; the light one
-(`.[infer]`) runs export folders (`speechkit.export`)."""
+(`.[infer]`) runs export folders (`speechkit.export_read`)."""
 
 
 def model_code(module: str, what: str):
@@ -234,7 +234,7 @@ def model_code(module: str, what: str):
 @dataclasses.dataclass(frozen=True)
 class TaskFields:
     """What one task's bundle.json and export.json fields are, without its model code
-    (so an export folder is read by the light install, `speechkit.export.read_folder`).
+    (so an export folder is read by the light install, `speechkit.export_read.read_folder`).
 
     model_config_type: the model's config dataclass;
     decoding_type: its decoding settings' dataclass;
@@ -696,7 +696,7 @@ def check_params(flat: Mapping[str, np.ndarray], expected, where: str) -> None:
 
 def _unboxed(tree):
     """`tree` without flax's metadata boxes; flax is imported here, not at the top, so
-    that reading an export folder (`speechkit.export`) needs no training stack."""
+    that reading an export folder (`speechkit.export_read`) needs no training stack."""
     from flax.core import meta
 
     return meta.unbox(tree)

@@ -1,6 +1,6 @@
 """Dataclasses from JSON values, field by field by their type hints: the one converter of
 the files the project reads back (bundle.json: `speechkit.bundle`; export.json:
-`speechkit.export`) and of the experiment configs' sections (`experiments.common.build`).
+`speechkit.export_read`) and of the experiment configs' sections (`experiments.common.build`).
 
     config = from_dict(AfKwsConfig, manifest["model_config"], "model_config")
     config = from_dict(AfKwsConfig, section, "config.model", defaults=True, positional=True)

@@ -87,7 +87,7 @@ MAX_BYTES = 1 << 30
 (an arena, `Module`): an allocation past it fails the call with an error."""
 MAX_FILE_BYTES = 1 << 25
 """The largest ONNX file read (32 MiB; the default AF-KWS modules are about 3 MB), as
-`speechkit.export.MAX_FILE_BYTES`: a file is copied a few times while it is checked
+`speechkit.export_read.MAX_FILE_BYTES`: a file is copied a few times while it is checked
 (a 60 MB module took 400 MB to read), so that a module at the cap keeps a process
 under 1 GB. An export folder's is checked before the file is read."""
 REFERENCE_SIZES = {"b": 1, "t": 1500}

@@ -62,7 +62,7 @@ KEYS = (
 
 def properties(payload: Mapping, module: str) -> dict[str, str]:
     """{key: value} of `KEYS` for the ONNX module `module` of an export whose export.json
-    payload is `payload` (`speechkit.export.manifest`)."""
+    payload is `payload` (`speechkit.export_format.manifest`)."""
     config = FeatureConfig(**payload["features"])
     spec = payload["model_facts"]["streaming_spec"]
     audio = spec["inputs"]["audio"]

@@ -55,7 +55,7 @@ class Catalogue:
         return os.path.join(self.folder, name)
 
     def export_path(self, name: str) -> str:
-        """The export folder of the shipped model `name` (`speechkit.export`)."""
+        """The export folder of the shipped model `name` (`speechkit.export_format`)."""
         return os.path.join(self.path(name), EXPORT)
 
     def runnable(self, name: str, backend: str = "jax") -> str:

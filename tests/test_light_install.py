@@ -21,7 +21,7 @@ from cskws_jax import export as kws_export
 from cskws_jax import models as kws_models
 from multiqt_jax import models as calls_models
 from multiqt_jax import track
-from speechkit import export as shared
+from speechkit import export_format
 
 pytestmark = pytest.mark.early  # no smoke corpus
 
@@ -174,7 +174,7 @@ def test_shipped_models_name_their_export_without_the_model_code():
         for name in catalogue.names():
             assert catalogue.runnable(name) == catalogue.path(name)
             assert catalogue.runnable(name, "onnx") == catalogue.export_path(name)
-            assert shared.is_folder(catalogue.export_path(name))
+            assert export_format.is_folder(catalogue.export_path(name))
             assert Path(catalogue.sample(name)).is_file()
 
 
@@ -187,11 +187,11 @@ def test_what_needs_the_model_code_says_what_to_install(exports, tmp_path):
     old.mkdir()
     for path in (root / "cskws-export").iterdir():
         (old / path.name).write_bytes(path.read_bytes())
-    payload = json.loads((old / shared.MANIFEST).read_text())
+    payload = json.loads((old / export_format.MANIFEST).read_text())
     del payload["model_facts"], payload["fields_sha256"]
     payload["format_version"] = 3
-    payload["fields_sha256"] = shared.fields_sha256(payload)
-    (old / shared.MANIFEST).write_text(json.dumps(payload))
+    payload["fields_sha256"] = export_format.fields_sha256(payload)
+    (old / export_format.MANIFEST).write_text(json.dumps(payload))
     kws_export.read_folder(old)  # the full install reads it, from the model code
     light, _ = _run_light(
         ("cskws_jax.detect", [root / "cskws-bundle", wav]),

@@ -1,6 +1,7 @@
 """The device check's pieces on CPU: the project's XLA flags and precision policy
-(speechkit.accelerator), the wheels it brings, how it reads test results and runs, and
-the accelerator mode's search for real-time streams."""
+(speechkit.accelerator), the wheels it brings (benchmarks.gpu_wheels), how it reads test
+results (benchmarks.junit) and runs, and the accelerator mode's search for real-time
+streams."""
 
 import os
 import subprocess
@@ -10,7 +11,7 @@ import zipfile
 import jax
 import pytest
 
-from benchmarks import gpu_check
+from benchmarks import gpu_check, gpu_wheels, junit
 from benchmarks import streaming as streaming_benchmark
 from speechkit import accelerator
 
@@ -63,7 +64,7 @@ def test_what_the_check_imports_loads_with_the_machines_packages_alone():
     pytest and hypothesis, plus the check's wheels: no TFDS, Grain, pocketsphinx or
     tensorboardX. A model or benchmark that imports one of those at module level stops
     the whole check there (as TFDS, ml_collections and tensorboardX once did)."""
-    allowed = gpu_check.MACHINE_PACKAGES + gpu_check.WHEEL_PACKAGES
+    allowed = gpu_wheels.MACHINE_PACKAGES + gpu_wheels.WHEEL_PACKAGES
     project = ("benchmarks", "experiments", "metrics", "multiqt_jax", "cskws_jax", "speechkit")
     code = (
         f"ALLOWED = {allowed!r}\nPROJECT = {project!r}\n"
@@ -145,11 +146,11 @@ def test_the_machine_is_described_and_named():
 
 def test_wheel_specs_come_from_the_lock_file():
     with open(os.path.join(ROOT, "requirements.lock")) as lock:
-        specs = gpu_check.wheel_specs(lock.read())
-    assert len(specs) == len(gpu_check.WHEEL_PACKAGES)
+        specs = gpu_wheels.wheel_specs(lock.read())
+    assert len(specs) == len(gpu_wheels.WHEEL_PACKAGES)
     assert "sequence-layers==0.2" in specs and "typeguard==2.13.3" in specs
     with pytest.raises(ValueError, match="pins no version of"):
-        gpu_check.wheel_specs("numpy==2.0\n", packages=("numpy", "einops"))
+        gpu_wheels.wheel_specs("numpy==2.0\n", packages=("numpy", "einops"))
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.gpu_check", "--wheel-specs"],
         capture_output=True,
@@ -173,12 +174,12 @@ def _wheel(folder, name: str, version: str) -> str:
 def test_only_missing_or_other_versions_are_unpacked(tmp_path):
     wheels = [_wheel(tmp_path, "gpu_probe_a", "1.0"), _wheel(tmp_path, "gpu_probe_b", "2.0")]
     installed = {"gpu-probe-a": "1.0", "gpu-probe-b": "1.5"}.get
-    assert gpu_check.wheel_identity(wheels[0]) == ("gpu-probe-a", "1.0")
-    assert gpu_check.wheels_to_unpack(wheels, installed) == wheels[1:]
+    assert gpu_wheels.wheel_identity(wheels[0]) == ("gpu-probe-a", "1.0")
+    assert gpu_wheels.wheels_to_unpack(wheels, installed) == wheels[1:]
     target = tmp_path / "site"
-    gpu_check.unpack(wheels[1:], str(target))
+    gpu_wheels.unpack(wheels[1:], str(target))
     assert (target / "gpu_probe_b" / "__init__.py").read_text() == "VERSION = '2.0'\n"
-    report = gpu_check.provide_packages(str(tmp_path), str(tmp_path / "other"))
+    report = gpu_wheels.provide_packages(str(tmp_path), str(tmp_path / "other"))
     assert sorted(report["unpacked"]) == sorted(os.path.basename(w) for w in wheels)
 
 
@@ -191,12 +192,20 @@ def test_junit_results_are_counted(tmp_path):
         '<testcase classname="tests.a" name="skip"><skipped/></testcase>'
         '<testcase classname="tests.b" name="ok"/></testsuite></testsuites>'
     )
-    assert gpu_check.junit_summary(str(xml)) == {
+    counted = {
         "passed": 2,
         "failed": 1,
         "errors": 0,
         "skipped": 1,
         "failed_tests": ["tests.a::bad"],
+    }
+    assert junit.summary(str(xml)) == counted
+    none = junit.summary(str(tmp_path / "never-written.xml"))  # a process killed early
+    assert none == {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "failed_tests": []}
+    both = junit.total([counted, none, counted])
+    assert both == {
+        **{k: 2 * counted[k] for k in junit.COUNTS},
+        "failed_tests": ["tests.a::bad"] * 2,
     }
 
 

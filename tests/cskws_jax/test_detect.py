@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import flatbuffers  # noqa: F401  # jax.export serialization: a dependency, never skipped
 import jax
 import numpy as np
 import pytest
@@ -233,7 +234,6 @@ def _same_detections(got: list[dict], want: list[dict]) -> None:
 
 
 def test_an_export_folder_detects_like_its_bundle(saved, tmp_path, capsys):
-    pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
     folder, net, params, wav = saved
     everything, thresholds = _detections_and_thresholds(capsys, folder, wav)
     point = train.OperatingPoint(5.0, thresholds, "made up", 0.5)

@@ -1,36 +1,31 @@
 """cskws_jax.export: the AF-KWS forward and streaming step through serialized StableHLO
 equal the live model, for two batch sizes and lengths; the command line writes a folder
-(modules and export.json) that `speechkit.export.read_folder` reads back, and
+(modules and export.json) that `speechkit.export_read.read_folder` reads back, and
 `cskws_jax.export.read_folder` keeps the bundle's decoding settings (operating points
 included) and checks them and the keywords against the model.
 
-Serializing needs the `flatbuffers` package (an optional dependency of jax.export);
-without it the exported modules are checked in memory and the byte round trip is skipped.
+Serializing needs the `flatbuffers` package, one of the project's dependencies: imported
+here, so that without it the file fails instead of skipping the byte round trip.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
+import flatbuffers  # noqa: F401  # jax.export serialization: a dependency, never skipped
 import numpy as np
 import pytest
 
 from cskws_jax import export
 
-SERIALIZABLE = importlib.util.find_spec("flatbuffers") is not None
-
 
 def _round_trip(exported, tmp_path, name):
-    """The module written and read back (in memory without flatbuffers)."""
-    if not SERIALIZABLE:
-        return exported
+    """The module written as bytes and read back."""
     export.write(tmp_path / name, exported)
     return export.read(tmp_path / name)
 
 
 def test_serialized_modules_are_bytes_of_stablehlo(tiny_afkws, tmp_path):
-    pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
     net, params = tiny_afkws
     export.write(tmp_path / "forward.stablehlo", export.export_forward(net, params))
     loaded = export.read(tmp_path / "forward.stablehlo")
@@ -93,9 +88,8 @@ def _check_step(net, params, tmp_path):
 
 
 def test_cli_writes_a_folder_a_client_reads_without_the_bundle(tiny_afkws, tmp_path, capsys):
-    pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
     from cskws_jax import bundle, model, train
-    from speechkit import export as shared
+    from speechkit import export_read
 
     net, params = tiny_afkws
     bundle.save(tmp_path / "bundle", net, params, ("alpha", "beta", "gamma"))
@@ -106,7 +100,7 @@ def test_cli_writes_a_folder_a_client_reads_without_the_bundle(tiny_afkws, tmp_p
             b"cskws_jax/" not in module.read_bytes()
             and b"/site-packages/" not in module.read_bytes()
         )
-    info, block_outputs, modules, facts = shared.read_folder(
+    info, block_outputs, modules, facts = export_read.read_folder(
         tmp_path / "out",
         task="cskws",
         model_config_type=model.AfKwsConfig,
@@ -126,7 +120,6 @@ def test_cli_writes_a_folder_a_client_reads_without_the_bundle(tiny_afkws, tmp_p
 
 
 def test_read_folder_keeps_the_decoding_and_checks_it_against_the_model(tiny_afkws, tmp_path):
-    pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
     from cskws_jax import bundle, train
     from speechkit.bundle import BundleError
 

@@ -12,7 +12,7 @@ import soundfile
 from experiments import ship_files
 from multiqt_jax import export as calls_export
 from multiqt_jax import models as calls_models
-from speechkit import export, shipped
+from speechkit import export_format, shipped
 
 pytestmark = pytest.mark.early  # no smoke corpus
 
@@ -27,14 +27,14 @@ def test_the_export_written_again_is_the_shipped_one(tmp_path):
     shutil.copytree(calls_models.path(NAME), folder, ignore=shutil.ignore_patterns("export"))
     (written,) = ship_files.write_parts(str(folder), "multiqt", ("export",))
     assert Path(written) == folder / shipped.EXPORT
-    again = json.loads((folder / shipped.EXPORT / export.MANIFEST).read_text())
+    again = json.loads((folder / shipped.EXPORT / export_format.MANIFEST).read_text())
     shipped_manifest = json.loads(
-        (Path(calls_models.CATALOGUE.export_path(NAME)) / export.MANIFEST).read_text()
+        (Path(calls_models.CATALOGUE.export_path(NAME)) / export_format.MANIFEST).read_text()
     )
     for field in set(again) - set(_VOLATILE):
         assert again[field] == shipped_manifest[field], field
     assert sorted(again["onnx_modules"]) == sorted(shipped_manifest["onnx_modules"])
-    for backend in export.BACKENDS:
+    for backend in export_format.BACKENDS:
         calls_export.read_folder(written, backend=backend)
 
 

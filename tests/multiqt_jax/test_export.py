@@ -2,15 +2,15 @@
 equal the live model (two batch sizes and lengths, a modality marked missing), and
 `python -m multiqt_jax.track` on the export folder prints what it prints on the bundle.
 
-Serializing needs the `flatbuffers` package (an optional dependency of jax.export);
-without it the exported modules are checked in memory and the byte round trip is skipped.
+Serializing needs the `flatbuffers` package, one of the project's dependencies: imported
+here, so that without it the file fails instead of skipping the byte round trip.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
+import flatbuffers  # noqa: F401  # jax.export serialization: a dependency, never skipped
 import jax
 import numpy as np
 import pytest
@@ -18,8 +18,6 @@ import soundfile
 
 from multiqt_jax import bundle, export, labels, model, track
 from speechkit.bundle import BundleError
-
-SERIALIZABLE = importlib.util.find_spec("flatbuffers") is not None
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +30,7 @@ def tiny(tiny_multiqt_config):
 
 
 def _round_trip(exported, tmp_path, name):
-    """The module written and read back (in memory without flatbuffers)."""
-    if not SERIALIZABLE:
-        return exported
+    """The module written as bytes and read back."""
     export.write(tmp_path / name, exported)
     return export.read(tmp_path / name)
 
@@ -113,7 +109,6 @@ def test_an_audio_only_model_exports_too(tiny_multiqt_config, tmp_path):
 
 
 def test_the_tracker_prints_the_same_from_the_export_folder(tiny, tmp_path, capsys):
-    pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
     net, params = tiny
     bundle.save(tmp_path / "bundle", net, params, labels.classes("questions"))
     assert export.main([str(tmp_path / "bundle"), str(tmp_path / "out"), "--block-outputs=5"]) == 0
@@ -147,7 +142,6 @@ def test_the_tracker_prints_the_same_from_the_export_folder(tiny, tmp_path, caps
 
 
 def test_an_export_folder_of_another_task_or_broken_is_refused(tiny, tmp_path):
-    pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
     net, params = tiny
     bundle.save(tmp_path / "bundle", net, params, labels.classes("questions"))
     assert export.main([str(tmp_path / "bundle"), str(tmp_path / "out")]) == 0

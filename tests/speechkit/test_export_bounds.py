@@ -32,17 +32,16 @@ import sys
 import textwrap
 from pathlib import Path
 
+import flatbuffers  # noqa: F401  # jax.export serialization: a dependency, never skipped
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
-
-from cskws_jax import bundle, model  # noqa: E402
-from cskws_jax import export as kws_export  # noqa: E402
-from speechkit import export, stablehlo_bounds  # noqa: E402
-from speechkit.bundle import BundleError  # noqa: E402
+from cskws_jax import bundle, model
+from cskws_jax import export as kws_export
+from speechkit import export_format, export_read, stablehlo_bounds
+from speechkit.bundle import BundleError
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 1 << 30
@@ -90,7 +89,7 @@ def _forge_manifest(folder: Path, edit=None) -> None:
             if "bytes" in entry:  # (recorded from format version 5)
                 entry["bytes"] = len(data)
     fields = {key: value for key, value in payload.items() if key != "fields_sha256"}
-    payload["fields_sha256"] = export.fields_sha256(fields)
+    payload["fields_sha256"] = export_format.fields_sha256(fields)
     (folder / "export.json").write_text(json.dumps(payload, indent=2))
 
 
@@ -238,7 +237,7 @@ def test_a_forged_module_past_a_bound_is_refused_naming_it(folder, forged_module
     path = _plant(folder, name, data)
     _refused(folder, str(path), *FORGED[case][2])
     with pytest.raises(BundleError, match="refused"):
-        export.read(path)  # the single-module reader bounds it too
+        export_read.read(path)  # the single-module reader bounds it too
 
 
 def test_a_forged_module_within_the_bounds_is_read(folder):
@@ -252,7 +251,7 @@ def test_the_own_modules_loop_is_read_and_bounded_by_the_input(exported):
     """The genuine modules hold one loop (the running mean), counted once per input
     frame at the reference sizes: 6000 for the forward (4 x 1500), 8 for the step."""
     for name, trips in (("forward", 6000), ("step", 8)):
-        module = export.read(exported / f"{name}.stablehlo")
+        module = export_read.read(exported / f"{name}.stablehlo")
         assert module.mlir_module().count("stablehlo.while") == 1
         assert stablehlo_bounds.loop_trips(module, name) == trips
 
@@ -396,7 +395,7 @@ def test_a_sparse_64_gib_module_is_refused_before_reading(folder, recorded):
             for entry in [*payload["modules"].values(), *payload["onnx_modules"].values()]:
                 del entry["bytes"]
         fields = {key: value for key, value in payload.items() if key != "fields_sha256"}
-        payload["fields_sha256"] = export.fields_sha256(fields)
+        payload["fields_sha256"] = export_format.fields_sha256(fields)
         (folder / "export.json").write_text(json.dumps(payload))
     _refused(folder, expected)
 

@@ -1,4 +1,4 @@
-"""Hostile and broken export folders (`speechkit.export.read_folder`, through the tiny
+"""Hostile and broken export folders (`speechkit.export_read.read_folder`, through the tiny
 AF-KWS export of `cskws_jax.export`): each is refused before any module runs, with a
 `BundleError` naming the file and the field or call.
 
@@ -28,16 +28,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import flatbuffers  # noqa: F401  # jax.export serialization: a dependency, never skipped
 import jax
 import numpy as np
 import pytest
 
-pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
-
-from cskws_jax import bundle, model  # noqa: E402
-from cskws_jax import export as kws_export  # noqa: E402
-from speechkit import export  # noqa: E402
-from speechkit.bundle import BundleError  # noqa: E402
+from cskws_jax import bundle, model
+from cskws_jax import export as kws_export
+from speechkit import export_format, export_read, stablehlo_checks
+from speechkit.bundle import BundleError
 
 ROOT = Path(__file__).resolve().parents[2]
 CALLBACK = "xla_ffi_python_cpu_callback"
@@ -77,7 +76,7 @@ def _write_manifest(folder: Path, payload: dict, *, forge: bool = False) -> None
                 if "bytes" in entry:
                     entry["bytes"] = len(data)
         fields = {key: value for key, value in payload.items() if key != "fields_sha256"}
-        payload["fields_sha256"] = export.fields_sha256(fields)
+        payload["fields_sha256"] = export_format.fields_sha256(fields)
     (folder / "export.json").write_text(json.dumps(payload, indent=2))
 
 
@@ -121,9 +120,9 @@ def test_own_exports_hold_only_allowed_custom_calls(exported):
     found = set()
     for name in ("forward", "step"):
         path = exported / f"{name}.stablehlo"
-        module = export.read(path)  # checked
-        found |= set(export.custom_call_targets(module.mlir_module(), path))
-    assert found == set(export.ALLOWED_CUSTOM_CALLS) == {"shape_assertion"}
+        module = export_read.read(path)  # checked
+        found |= set(stablehlo_checks.custom_call_targets(module.mlir_module(), path))
+    assert found == set(stablehlo_checks.ALLOWED_CUSTOM_CALLS) == {"shape_assertion"}
 
 
 def test_a_crafted_custom_call_is_refused_naming_the_file_and_the_target(folder):
@@ -133,7 +132,7 @@ def test_a_crafted_custom_call_is_refused_naming_the_file_and_the_target(folder)
     message = _refused(folder, str(step), f"stablehlo.custom_call @{CALLBACK}", "refused")
     assert "not an allowed call target" in message
     with pytest.raises(BundleError, match=f"step.stablehlo: stablehlo.custom_call @{CALLBACK}"):
-        export.read(step)  # the single-module reader checks too
+        export_read.read(step)  # the single-module reader checks too
 
 
 def test_detect_exits_2_on_the_crafted_export_instead_of_crashing(folder, tmp_path):
@@ -170,15 +169,17 @@ def test_detect_exits_2_on_the_crafted_export_instead_of_crashing(folder, tmp_pa
     ],
 )
 def test_custom_call_targets_reads_every_printed_form(text, targets):
-    found = export.custom_call_targets(text, "m.stablehlo")
+    found = stablehlo_checks.custom_call_targets(text, "m.stablehlo")
     assert found == (["shape_assertion"] if targets is None else targets)
 
 
 def test_a_custom_call_whose_target_cannot_be_read_is_refused():
     with pytest.raises(BundleError, match="m.stablehlo: a custom_call whose target cannot"):
-        export.custom_call_targets("%0 = my.custom_call(%a) : (f32) -> f32", "m.stablehlo")
+        stablehlo_checks.custom_call_targets(
+            "%0 = my.custom_call(%a) : (f32) -> f32", "m.stablehlo"
+        )
     with pytest.raises(BundleError, match="m.stablehlo: a custom_call whose target cannot"):
-        export.custom_call_targets('"stablehlo.custom_call"() : () -> ()', "m.stablehlo")
+        stablehlo_checks.custom_call_targets('"stablehlo.custom_call"() : () -> ()', "m.stablehlo")
 
 
 # ------------------------------------------------------------------------ integrity

@@ -17,21 +17,20 @@ import os
 import shutil
 from pathlib import Path
 
+import flatbuffers  # noqa: F401  # jax.export serialization: a dependency, never skipped
 import jax
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
+from cskws_jax import bundle, model
+from cskws_jax import export as kws_export
+from cskws_jax.datasets import folder_kws
+from multiqt_jax.datasets import annotated_calls
+from speechkit import audio_io
 
-from cskws_jax import bundle, model  # noqa: E402
-from cskws_jax import export as kws_export  # noqa: E402
-from cskws_jax.datasets import folder_kws  # noqa: E402
-from multiqt_jax.datasets import annotated_calls  # noqa: E402
-from speechkit import audio_io  # noqa: E402
-
-from . import json_mutations  # noqa: E402
+from . import json_mutations
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,7 @@ from cskws_jax import models as kws_models
 from multiqt_jax import export as calls_export
 from multiqt_jax import models as calls_models
 from multiqt_jax import track
-from speechkit import export as shared
-from speechkit import onnx_metadata, onnx_stream
+from speechkit import export_format, onnx_metadata, onnx_stream
 
 pytestmark = pytest.mark.early  # no smoke corpus: the shipped exports and samples
 
@@ -94,13 +93,14 @@ def test_every_shipped_onnx_module_describes_itself(export):
     """Every module carries onnx_metadata.KEYS, and they agree with export.json and with
     the graphs: the front end's input is context + block samples and gives block +
     dropped frames, the stream's audio input is one block."""
-    manifest = json.loads((Path(export) / shared.MANIFEST).read_text())
+    manifest = json.loads((Path(export) / export_format.MANIFEST).read_text())
     modules = _modules(export)
     assert sorted(modules) == sorted(manifest["onnx_modules"])
     for name, model in modules.items():
         props = onnx_metadata.read(model)
         assert tuple(props) == onnx_metadata.KEYS, name
-        assert props["module"] == name and props["format_version"] == str(shared.FORMAT_VERSION)
+        assert props["module"] == name
+        assert props["format_version"] == str(export_format.FORMAT_VERSION)
         assert json.loads(props["labels"]) == manifest["labels"]
         assert int(props["sample_rate"]) == manifest["features"]["sample_rate"]
         assert json.loads(props["decoding"]) == manifest["decoding"]
