@@ -52,7 +52,7 @@ MACHINE_PACKAGES = (
 )
 
 
-def normalise(name: str) -> str:
+def normalise_distribution(name: str) -> str:
     """A distribution name as PEP 503 compares them: 'Sequence_Layers' -> 'sequence-layers'."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -64,17 +64,17 @@ def wheel_specs(lock_text: str, packages=WHEEL_PACKAGES) -> list[str]:
         line = line.split("#", 1)[0].strip()
         if "==" in line:
             name, version = line.split("==", 1)
-            pinned[normalise(name)] = version.strip()
-    missing = [name for name in packages if normalise(name) not in pinned]
+            pinned[normalise_distribution(name)] = version.strip()
+    missing = [name for name in packages if normalise_distribution(name) not in pinned]
     if missing:
         raise ValueError(f"requirements.lock pins no version of {missing}")
-    return [f"{name}=={pinned[normalise(name)]}" for name in packages]
+    return [f"{name}=={pinned[normalise_distribution(name)]}" for name in packages]
 
 
 def wheel_identity(filename: str) -> tuple[str, str]:
     """'sequence_layers-0.2-py3-none-any.whl' -> ('sequence-layers', '0.2')."""
     name, version = os.path.basename(filename).split("-")[:2]
-    return normalise(name), version
+    return normalise_distribution(name), version
 
 
 def installed_version(name: str) -> str | None:
@@ -112,7 +112,7 @@ def provide_packages(wheel_dir: str, target: str) -> dict:
     absent = [
         name
         for name in WHEEL_PACKAGES
-        if installed_version(name) is None and normalise(name) not in have
+        if installed_version(name) is None and normalise_distribution(name) not in have
     ]
     return {
         "wheel_dir": wheel_dir,

@@ -1,4 +1,4 @@
-r"""Keyword detection with a trained AF-KWS bundle or its export, streamed block by block.
+"""Keyword detection with a trained AF-KWS bundle or its export, streamed block by block.
 
     python -m cskws_jax.detect MODEL AUDIO... [--format table|jsonl|csv] [--block-ms 200]
         [--realtime] [--refractory-s S] [--min-score P] [--fa-per-hour B | --all-peaks]
@@ -6,53 +6,12 @@ r"""Keyword detection with a trained AF-KWS bundle or its export, streamed block
     arecord -q -f S16_LE -r 16000 -c 1 -t raw | python -m cskws_jax.detect MODEL -
     python -m cskws_jax.detect --model afkws-top20 AUDIO...   # a model that ships
 
-`--model NAME` runs a model that ships with the toolkit (`cskws_jax.models`: a bundle
-with its model card) instead of a MODEL folder.
-
-MODEL is a bundle folder (`cskws_jax.bundle.save`, e.g. WORKDIR/cskws/afkws/bundle) or a
-folder `python -m cskws_jax.export` wrote (recognised by its export.json: the network runs
-as the exported StableHLO step, no parameters or model code loaded, with the bundle's
-decoding settings and operating points from export.json; its block is fixed when
-exporting, so `--block-ms` may only repeat it). `--backend onnx` runs an export folder's
-ONNX front end and detector (step and peak decoding) in onnxruntime instead
-(`cskws_jax.export.OnnxDetector`); it decides peaks from the exported minimum score, so
-`--min-score` may only repeat it. An export folder runs in the light install
-(`pip install '.[infer]'`); a bundle needs the full one (`.[full]`: the model code).
-AUDIO is any mix of files, folders and `-` (`speechkit.stream_inputs`: WAV, FLAC, OGG, Opus, MP3 at
-any sample rate and channel count, mixed to mono and resampled to the model's rate,
-16 kHz; folders searched recursively for those suffixes; `-` raw 16-bit little-endian
-PCM at 16 kHz mono on standard input, e.g. a microphone pipe). Each input is one stream:
-the samples go through `speechkit.frontend.FeatureStream` (the model's causal log-mel
-front end, computed as the samples arrive) and `cskws_jax.streaming.StreamDetector`, one
-block of `--block-ms` of audio (default 200 ms; an export's own block) at a time, and
-each detection is printed when the detector decides it: keyword, start and end (s),
-score, and `emitted`, the seconds of audio consumed at the decision
-(`StreamDetector.latency_s` after the keyword's centre, plus the wait for the block's
-end). Every decided peak is printed (no `max_detections` cut); without a refractory
-window they are the detections of `StreamDetector.detect` on the same features, and an
-export prints those of its bundle (tests/cskws_jax/test_detect.py).
-`--refractory-s` drops a detection of a keyword whose centre is within that many seconds
-of the last printed detection of the same keyword (first come, first kept).
-
-`--fa-per-hour B` runs the model at one of its bundle's stored operating points
-(`cskws_jax.config.PeakDecodingConfig.operating_points`, chosen by
-`cskws_jax.operating_points.choose` on labelled data, e.g. the test split by
-`experiments.cskws`): a detection of keyword k is printed only when its score >= that
-point's threshold for k (before the refractory window), which held B false alarms per hour
-of audio, all keywords together, on the data it was chosen on (new audio may give more).
-A budget the bundle does not store is an error listing those it does. Without it the
-middle budget is in force (`PeakDecodingConfig.default_point`), and a note on stderr
-says which and what it measured on other data (`OperatingPoint.measured`); `--all-peaks`
-prints every decided peak instead, as a bundle without operating points does. The thresholds are
-chosen on the experiment's offline detections, at most `PeakDecodingConfig.max_detections` per
-utterance, while detect prints every decided peak, so on a long stream the false alarms
-per hour can come out slightly above the budget.
-
-Bad input stops the run with an error that names the file (missing, empty, unreadable,
-silent, too short, non-finite samples); exit status 1. With `--keep-going` a bad file is
-skipped, listed at the end, and the exit status is 1. A bad model folder (missing,
-broken, of another task) or bad arguments exit with 2. Ctrl-C ends the run with 130, a
-closed output pipe (`| head`) with 141.
+MODEL is a bundle folder (`cskws_jax.bundle.save`) or an export folder
+(`python -m cskws_jax.export`; `--backend onnx` runs its ONNX detector). Each input
+streams through `speechkit.frontend.FeatureStream` and `cskws_jax.streaming.StreamDetector`
+and every detection prints when it is decided. Exit status 0, 1 a bad input, 2 a bad
+model folder or arguments. Inputs, operating points (`--fa-per-hour`) and timing:
+docs/usage.md, "Keyword detection"; export folders: docs/usage.md, "Export".
 """
 
 from __future__ import annotations

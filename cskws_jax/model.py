@@ -190,7 +190,7 @@ class AfKws(nn.Module):
         if self.config.envelope:
             smooth = frontend.envelope_matrix(self.config.features, self.config.envelope)
             features = jnp.matmul(features, smooth, precision=jax.lax.Precision.HIGHEST)
-        features, state = normalise_lib.normalise(
+        features, state = normalise_lib.normalise_features(
             self.config.normalisation, features, frame_mask, state, hop_s=FEATURES.hop_s
         )
         return jnp.where(frame_mask[..., None], features, 0.0), state

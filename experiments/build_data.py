@@ -46,7 +46,7 @@ from cskws_jax.datasets import text as kws_text
 from multiqt_jax import labels
 from multiqt_jax.datasets import recogniser_speech, synthetic_calls
 from multiqt_jax.datasets.features import FEATURES, NUM_FOLDS, recognised_words
-from speechkit import asr, compilation, files, lm, prepared, progress, tts
+from speechkit import asr, compilation, error_rates, files, prepared, progress, tts
 from speechkit.corpus import speaker_engine
 
 SPEED_TEXTS = (
@@ -114,7 +114,7 @@ def corpus_report(source, class_names) -> dict:
         seconds += float(record["duration"])
         transcript = record["transcript"]
         transcript = transcript.decode() if isinstance(transcript, bytes) else transcript
-        references.append(asr.normalise(transcript))
+        references.append(asr.normalise_words(transcript))
         hypotheses.append([w.decode() if isinstance(w, bytes) else w for w in record["asr_word"]])
     return {
         "examples": len(source),
@@ -125,8 +125,8 @@ def corpus_report(source, class_names) -> dict:
             f"fold {fold}": dict(zip(class_names[1:], row[1:].tolist(), strict=True))
             for fold, row in enumerate(per_fold)
         },
-        "word_error_rate": lm.error_rate(references, hypotheses),
-        "character_error_rate": lm.error_rate(
+        "word_error_rate": error_rates.error_rate(references, hypotheses),
+        "character_error_rate": error_rates.error_rate(
             [" ".join(r) for r in references], [" ".join(h) for h in hypotheses]
         ),
         "text_stream": asr.emission_report(streams),

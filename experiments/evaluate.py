@@ -1,68 +1,17 @@
 r"""Scores a trained bundle on a corpus: the experiments' evaluators, without training.
 
-Examples (`stj-evaluate` is the same command, its flags also spelled with -):
-
     python -m experiments.evaluate --bundle=/tmp/cskws/afkws/bundle \
         --dataset=folder_kws/shipped --manual_dir=/data/my_keywords --workdir=/tmp/eval
     python -m experiments.evaluate --bundle=/tmp/multiqt/multimodal \
         --dataset=annotated_calls/questions --manual_dir=/data/my_calls --workdir=/tmp/eval
 
-The task comes from the bundle (bundle.json's "task"):
-
-* cskws (`cskws_jax.bundle`): scored on a keyword corpus (synthetic_kws/<config>,
-  libritop20/<config>, folder_kws/<config>) with the CS-KWS experiment's own scoring
-  (`experiments.scoring.keywords.score_detector`): WORKDIR/detections.npz and
-  detection_curves.json, and in results.json the experiment's scores (mAP, AP@0.05,
-  AP@0.75, FRR@5, FRR@25, RTF, test_hours) and AP@0.05 per keyword. Keywords are matched
-  by name: only the keywords both the bundle and the corpus have are scored (class ids of
-  either side mapped onto them, in the bundle's order); results.json's "keywords" lists
-  the scored ones and those dropped from each side, and the log names the dropped ones.
-  `--keywords=strict` makes any difference an error; no shared keyword is always one.
-  Operating points: WORKDIR/det.json holds the corpus split's DET curves (pooled and per
-  scored keyword, `experiments.scoring.keywords.det_record`), and results.json's
-  "operating_points"
-  what each operating point stored in the bundle (`cskws_jax.config.PeakDecodingConfig.
-  operating_points`) gives on the split: per budget the false alarms it allows on the
-  split's hours (`cskws_jax.operating_points.allowed_false_alarms`), the thresholds of the
-  scored keywords (taken from the bundle's class order), and their false alarms, hits,
-  FA/h and miss rate (`cskws_jax.operating_points.measure`). Only the scored keywords'
-  detections count, while the budget was shared among all the bundle's keywords. A bundle
-  saved without operating points gets an empty "budgets" list (and a log line).
-* multiqt (`multiqt_jax.bundle`): `--bundle` is one bundle folder or a folder of fold
-  bundles (`bundle-fold<k>`, as `experiments.multiqt` writes them), scored on a call
-  corpus (annotated_calls/<task>, synthetic_calls/<task>-<size>...) with the MultiQT
-  scoring, raw and smoothed by `--min_frames` (`experiments.scoring.calls`, as the
-  runner scores with its default `config.smoothing`); results.json holds the
-  summary over the bundles as experiments.multiqt writes a model's (per bundle in
-  "folds", mean, std, "smoothed"). The bundle's classes must be the corpus task's, in
-  order (a class cannot be dropped from a frame labelling). A fold bundle scored on the
-  corpus it was trained on (its bundle.json "corpus") sees only its own fold's calls
-  (fold id % `--num_folds`) of the "train" split; on any other corpus or split (e.g.
-  synthetic_calls' "heldout", spoken by the held-out engine) it sees every call. A text
-  model trained on the CTC recogniser's words or character posteriors (bundle.json
-  `decoding.text_recogniser`) reads those of `--ctc_bundle` (default: the shipped
-  recogniser) on the calls' stored features, recognised once and cached beside the
-  corpus (recognised afresh, not cached, when `--manual_dir` rebuilt the corpus); any
-  other reads the corpus's own words. `--missing=text` (or `audio`) scores a multimodal
-  bundle with that modality marked missing in every call, as its modality dropout
-  trained it to take it. results.json records `missing` and `ctc_bundle` (the recogniser
-  such bundles read; others read none).
-
-`--split` defaults to "test" for a keyword corpus and "train" for a call corpus (its one
-split holding every call with its fold); a keyword corpus's split may be a TFDS slice
-("heldout[50%:]": the half of the held-out engine's utterances that `experiments.
-kws_levers` leaves for the final check). With `--manual_dir` the corpus is (re)built
-from that folder first (a manual corpus's folder may have changed); without it, a
-corpus that is not prepared in `--data_dir` is built if its builder can (synthetic ones).
-The bundle's front end must be the corpus's (`features` of bundle.json). The evaluation
-batches are padded along time to a few lengths (`speechkit.batching.bucket_length`:
-pad_multiple x 2^k frames), the padding masked, so that a folder compiles the model a few
-times rather than once per batch length. The scores are those of batches padded to their
-own lengths (`evaluate(..., batch_lengths="exact")`, `benchmarks.evaluate_speed`) up to
-XLA rounding a convolution's last bit differently at another length (none moved a
-results.json of the shipped bundles). Writes
-WORKDIR/results.json and prints a table. Exit status: 0 scored; 2 a bundle, corpus or
-flags that cannot be used (the error names the file and the field).
+`stj-evaluate` is the same command. The task comes from the bundle's bundle.json: an
+AF-KWS bundle is scored by `experiments.scoring.keywords.score_detector` (keywords
+matched by name, operating points measured), a MultiQT bundle or folder of fold bundles
+by `experiments.scoring.calls`, raw and smoothed. Writes WORKDIR/results.json (as the
+training runner writes it) and prints a table; exit status 0 scored, 2 a bundle, corpus
+or flags that cannot be used. The flags, splits and what each file holds:
+docs/usage.md, "Scoring a model on your recordings".
 """
 
 from __future__ import annotations

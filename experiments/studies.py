@@ -5,58 +5,13 @@ r"""Studies: when each modality, the unknown class and the look-ahead help, and 
     python -m experiments.studies --config=experiments/configs/studies.py:smoke \
         --workdir=/tmp/studies --config.studies=noise,lookahead
 
-Every study trains what it needs through the experiments themselves
-(`experiments.multiqt` and `experiments.cskws`, one sub-workdir per variant under
-WORKDIR/multiqt/ and WORKDIR/cskws/, so a rerun resumes and finished variants are not
-redone) and scores trained models again where a study changes only the test input. The
-base variants are the experiments as configured in `config.multiqt` (models multimodal,
-audio and text) and `config.cskws` (afkws and afkws_no_unknown).
-
-MultiQT (TIMESTEP / INSTANCE F1 mean ± std over the folds; every fold's model on its
-own test fold):
-- `asr_quality`: text of known word error rate: the oracle transcript (the words said,
-  each emitted at its end) with `config.sweeps.substitution_rate` of its words replaced,
-  the corpus's recogniser (causal and offline), and other recognisers on the same audio
-  (`config.sweeps.recognisers`: a narrow-band line, smaller beams, a unigram language
-  model, and "ctc", the causal character recogniser of `speechkit.ctc`;
-  `config.multiqt.text_recogniser`; scored in-engine only).
-- `text_lag`: every recognised word emitted `config.sweeps.text_lag_s` seconds later
-  than the recogniser did (trained and tested so; `config.multiqt.text_lag_s`), and the
-  offline text stream (words at their recognised times) as a non-causal reference.
-- `noise`: the base models tested with feature-domain noise at `config.sweeps.snr_db`
-  (`speechkit.augment.mix_noise`; the text stays as recognised), and models trained with
-  noise in that range (`config.sweeps.matched_snr_db`) tested the same way.
-- `data_size`: trained on `config.sweeps.train_fraction` of each fold's training calls.
-- `missing_modality`: the multimodal model with its text or its audio marked missing at
-  test time, trained with modality dropout (the base) and without.
-- `smoothing`: the base models' labels after the causal minimum-duration rule
-  (`multiqt_jax.decode.smooth`) for `config.sweeps.smoothing_frames`: INSTANCE
-  precision, recall and F1, the declared latency, and the measured tracking latency.
-Every MultiQT row also has its tracking latency (`metrics.tracking_latency`: gold onset
-to the first correctly labelled frame of each found instance; median and 90th
-percentile in seconds, pooled over the folds).
-
-AF-KWS (mAP, AP@0.05, FRR@5 on the test split, and the held-out engine's mAP where the
-sub-experiment measured it):
-- `unknown_class`: afkws and afkws_no_unknown trained on `config.sweeps.kws_fraction`
-  of the training utterances for `config.sweeps.kws_steps` steps (every pair), on the
-  base corpus and on each larger one of `config.sweeps.kws_datasets`
-  (synthetic_kws/medium: 4x quick's training utterances, quick's test and heldout
-  utterances); mAP with its 95 % bootstrap interval on the test split and on the
-  held-out engine's.
-- `lookahead`: afkws with `config.sweeps.delay` output frames of look-ahead (and the
-  base variant's): scores against the algorithmic latency
-  (`cskws_jax.streaming.StreamDetector.latency_s`).
-- `kws_noise`: the base models tested with noise at `config.sweeps.snr_db`, and an
-  afkws trained with noise in `config.sweeps.matched_snr_db` on every crop.
-Every AF-KWS row is detected by the streaming detector (`StreamDetector.detect`, blocks
-of one output frame), so it also has its detection latency (`metrics.detection_latency`:
-emission minus the keyword's true end, median and 90th percentile).
-
-Writes WORKDIR/studies.json (every study's rows, the claims' verdicts and the seconds
-each study took), WORKDIR/figures/<study>.png (the score against the swept quantity, one
-line per model, error bars = std over folds) and WORKDIR/studies.md (tables, figures and
-the verdict on each of the papers' claims, worked out from the numbers).
+`train_and_evaluate(config, workdir)` runs each study of `config.studies`: it trains the
+variants a study needs through `experiments.multiqt` and `experiments.cskws` (one
+sub-workdir each under WORKDIR, so a rerun resumes), scores saved bundles again where a
+study changes only the test input (`CallScorer`, `KeywordScorer`), and writes
+WORKDIR/studies.json, WORKDIR/figures/<study>.png and WORKDIR/studies.md. What each study
+sweeps and scores: docs/experiments.md, "Studies"; how they run: docs/architecture.md,
+"The studies".
 """
 
 from __future__ import annotations
@@ -81,7 +36,7 @@ from experiments.report.models import KWS_MODELS, NEURAL, fold_summary
 from experiments.scoring import calls, latency
 from experiments.scoring import keywords as kws_scoring
 from multiqt_jax import decode, input_pipeline, labels
-from speechkit import augment, files, lm
+from speechkit import augment, error_rates, files
 
 MULTIQT_STUDIES = ("asr_quality", "text_lag", "noise", "data_size", "missing_modality", "smoothing")
 KWS_STUDIES = ("unknown_class", "lookahead", "kws_noise")
@@ -333,7 +288,7 @@ class Studies:
                 "stream": label,
                 "variant": name,
                 "causal": multiqt.causal_text(config),
-                "wer": lm.error_rate(spoken, said),
+                "wer": error_rates.error_rate(spoken, said),
             }
             for model_name in ("multimodal", "text"):
                 row[model_name] = fold_summary(results, multiqt.row_name(model_name, config))

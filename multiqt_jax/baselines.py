@@ -1,61 +1,15 @@
 """Segment-trained MultiQT baselines: a random forest and a feed-forward network.
 
-The MultiQT paper (Havtorn et al. 2020) compares its streaming tagger with classifiers
-trained on *fixed segments*: each labelled question instance (a maximal run of one
-non-background label at 10 ms) is one training example, described by features pooled
-over its true extent, plus background segments sampled from the unlabelled regions with
-lengths drawn like the instances'. At test time such a classifier only sees a stream, so
-it runs as a causal sliding window, and the mismatch between clean segments in training
-and windows that straddle boundaries in use is what costs it accuracy.
-
-Pooled features of a span `[start, end)` of 10 ms frames (`pooled_features`, the single
-definition used for training segments and for sliding windows), float32 [FEATURE_DIM]:
-
-  [0, 40)    mean of the 40 log-mel bands over the span's valid audio frames
-  [40, 80)   standard deviation (population, ddof=0) of the same bands
-  [80, 109)  mean of the 29 character posteriors over the text frames (20 ms) that lie
-             wholly inside the span: text frames ceil(start / 2) .. end // 2 - 1
-
-A span with no valid frame of a modality gets zeros for it. Masked frames (padding)
-never enter a mean.
-
-Streaming (`sliding_labels`): windows of `window_s` end every `hop_s`; the window grid
-is anchored at the stream start, the first full window covering frames [0, W). A
-window ending with frame k (inclusive) is classified at the end of frame k, and every
-timestep t >= k up to the next window's last frame takes that window's prediction, so
-the label at t depends only on audio frames <= t and text frames that ended by then.
-Timesteps before the first window (t < W - 1 with full windows only) are background
-(class 0). `min_window_s` < `window_s` adds shorter, left-truncated windows on the same
-grid before the first full one. Masked timesteps are 0.
-
-Inputs are either padded batches in the format of `multiqt_jax.input_pipeline`
-(dicts with `audio` [B, Ta, 40], `text` [B, Ta // 2, 29], `labels` [B, Ta] and the
-masks `audio_mask`, `text_mask`, `example_mask`) or unpadded examples (dicts with
-`audio` [Ta, 40], `text` [~Ta // 2, 29], `labels` [Ta]); `segment_dataset` takes one
-such dict or a sequence of them.
-
-    >>> import numpy as np
-    >>> from multiqt_jax import baselines
-    >>> rng = np.random.default_rng(0)
-    >>> labels = np.zeros(600, np.int32); labels[100:250] = 1; labels[350:500] = 2
-    >>> audio = rng.normal(size=(600, 40)).astype(np.float32) + 2.0 * labels[:, None]
-    >>> text = np.full((300, 29), 1 / 29, np.float32)
-    >>> config = baselines.BaselineConfig(window_s=1.0, n_estimators=10)
-    >>> X, y = baselines.segment_dataset([{"audio": audio, "text": text, "labels": labels}],
-    ...                                  config)
-    >>> X.shape, sorted(y.tolist())
-    ((4, 109), [0, 0, 1, 2])
-    >>> forest = baselines.fit_random_forest(X, y, config)
-    >>> pred = baselines.sliding_labels(forest, audio[None], text[None], None, config)
-    >>> pred.shape, pred.dtype, int(pred[0, :99].max())  # background before the 1st window
-    ((1, 600), dtype('int32'), 0)
-
-With pipeline batches and the feed-forward network:
+Classifiers trained on fixed segments (each labelled question instance, plus sampled
+background), with features pooled over a span (`pooled_features`), then run over a
+stream as causal sliding windows:
 
     X, y = baselines.segment_dataset(train_batches, config)
-    fnn = baselines.fit_fnn(X, y, config, num_classes=7)  # multiqt_jax.labels.QUESTION_CLASSES
-    pred = baselines.sliding_labels_batch(fnn, test_batch, config)
-    metrics.timestep_prf(pred, test_batch["labels"], test_batch["audio_mask"], num_classes=7)
+    forest = baselines.fit_random_forest(X, y, config)   # or fit_fnn(X, y, config, ...)
+    pred = baselines.sliding_labels_batch(forest, test_batch, config)   # int32 [B, T]
+
+The features, the window grid, the inputs and a worked example: docs/models.md,
+"MultiQT baselines".
 """
 
 from __future__ import annotations

@@ -1,55 +1,17 @@
 """Streaming post-processing of MultiQT's label stream: a causal minimum-duration rule.
 
-MultiQT labels every 40 ms output frame with the argmax of its logits, and these
-labels flicker: one question comes out as several short runs with one- or two-frame
-gaps and blips of other classes. Every run is a predicted instance, so INSTANCE
-precision (`metrics.instance_prf`) falls while recall stays high. `smooth` removes the
-flicker with a rule that sees only the past, so it runs live, one block at a time.
-
-The rule (`SmoothingConfig.min_frames` = k). Per stream, over its valid frames only:
-
-    the output is the label of the latest valid frame s <= t whose k latest valid
-    frames (s and the k - 1 valid frames before it) all carry that label;
-    background when there is none yet.
-
-So the output switches to a class only once the class has held k consecutive valid
-frames, and then keeps it until another class (background included) has held k. Runs
-shorter than k, and gaps shorter than k inside a run, disappear; every output run that
-does not touch a masked frame or the stream's end is at least k frames long. k = 1 is
-the identity.
-
-Alignment and latency: output frame t is the decision after frame t (it uses frames
-<= t, nothing later) and describes frame t; there is no look-ahead and one output per
-input frame. A true switch at frame s (the new class holding from s for at least k
-frames) shows up at output frame s + k - 1: `SmoothingConfig.latency_frames` = k - 1
-(x 40 ms at MultiQT's output clock). On a stream whose runs all last >= k frames the
-rule is exactly that delay: output[t] = input[t - k + 1], background for t < k - 1.
-
-Masked frames (False in `mask`) are skipped: they leave the rule's state unchanged and
-their output is `SmoothingConfig.background`. The valid frames' outputs are those of
-the stream with its masked frames removed, so padding anywhere changes nothing.
-
-Optional hysteresis on class probabilities (`enter`, `exit`, given logits [B, T, C]):
-before the rule above, each valid frame's label is replaced by a *proposal* that
-depends on the current output o, with p = softmax(logits of that frame):
-
-    o                  if o is not background and p[o] >= exit   (hold o)
-    argmax p           else, if argmax p is not background and its p >= enter
-    background         otherwise
-
-and the minimum-duration rule runs on the proposals. The thresholds add no fixed frame
-delay (a switch still shows up k - 1 frames after the first proposal of the new class),
-but they move a switch to the frame where the evidence crosses them.
-
-Whole streams and blocks (the shape of `speechkit.streaming`'s protocol, on labels):
+MultiQT's per-frame labels flicker, and every short run is a predicted instance, so
+INSTANCE precision falls. `smooth` switches the output to a class only once the class
+has held `SmoothingConfig.min_frames` (k) consecutive valid frames, seeing only the
+past, at a latency of k - 1 frames (`SmoothingConfig.latency_frames`):
 
     config = SmoothingConfig(min_frames=3)
     smoothed = smooth(pred, mask, config)                    # int32 [B, T]
     state = initial_state(batch_size, config)
     labels, out_mask, state = step(pred_block, mask_block, state, config)   # live use
 
-Over any partition of a stream into blocks the steps' labels, concatenated, equal
-`smooth`'s. `config` is static (hashable): `jax.jit(smooth, static_argnames="config")`.
+Blocks give `smooth`'s labels over any partition; masked frames are skipped; optional
+hysteresis (`enter`, `exit`) on logits. The rule exactly: docs/models.md, "Smoothing".
 """
 
 from __future__ import annotations

@@ -1,58 +1,16 @@
-r"""Question (or symptom) tracking in calls with a trained MultiQT, streamed block by block.
+"""Question (or symptom) tracking in calls with a trained MultiQT, streamed block by block.
 
     python -m multiqt_jax.track (MODEL | --model NAME) CALL... [--format table|jsonl|csv]
         [--block-ms 200] [--realtime] [--asr none|pocketsphinx|ctc | --words FILE.json
         | --posteriors FILE.npy | --no-text] [--smoothing-frames K] [--keep-going] [--quiet]
     arecord -q -f S16_LE -r 16000 -c 1 -t raw | python -m multiqt_jax.track MODEL -
 
-MODEL is a bundle folder (`multiqt_jax.bundle.save`, e.g. WORKDIR/multimodal/bundle-fold0)
-or a folder `python -m multiqt_jax.export` wrote (recognised by its export.json; the
-exported step runs, no model code; `--backend onnx`: its ONNX front end and step in
-onnxruntime; both run in the light install, `pip install '.[infer]'`, except a text model's
-text, which the full install builds). `--model NAME` runs a model that ships with the
-toolkit (`multiqt_jax.models`: its folder is MODEL). CALL is any mix of audio files, folders
-and `-` (`speechkit.stream_inputs`: WAV, FLAC, OGG, Opus, MP3 at any rate and channel count,
-mixed to mono and resampled to the model's rate; folders searched recursively; `-` raw
-16-bit PCM at 16 kHz on standard input). Each call is one stream: the samples go through
-`speechkit.frontend.FeatureStream` and the model's streaming step (`MultiQT.step`), one
-block of `--block-ms` of audio at a time, and each segment is printed as soon as it closes:
-a contiguous run of output frames (40 ms) of one class other than the background (class 0),
-with its label, start and end (s), and `emitted`, the seconds of audio consumed when it
-closed (the end of the block whose output ended the run; the call's length for a run still
-open at its end). The segments are those of the whole-call forward's argmax labels
-(tests/multiqt_jax/test_track.py).
-
-The labels pass through `multiqt_jax.decode`'s causal minimum-duration rule as the
-bundle's `decoding.smoothing` says (`multiqt_jax.bundle.TrackingConfig`: the rule the
-model was scored with; `min_frames` 1, raw labels, in bundles saved before it was
-stored); `--smoothing-frames K` sets its K (consecutive frames to switch class; 1: raw
-labels). Its output lags by `SmoothingConfig.latency_frames` (K - 1) frames; start and
-end are moved back by that lag, so `emitted` is at least that much after `end`.
-
-Text. An audio-only model needs none. A model that reads text gets it per call, built
-by the training pipeline's own function (`multiqt_jax.input_pipeline.text_input`) from
-one of, in this order: `--posteriors FILE.npy` or `--words FILE.json` (one call only),
-`--asr pocketsphinx` (the call recognised with `speechkit.asr.recognise`, words placed
-at their emission times), `--asr ctc` (the call's features recognised by a
-`speechkit.ctc` recogniser bundle, `--ctc-bundle FOLDER`, by default the shipped one,
-greedy and causal, words placed at their emission times; its 20 ms character posteriors
-for a bundle trained on them), or beside the call
-`<call>.npy` (character posteriors at 20 ms) or `<call>.json` (timed words in its 'asr'
-list, or that list alone): the annotated_calls formats
-(`multiqt_jax.datasets.annotated_calls`). A call without any is an error saying these
-options; a note says when the recogniser is not the kind the model was trained on (the
-bundle's `decoding.text_recogniser`). `--no-text` instead marks the text missing
-(`present`), as modality dropout trains the model to take it. Text is built from the
-whole file before streaming; with the bundle's `causal_text` (the default) text frame t
-only holds words the recogniser had emitted by then, so what is printed is what a live
-run would print; standard input therefore works only without text.
-
-Bad input stops the run with an error that names the file (missing, empty, unreadable,
-silent, too short, non-finite samples, no text for a text model, a bad words or
-posteriors file); exit status 1. With `--keep-going` a bad call is skipped, listed at the
-end, and the exit status is 1. A bad model folder (missing, broken, of another task)
-exits with 2. Ctrl-C ends the run with 130, a closed output pipe (`| head`)
-with 141.
+MODEL is a bundle folder (`multiqt_jax.bundle.save`) or an export folder
+(`python -m multiqt_jax.export`). Each call streams through
+`speechkit.frontend.FeatureStream` and the model's step, one `--block-ms` block at a
+time, and each segment (a run of one non-background class) prints when it closes, its
+labels smoothed by `multiqt_jax.decode`. Exit status 0, 1 a bad call, 2 a bad model
+folder. Text sources, smoothing and times: docs/usage.md, "Question tracking".
 """
 
 from __future__ import annotations

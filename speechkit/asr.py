@@ -274,7 +274,7 @@ def recognise(waveform, config: RecogniserConfig = RecogniserConfig()) -> Recogn
     return Recognition(tuple(run.words), tuple(run.partials), tuple(run.utterances))
 
 
-def normalise(text: str) -> list[str]:
+def normalise_words(text: str) -> list[str]:
     """Lower-case words as the dictionary spells them (letters and apostrophes)."""
     return re.findall(r"[a-z']+", text.lower())
 
@@ -288,7 +288,7 @@ def align(waveform, words, config: RecogniserConfig = ALIGN_CONFIG):
     dictionary.
     """
     pcm = _pcm(waveform)
-    words = normalise(words) if isinstance(words, str) else [w.lower() for w in words]
+    words = normalise_words(words) if isinstance(words, str) else [w.lower() for w in words]
     if not words:
         raise ValueError("align: no words to align")
     state = _decoder(config)

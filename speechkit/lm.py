@@ -1,20 +1,16 @@
-"""Small n-gram language models in ARPA format, sentences sampled from pocketsphinx's
-shipped trigram model, and word / character error rates.
+"""Small n-gram language models in ARPA format, and sentences sampled from pocketsphinx's
+shipped trigram model.
 
-`train_arpa` estimates a backoff n-gram model with absolute discounting (Katz-style
-backoff weights, so each history's probabilities sum to 1) from tokenised sentences and
-writes it as ARPA text, which pocketsphinx loads as `RecogniserConfig.language_model`.
-
-`read_arpa` reads an ARPA file (`train_arpa`'s or any standard one, bounded by
-`ARPA_LIMIT`) as an `NgramModel`: log10 P(word | history) with ARPA's backoff, `BOS` /
-`EOS`, and `<unk>` or a fixed penalty for words it does not know (the word model of
-`speechkit.ctc.beam`).
+`train_arpa` estimates a backoff n-gram model (absolute discounting, Katz-style backoff
+weights, so each history's probabilities sum to 1) from tokenised sentences and writes it
+as ARPA text, which pocketsphinx loads as `RecogniserConfig.language_model`. `read_arpa`
+reads any ARPA file (bounded by `ARPA_LIMIT`) as an `NgramModel`, the word model of
+`speechkit.ctc.beam` (docs/models.md).
 
 `sample_words` draws a sentence word by word from pocketsphinx's shipped en-us trigram
-model (`shipped_model_paths`) over its most probable alphabetic words
-(`model_and_vocabulary`), so text reads like varied, loosely grammatical English; a
-caller may reshape each step's next-word probabilities (cskws_jax's keyword sentences
-do). Everything comes from the `np.random.Generator` passed in (~0.1 s a sentence).
+model (`shipped_model_paths`, `model_and_vocabulary`); a caller may reshape each step's
+next-word probabilities, and everything comes from the `np.random.Generator` passed in.
+Word and character error rates are `speechkit.error_rates`'s.
 """
 
 from __future__ import annotations
@@ -286,29 +282,6 @@ def _arpa_number(field: str, where: str) -> float:
     if not abs(value) <= MAX_LOG10:  # NaN too
         raise ArpaError(f"{where}: {field[:40]!r} is not a number within +-{MAX_LOG10:g}")
     return value
-
-
-def edit_distance(reference: Sequence, hypothesis: Sequence) -> int:
-    """Levenshtein distance (substitutions, insertions, deletions all cost 1)."""
-    previous = list(range(len(hypothesis) + 1))
-    for i, ref in enumerate(reference, start=1):
-        current = [i]
-        for j, hyp in enumerate(hypothesis, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ref != hyp)))
-        previous = current
-    return previous[-1]
-
-
-def error_rate(references: Iterable[Sequence], hypotheses: Iterable[Sequence]) -> float:
-    """Total edit distance over total reference length (WER for word lists, CER for
-    character strings)."""
-    errors = length = 0
-    for reference, hypothesis in zip(references, hypotheses, strict=True):
-        errors += edit_distance(reference, hypothesis)
-        length += len(reference)
-    if length == 0:
-        raise ValueError("error_rate: the references are empty")
-    return errors / length
 
 
 # ---------------------------------------------------------------------------- sampling

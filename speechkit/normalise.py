@@ -21,7 +21,7 @@ they went in; callers mask them).
 
     config = NormaliseConfig("cmvn", time_s=2.0)
     state = initial_state(config, batch_size, bands)
-    out, state = normalise(config, features, mask, state, hop_s=0.01)   # any block length
+    out, state = normalise_features(config, features, mask, state, hop_s=0.01)   # any block length
 
 Stepping blocks of any length from `initial_state` gives the same values as one call
 over the whole sequence (a sequential scan in the same order either way).
@@ -86,7 +86,7 @@ def _running_means(config: NormaliseConfig, values: dict, mask, state, hop_s: fl
     return means, {"count": count, **last}
 
 
-def normalise(config: NormaliseConfig, features, mask, state: dict, *, hop_s: float):
+def normalise_features(config: NormaliseConfig, features, mask, state: dict, *, hop_s: float):
     """features float [B, T, F] log-mel, mask bool [B, T], state from `initial_state` or
     the previous block -> (normalised float32 [B, T, F], the new state). Invalid frames
     come back unchanged."""

@@ -1,6 +1,11 @@
-"""Evaluators: each takes a prediction function and batches and returns scores (and
-curves), the same for the runners, the report and the studies.
+"""Evaluators: the scoring code under the runners, the report and the studies, most of it
+reached through `experiments.scoring`.
 
-- `experiments.evaluators.tracking`: MultiQT label streams -> TIMESTEP / INSTANCE scores.
-- `experiments.evaluators.detection`: keyword detections -> AP, mAP, FRR and curves.
+- `experiments.evaluators.tracking`: a MultiQT label predictor and batches -> TIMESTEP /
+  INSTANCE scores, latency, early frames and bootstrap intervals (`experiments.scoring.calls`,
+  `experiments.ship`, `experiments.studies`, `experiments.report.models`).
+- `experiments.evaluators.detection`: a keyword detector and batches -> AP, mAP, FRR,
+  curves and bootstrap intervals (`experiments.scoring.keywords`).
+- `experiments.evaluators.transcription`: timed hypothesis and reference words -> CER,
+  WER and emission lag (`experiments.multiqt`, `experiments.recogniser`).
 """

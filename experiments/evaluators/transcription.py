@@ -7,7 +7,7 @@
 recogniser had it); a reference without times (a transcript only) uses `end` None and
 counts for the error rates, not the lag. Returns {"cer", "wer", "words",
 "lag_median_s", "lag_p90_s", "lag_words"}: CER over the words joined by single spaces,
-WER over the words (`speechkit.lm.error_rate`: total edits / total reference length, so
+WER over the words (`speechkit.error_rates.error_rate`: total edits / total reference length, so
 long calls weigh what they hold), and the lag `emitted - end` of every hypothesis word
 that the minimum-edit alignment pairs with an equal reference word (None without any).
 """
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from speechkit import asr, lm
+from speechkit import asr, error_rates
 
 
 def aligned_pairs(reference: Sequence[str], hypothesis: Sequence[str]) -> list[tuple[int, int]]:
@@ -66,8 +66,10 @@ def evaluate(
             if said is not None and emitted is not None:
                 lags.append(emitted - said)
     return {
-        "cer": lm.error_rate([" ".join(w) for w in ref_words], [" ".join(w) for w in hyp_words]),
-        "wer": lm.error_rate(ref_words, hyp_words),
+        "cer": error_rates.error_rate(
+            [" ".join(w) for w in ref_words], [" ".join(w) for w in hyp_words]
+        ),
+        "wer": error_rates.error_rate(ref_words, hyp_words),
         "words": sum(len(w) for w in ref_words),
         "lag_median_s": float(np.median(lags)) if lags else None,
         "lag_p90_s": float(np.percentile(lags, 90)) if lags else None,

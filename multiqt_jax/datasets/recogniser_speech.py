@@ -16,7 +16,7 @@ under a seed of its own. Configs are sizes, each also as `<size>-festival`
 
 Splits `train` and `validation` (the same engines and voices, other utterances). Every
 record: `audio` float32 [frames, 40] log-mel at 10 ms (`features.FEATURES`), `text` (the
-transcript as the recogniser spells it: `asr.normalise`d words joined by single spaces,
+transcript as the recogniser spells it: `asr.normalise_words`d words joined by single spaces,
 only `asr.ALPHABET` and " "), `utterance_id`, `speaker` ("engine:voice@warp"),
 `source` ("dialogue" or "general"), `sentences` int32, `duration` (s), `snr_db`,
 `noise`. No alignment and no recognition: a CTC recogniser needs only the transcript.

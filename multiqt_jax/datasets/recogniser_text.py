@@ -15,7 +15,7 @@ can hold, default or varied (`dialogue.ScriptConfig`): the calls' half of the ph
 pools (`dialogue.VARIED_PHRASES` too), the distractors and statements, and the calls'
 answer templates with any of their fillers; a drawn sentence it recognises is drawn
 again. Sentences are compared as the recogniser spells them (`transcript`:
-`asr.normalise`d words joined by single spaces), so case and punctuation never hide a
+`asr.normalise_words`d words joined by single spaces), so case and punctuation never hide a
 collision. Everything comes from the `np.random.Generator` passed in.
 """
 
@@ -123,8 +123,8 @@ class UtteranceText:
 
 
 def transcript(text: str) -> str:
-    """`asr.normalise`d words joined by single spaces: only `asr.ALPHABET` and " "."""
-    return " ".join(asr.normalise(text))
+    """`asr.normalise_words`d words joined by single spaces: only `asr.ALPHABET` and " "."""
+    return " ".join(asr.normalise_words(text))
 
 
 def _alternatives(words) -> str:

@@ -181,12 +181,12 @@ def _babble_voices(rng: np.random.Generator, engine: str, config: RenderConfig) 
 
 
 def spoken_words(words, offset_s: float) -> list[asr.TimedWord]:
-    """A turn's `tts.WordTiming`s as the recogniser would spell them (`asr.normalise`),
+    """A turn's `tts.WordTiming`s as the recogniser would spell them (`asr.normalise_words`),
     `offset_s` seconds later, each emitted at its end (a perfect streaming recogniser). A
     timing that normalises to several words ("twenty-one" -> two) splits its span evenly."""
     out = []
     for timing in words:
-        parts = asr.normalise(timing.text)
+        parts = asr.normalise_words(timing.text)
         step = (timing.end - timing.start) / max(len(parts), 1)
         for i, part in enumerate(parts):
             start = offset_s + timing.start + i * step

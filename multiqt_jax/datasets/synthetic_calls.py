@@ -84,7 +84,7 @@ def build_language_model(size: str, path: str, seed: int = SEED, order: int = 3)
     """The recogniser's n-gram model (trigram by default) from the "lm" phrase pool
     (never the calls' text)."""
     sentences = dialogue.language_model_text(np.random.default_rng([seed, 1]), SIZES[size].lm_calls)
-    lm.train_arpa([asr.normalise(s) for s in sentences], path, order=order)
+    lm.train_arpa([asr.normalise_words(s) for s in sentences], path, order=order)
     return path
 
 

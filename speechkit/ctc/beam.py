@@ -8,40 +8,11 @@
     rest = decoder.close()                # the words still open at the end of the stream
     transcript = transcribe(log_probs, config, hop_s=0.02, lm=lm)  # decode.Transcript
 
-**Search** (Hannun et al. 2014, arXiv:1408.2873, in natural logs). A prefix is a label
-sequence (`speechkit.ctc.symbols` ids: letters, apostrophe, unknown, SPACE); each keeps
-log P(frames so far, ending in blank) and log P(..., ending in its last label), summed
-over every CTC path that collapses to it. A frame t with log-probabilities y moves each
-kept prefix l: staying l (blank, or its last label again), or growing into l + c for a
-label c (from the blank-ending paths only when c repeats l's last label). Its score is
-the prefix probability plus `alpha` times the word model's natural-log probability of
-its completed words and `beta` per completed word: a word is completed by a SPACE (and
-by the end of the stream, which also adds P(`speechkit.lm.EOS`)); a prefix's unfinished
-word is not scored. The `width` best prefixes are kept after every frame (ties: the
-smaller label sequence); labels whose log-probability at a frame is below
-`prune_log_prob` do not grow prefixes at that frame (staying is always computed).
-
-**Finality.** After every frame, the words that every kept prefix shares, each followed
-by a SPACE, are final: every later prefix grows out of a kept one, so no later
-hypothesis can change them, and nothing printed is ever revoked. Alternatives that
-differ in an old word can live on side by side for seconds, so `max_delay_s` bounds the
-wait: a word that the best prefix completed (its SPACE's frame) at least that long ago
-is made final by dropping the kept prefixes that spell it otherwise. Final words are
-emitted with `emitted` = the end of that frame, (t + 1) * hop_s, and removed from the
-prefixes (so the state stays small on a long stream). `close` ends the stream: the best
-prefix, with its unfinished word and the sentence end scored, gives the rest, emitted
-at the end of the last frame. A word's `start` and `end` are those of greedy
-`speechkit.ctc.decode`: the start of its first character's frame and the end of its
-last's, on the best prefix's path (each prefix keeps the frames of the larger of the
-ways it was reached at each frame: staying, or growing from its parent).
-
-Every frame is decoded the same way whatever block it arrives in, so streaming over any
-block partition equals whole-stream decoding, bit for bit. With `width` 1, no model and
-`beta` 0 it gives greedy's text, characters and word spans when every frame has one
-clearly best symbol (the most probable prefix is then the best path's; greedy emits a
-word with its last character, the search once it is final); on flat frames the prefix
-probability, a sum over paths, can choose otherwise. Pure Python: about 0.35 ms per
-20 ms frame at the default width 32 on one core (the shipped recogniser's outputs).
+Hannun et al. 2014 (arXiv:1408.2873) in natural logs, scored with `alpha` x the word
+model's log probability and `beta` per completed word; the words every kept prefix
+shares are final, and `max_delay_s` bounds the wait. Streaming over any block partition
+equals whole-stream decoding, bit for bit. The search, finality, settings and measured
+scores: docs/models.md, "Beam search with a word model".
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from speechkit import asr, lm
+from speechkit import asr
 from speechkit.ctc import symbols
+from speechkit.error_rates import error_rate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,11 +112,11 @@ def frame_time(frames: int, hop_s: float) -> float:
 
 def error_rates(references, hypotheses) -> dict[str, float]:
     """{"cer", "wer"} of hypothesis texts against reference texts (both normalised with
-    `speechkit.ctc.symbols.normalise`); CER counts the spaces between words as
+    `speechkit.ctc.symbols.normalise_text`); CER counts the spaces between words as
     characters."""
-    references = [symbols.normalise(t) for t in references]
-    hypotheses = [symbols.normalise(t) for t in hypotheses]
+    references = [symbols.normalise_text(t) for t in references]
+    hypotheses = [symbols.normalise_text(t) for t in hypotheses]
     return {
-        "cer": lm.error_rate(references, hypotheses),
-        "wer": lm.error_rate([r.split() for r in references], [h.split() for h in hypotheses]),
+        "cer": error_rate(references, hypotheses),
+        "wer": error_rate([r.split() for r in references], [h.split() for h in hypotheses]),
     }

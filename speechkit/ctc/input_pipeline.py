@@ -5,7 +5,7 @@
     batch = next(iter(dataset))     # grain iterator: get_state() / set_state()
 
 A record needs `audio` float32 [frames, 40] (log-mel at 10 ms) and `text` (str or UTF-8
-bytes, `speechkit.ctc.symbols.normalise`d: lower-case words, one space between them). A
+bytes, `speechkit.ctc.symbols.normalise_text`d: lower-case words, one space between them). A
 batch (B = batch_size):
 
   audio       float32 [B, T, 40]   T: the longest example rounded up to `pad_multiple`
@@ -70,7 +70,7 @@ def to_example(record, where: str = "record") -> dict[str, np.ndarray]:
     if audio.ndim != 2:
         raise ValueError(f"{where}: audio shape {audio.shape}, expected [frames, features]")
     text = record_text(record)
-    if text != symbols.normalise(text):
+    if text != symbols.normalise_text(text):
         raise ValueError(
             f"{where}: text {text[:40]!r} is not normalised (lower-case words, single spaces)"
         )

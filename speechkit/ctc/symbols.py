@@ -22,10 +22,10 @@ NUM_SYMBOLS = asr.NUM_SYMBOLS + 1  # 30
 _CHARACTERS = "_" + asr.ALPHABET + "?" + " "  # printable form of every id ("_" blank)
 
 
-def normalise(text: str) -> str:
-    """`text` as the recogniser spells it: `speechkit.asr.normalise`d words, one space
+def normalise_text(text: str) -> str:
+    """`text` as the recogniser spells it: `speechkit.asr.normalise_words`d words, one space
     between them ("Is he breathing?" -> "is he breathing")."""
-    return " ".join(asr.normalise(text))
+    return " ".join(asr.normalise_words(text))
 
 
 def encode(text: str) -> np.ndarray:

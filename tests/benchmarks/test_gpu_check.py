@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 _ONLY_THE_MACHINES_PACKAGES = """
 import importlib.machinery, importlib.metadata as metadata, re, sys, sysconfig
 
-def normalise(name):
+def normalise_distribution(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 def requirements(name):
@@ -33,7 +33,7 @@ def requirements(name):
 
 allowed, todo = set(), list(ALLOWED)
 while todo:
-    name = normalise(todo.pop())
+    name = normalise_distribution(todo.pop())
     if name not in allowed:
         allowed.add(name)
         try:
@@ -41,7 +41,7 @@ while todo:
         except metadata.PackageNotFoundError:
             pass
 tops = {top for top, dists in metadata.packages_distributions().items()
-        if any(normalise(d) in allowed for d in dists)} | set(PROJECT)
+        if any(normalise_distribution(d) in allowed for d in dists)} | set(PROJECT)
 installed = tuple(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
 
 class Refuse:

@@ -35,7 +35,7 @@ def test_recognition_is_timed_streamed_and_real(speech, recognition):
         later = [p for p in recognition.partials if p.time >= word.emitted]
         assert all(p.text.split()[: i + 1] == final[: i + 1] for p in later), word
     # Real recognition of synthetic speech: some words right, some wrong.
-    truth = asr.normalise(SENTENCE)
+    truth = asr.normalise_words(SENTENCE)
     assert 2 <= len(set(recognition.text.split()) & set(truth)) < len(truth)
 
 
@@ -116,7 +116,7 @@ def test_recognition_does_not_depend_on_what_ran_before(speech, recognition):
 
 def test_alignment_agrees_with_espeak_onsets(speech):
     aligned = asr.align(speech.waveform, SENTENCE)
-    truth = asr.normalise(SENTENCE)
+    truth = asr.normalise_words(SENTENCE)
     assert len(aligned) >= 4
     assert [w.word for w in aligned] == truth[: len(aligned)]
     onsets = {i: w.start for i, w in enumerate(speech.words) if w.exact}

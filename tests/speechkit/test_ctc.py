@@ -118,7 +118,7 @@ def test_bad_inputs_are_named():
 
 
 def test_symbols_round_trip_and_share_the_text_streams_columns():
-    text = symbols.normalise("It's Main Street, 12!")
+    text = symbols.normalise_text("It's Main Street, 12!")
     assert text == "it's main street"
     ids = symbols.encode(text)
     assert symbols.decode_ids(ids) == text and ids[4] == symbols.SPACE

@@ -50,7 +50,7 @@ def test_matches_the_loop_reference(kind):
     features, mask = _inputs()
     config = normalise.NormaliseConfig(kind, time_s=0.2)
     state = normalise.initial_state(config, 3, 5)
-    out, _ = jax.jit(normalise.normalise, static_argnums=0, static_argnames="hop_s")(
+    out, _ = jax.jit(normalise.normalise_features, static_argnums=0, static_argnames="hop_s")(
         config, features, mask, state, hop_s=HOP_S
     )
     np.testing.assert_allclose(out, _reference(kind, features, mask, 0.2), rtol=2e-4, atol=2e-4)
@@ -61,12 +61,12 @@ def test_matches_the_loop_reference(kind):
 def test_blocks_of_any_length_equal_the_whole_call(kind):
     features, mask = _inputs(seed=1)
     config = normalise.NormaliseConfig(kind, time_s=0.3)
-    whole, whole_state = normalise.normalise(
+    whole, whole_state = normalise.normalise_features(
         config, features, mask, normalise.initial_state(config, 3, 5), hop_s=HOP_S
     )
     state, pieces, start = normalise.initial_state(config, 3, 5), [], 0
     for size in (1, 7, 30, 2, 50):
-        out, state = normalise.normalise(
+        out, state = normalise.normalise_features(
             config,
             features[:, start : start + size],
             mask[:, start : start + size],
@@ -82,13 +82,13 @@ def test_blocks_of_any_length_equal_the_whole_call(kind):
 def test_none_is_the_identity_and_level_is_removed():
     features, mask = _inputs()
     none = normalise.NormaliseConfig()
-    out, state = normalise.normalise(none, features, mask, {}, hop_s=HOP_S)
+    out, state = normalise.normalise_features(none, features, mask, {}, hop_s=HOP_S)
     np.testing.assert_array_equal(out, features)
     assert state == {}
     config = normalise.NormaliseConfig("cmn", time_s=10.0)
     state = normalise.initial_state(config, 3, 5)
-    louder, _ = normalise.normalise(config, features + 3.0, mask, state, hop_s=HOP_S)
-    quieter, _ = normalise.normalise(config, features, mask, state, hop_s=HOP_S)
+    louder, _ = normalise.normalise_features(config, features + 3.0, mask, state, hop_s=HOP_S)
+    quieter, _ = normalise.normalise_features(config, features, mask, state, hop_s=HOP_S)
     np.testing.assert_allclose(np.asarray(louder)[mask], np.asarray(quieter)[mask], atol=1e-5)
 
 

@@ -212,7 +212,7 @@ def test_every_input_normaliser_lowers(kind):
     state = normalise.initial_state(config, 2, 4)
 
     def fn(features, mask, state):
-        return normalise.normalise(config, features, mask, state, hop_s=0.01)
+        return normalise.normalise_features(config, features, mask, state, hop_s=0.01)
 
     found, want = _run(fn, features, mask, state)
     for got, expected in zip(found, want, strict=True):
