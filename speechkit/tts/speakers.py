@@ -115,20 +115,25 @@ def apply_shift(waveform: np.ndarray, sample_rate: int, words, shift: SpeakerShi
 
     sound = parselmouth.Sound(np.asarray(waveform, np.float64), sampling_frequency=sample_rate)
     median = shift.pitch_median_hz if _pitch_median(sound) > 0 else 0.0
+
+    def change_gender(median: float):
+        pitch_range = shift.pitch_range if median > 0 else 1.0
+        arguments = (PITCH_FLOOR_HZ, PITCH_CEILING_HZ, shift.formant, median, pitch_range)
+        return call(sound, "Change gender", *arguments, shift.duration)
+
     with warnings.catch_warnings():  # an unvoiced utterance is expected (whispered voices)
         warnings.simplefilter("ignore", parselmouth.PraatWarning)
         run(f"seeded = random_initializeWithSeedUnsafelyButPredictably({int(seed)})")
-        changed = call(
-            sound,
-            "Change gender",
-            PITCH_FLOOR_HZ,
-            PITCH_CEILING_HZ,
-            shift.formant,
-            median,
-            shift.pitch_range if median > 0 else 1.0,
-            shift.duration,
-        )
-        run("unseeded = random_initializeSafelyAndUnpredictably()")
+        try:
+            changed = change_gender(median)
+        except parselmouth.PraatError:
+            if median == 0:
+                raise
+            # Praat's own pitch analysis found no median where ours did (a few voiced
+            # frames): the pitch is left as it is, the rest of the shift still applies.
+            changed = change_gender(0.0)
+        finally:
+            run("unseeded = random_initializeSafelyAndUnpredictably()")
     out = np.asarray(changed.values[0], np.float32)
     scale = shift.duration
     words = tuple(dataclasses.replace(w, start=w.start * scale, end=w.end * scale) for w in words)

@@ -59,6 +59,31 @@ def test_an_unvoiced_voice_keeps_its_pitch_and_still_changes_tempo():
     assert np.all(np.isfinite(out))
 
 
+def test_a_pitch_praat_cannot_find_is_left_alone_and_the_rest_of_the_shift_applies(
+    espeak_speech, monkeypatch
+):
+    """Praat's "Change gender" can fail on speech where our median found a few voiced
+    frames (seen on keyword_free/full final[4125]): the pitch then stays, the tempo and
+    formants still change. Here Praat refuses every pitch target to show it."""
+    import parselmouth
+    from parselmouth import praat
+
+    real, medians = praat.call, []
+
+    def call(sound, command, *arguments):
+        medians.append(arguments[3])
+        if arguments[3] > 0:
+            raise parselmouth.PraatError("When rounding up the real value --undefined--")
+        return real(sound, command, *arguments)
+
+    monkeypatch.setattr(praat, "call", call)
+    rate = espeak_speech.sample_rate
+    shift = tts.SpeakerShift(formant=1.1, pitch_median_hz=200.0, duration=0.9)
+    out, _ = tts.apply_shift(espeak_speech.waveform, rate, espeak_speech.words, shift)
+    assert medians == [200.0, 0.0]
+    assert out.size / espeak_speech.waveform.size == pytest.approx(0.9, abs=0.01)
+
+
 def _aligned_differences(speech) -> list[float]:
     """Per word the forced aligner placed (it may stop early), its largest distance (s)
     from the engine's own start or end."""
