@@ -5,6 +5,7 @@ for a system false-alarm budget, chosen on labelled held-out data (offline, NumP
     curves = det_curves(found)              # {"pooled": Curve, "per_keyword": [Curve, ...]}
     points = choose(found, (1, 5, 25), split="synthetic_kws/quick:test")
     measure(other_found, points[1].thresholds)    # FA/h and miss rate they give elsewhere
+    measure(pooled([final_found, other_found]), points[1].thresholds)   # on both together
     choose(found, (1, 5, 25), rule="fitted_tail")  # another rule (RULES; see below)
     compare_rules(dev_found, final_found, (1, 5, 25))  # every rule, chosen on dev, read on final
 
@@ -210,6 +211,31 @@ def outcomes(
         ground_truth=np.bincount(truth_label.astype(np.int64), minlength=num_keywords),
         hours=hours,
         iou=float(iou),
+    )
+
+
+def pooled(parts: Sequence[Outcomes]) -> Outcomes:
+    """The `Outcomes` of several sets of audio taken together (the same keywords and
+    IoU): their detections in one descending score order (ties keep the parts' order),
+    ground truths and hours summed."""
+    if not parts:
+        raise ValueError("pooled: no outcomes given")
+    first = parts[0]
+    for index, part in enumerate(parts[1:], 1):
+        if part.num_keywords != first.num_keywords or part.iou != first.iou:
+            raise ValueError(
+                f"pooled: parts[{index}] has {part.num_keywords} keywords at IoU {part.iou}; "
+                f"parts[0] has {first.num_keywords} at IoU {first.iou}"
+            )
+    score = np.concatenate([part.score for part in parts])
+    order = np.argsort(-score, kind="stable")
+    return Outcomes(
+        score=score[order],
+        label=np.concatenate([part.label for part in parts])[order],
+        hit=np.concatenate([part.hit for part in parts])[order],
+        ground_truth=np.sum([part.ground_truth for part in parts], axis=0),
+        hours=float(sum(part.hours for part in parts)),
+        iou=first.iou,
     )
 
 

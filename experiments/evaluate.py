@@ -31,7 +31,7 @@ from absl import app, flags
 from cskws_jax import bundle as kws_bundle
 from cskws_jax import operating_points
 from cskws_jax import train as kws_train
-from cskws_jax.datasets import folder_kws, libritop20, synthetic_kws  # noqa: F401 (registers)
+from cskws_jax.datasets import folder_kws, keyword_free, libritop20, synthetic_kws  # noqa: F401
 from cskws_jax.datasets.features import FEATURES as KWS_FEATURES
 from experiments import common, evals, multiqt
 from experiments.scoring import calls

@@ -65,6 +65,21 @@ def smoke_build(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def keyword_free_smoke(smoke_build):
+    """The `keyword_free/smoke` builder, prepared once per run in smoke_build's data_dir
+    (~10 s; a file lock as for smoke_build)."""
+    from cskws_jax.datasets import keyword_free
+
+    data_dir, _ = smoke_build
+    with open(data_dir.parent / "keyword-free-smoke.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        builder = keyword_free.KeywordFree(config="smoke", data_dir=str(data_dir))
+        if not builder.is_prepared():
+            builder.download_and_prepare()
+        return builder
+
+
+@pytest.fixture(scope="session")
 def tiny_afkws_config():
     """make(num_keywords) -> an AfKwsConfig small enough to build in a second (8-channel
     stem, two 8-channel stages, output stride 4), for the bundle, detection, export and

@@ -172,10 +172,14 @@ class RenderedUtterance:
         return self.waveform.size / self.sample_rate
 
 
+def _require_engine_words(speech: tts.Synthesis, words: list[str], caller: str) -> None:
+    if [w.text.lower() for w in speech.words] != [w.lower() for w in words]:
+        raise ValueError(f"{caller}: the engine's words differ from the text {words[:5]}...")
+
+
 def word_intervals(speech: tts.Synthesis, words: list[str], tolerance_s: float):
     """Intervals of `words` in `speech`: alignment cross-checked with the engine's."""
-    if [w.text.lower() for w in speech.words] != [w.lower() for w in words]:
-        raise ValueError(f"word_intervals: the engine's words differ from the text {words[:5]}...")
+    _require_engine_words(speech, words, "word_intervals")
     aligned = asr.align(speech.waveform, words)
     intervals = []
     for i, event in enumerate(speech.words):
@@ -194,14 +198,27 @@ def word_intervals(speech: tts.Synthesis, words: list[str], tolerance_s: float):
     return tuple(intervals)
 
 
+def engine_intervals(speech: tts.Synthesis, words: list[str]) -> tuple[WordInterval, ...]:
+    """Intervals of `words` in `speech` from the engine's own timings alone."""
+    _require_engine_words(speech, words, "engine_intervals")
+    return tuple(
+        WordInterval(word, e.start, e.end, "engine" if e.exact else "estimate", e.start, e.end)
+        for word, e in zip(words, speech.words, strict=True)
+    )
+
+
 def render_utterance(
     words: list[str],
     rng: np.random.Generator,
     split: str,
     config: KwsRenderConfig = KwsRenderConfig(),
+    *,
+    align: bool = True,
 ) -> RenderedUtterance:
     """Speaks `words` with a speaker of `split` (an engine of the split, drawn when there
-    are several, then a voice), finds word intervals, puts it through the channel."""
+    are several, then a voice), finds word intervals, puts it through the channel.
+    `align=False` skips forced alignment: the intervals are the engine's own timings
+    (source "engine" or "estimate"), for speech whose words label nothing."""
     if not words:
         raise ValueError("render_utterance: no words")
     timings = {}
@@ -213,7 +230,10 @@ def render_utterance(
     speech = tts.synthesize(text, voice, config.sample_rate, seed=int(rng.integers(2**31)))
     timings["synthesis"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    intervals = word_intervals(speech, words, config.tolerance_s)
+    if align:
+        intervals = word_intervals(speech, words, config.tolerance_s)
+    else:
+        intervals = engine_intervals(speech, words)
     timings["alignment"] = time.perf_counter() - clock
     clock = time.perf_counter()
     # The noise is drawn before the SNR: the order the corpora were first built with.

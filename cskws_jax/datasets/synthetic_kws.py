@@ -120,6 +120,12 @@ def render_one(job: UtteranceJob) -> Utterance:
             f"{spoken.duration:.2f} s, trusted: {trusted}); widen duration_s or change "
             "TextConfig.min_words / max_words"
         )
+    return cached_utterance(spoken, attempt + 1, seconds)
+
+
+def cached_utterance(spoken: render.RenderedUtterance, attempts: int, seconds: dict) -> Utterance:
+    """The `Utterance` of a rendered one: its log-mel features (their time added to
+    `seconds["features"]`) and what it was."""
     clock = time.perf_counter()
     features = frontend.waveform_log_mel(spoken.waveform, FEATURES)
     seconds["features"] += time.perf_counter() - clock
@@ -132,7 +138,7 @@ def render_one(job: UtteranceJob) -> Utterance:
         snr_db=spoken.snr_db,
         noise=spoken.noise,
         room=spoken.room,
-        attempts=attempt + 1,
+        attempts=attempts,
         stage_seconds=seconds,
     )
 
@@ -242,12 +248,8 @@ class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder)
                 UtteranceJob(split, i, config.seed, keywords, *settings[:3])
                 for i in range(SIZES[config.size].utterances[split])
             ]
-            utterances = corpus.render_cached(
-                render_one,
-                jobs,
-                f"{cache}/{split}",
-                f"synthetic_kws/{config.name} {split}",
-                types=(Utterance, render.WordInterval),
+            utterances = render_split(
+                render_one, jobs, cache, f"synthetic_kws/{config.name}", split
             )
             generators[split] = self._generate_examples(split, utterances, keywords)
         return generators
@@ -257,17 +259,29 @@ class SyntheticKws(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuilder)
             utterance_id = f"{split}-{index:06d}"
             words = [Word(w.word, w.start, w.end) for w in utterance.words]
             sources = [w.source for w in utterance.words]
-            yield (
-                utterance_id,
-                {
-                    "audio": utterance.features,
-                    **interval_fields(words, keywords, utterance_id),
-                    "text": utterance.text,
-                    "duration": utterance.duration,
-                    "utterance_id": utterance_id,
-                    "speaker": utterance.speaker,
-                    "snr_db": utterance.snr_db,
-                    "noise": utterance.noise,
-                    "aligned_fraction": sources.count("alignment") / len(sources),
-                },
-            )
+            fields = interval_fields(words, keywords, utterance_id)
+            aligned = sources.count("alignment") / len(sources)
+            yield utterance_id, record(utterance_id, utterance, fields, aligned)
+
+
+def render_split(render_one, jobs, cache: str, name: str, split: str) -> list[Utterance]:
+    """`render_one(job)` of every job of a split, cached under `cache/split`."""
+    types = (Utterance, render.WordInterval)
+    return corpus.render_cached(
+        render_one, jobs, f"{cache}/{split}", f"{name} {split}", types=types
+    )
+
+
+def record(utterance_id: str, utterance: Utterance, intervals: dict, aligned: float) -> dict:
+    """A KWS record (`features.kws_features`) of an utterance and its interval fields."""
+    return {
+        "audio": utterance.features,
+        **intervals,
+        "text": utterance.text,
+        "duration": utterance.duration,
+        "utterance_id": utterance_id,
+        "speaker": utterance.speaker,
+        "snr_db": utterance.snr_db,
+        "noise": utterance.noise,
+        "aligned_fraction": aligned,
+    }

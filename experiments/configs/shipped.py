@@ -12,7 +12,9 @@ r"""The models that ship with the toolkit, each rebuilt by one command.
 preset's CPU-sized detector (experiments/configs/cskws.py) trained 4x longer on
 `synthetic_kws/large` (medium's 2,560 training utterances). Its operating points are
 chosen on `dev`, the first 800 test utterances (about 1.1 hours), and measured on
-`final`, the other 1,600 (about 2.1 hours), and on the held-out engine's 640 (Piper).
+`final`, the other 1,600 (about 2.1 hours), and on the held-out engine's 640 (Piper);
+the shipped points were then chosen again on ten hours and measured on ten others
+(`python -m experiments.measure_points --bundle=afkws-top20 --ship`).
 
 `multiqt-questions` (multimodal: audio and the causal 20 ms character posteriors of the
 shipped CTC recogniser, `speechkit.ctc`) and `multiqt-questions-audio` (audio only):

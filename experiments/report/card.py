@@ -352,25 +352,105 @@ def markdown_text(card: dict) -> str:
     if card.get("transfer") is not None:
         lines += ["", f"Held-out mAP / test mAP: {markdown.ratio(card['transfer'])}."]
     if card["operating_points"]:
-        splits = [key for key in card["operating_points"][0] if key != "fa_per_hour"]
-        names = [f"{_split_name(card, split)} FA/h | miss" for split in splits]
-        lines += [
-            "",
-            "## Operating points",
-            "",
-            "Per-keyword thresholds stored in the bundle (`--fa-per-hour BUDGET`), chosen on "
-            f"the {_split_name(card, 'test')} split (each keyword an equal share of the "
-            "budget); false alarms per hour and miss rate measured on each split:",
-            "",
-            *markdown.header("budget (FA/h)", *names),
-        ]
-        for point in card["operating_points"]:
-            cells = [f"{point['fa_per_hour']:g}"]
-            for split in splits:
-                cells += [f"{point[split]['fa_per_hour']:.1f}", f"{point[split]['miss_rate']:.2f}"]
-            lines.append(markdown.row(*cells))
+        lines += ["", "## Operating points", "", *_points_lines(card)]
     lines += ["", "## Not for", "", *(f"- {item}" for item in card["not_for"]), ""]
     return "\n".join(lines)
+
+
+def _points_lines(card: dict) -> list[str]:
+    """card.md's operating points: how they were chosen, and the table of what each
+    budget measured per split (with `with_measured_points`' rules and earlier points)."""
+    chosen = card.get("points")
+    if chosen is None:
+        intro = (
+            "Per-keyword thresholds stored in the bundle (`--fa-per-hour BUDGET`), chosen on "
+            f"the {_split_name(card, 'test')} split (each keyword an equal share of the "
+            "budget); false alarms per hour and miss rate measured on each split:"
+        )
+    else:
+        intro = (
+            "Per-keyword thresholds stored in the bundle (`--fa-per-hour BUDGET`), chosen by "
+            f"the rule `{chosen['rule']}` on dev, {chosen['dev']['split']} "
+            f"({chosen['dev']['hours']:.1f} h of speech without keywords), and measured on "
+            f"final, {chosen['final']['split']} ({chosen['final']['hours']:.1f} h, "
+            f"{chosen['final']['keywords_spoken']} keywords spoken); final's figures per "
+            "engine follow:"
+        )
+    lines = [intro, "", *_budget_table(card, card["operating_points"])]
+    if chosen is None:
+        return lines
+    from cskws_jax import operating_points  # here: a card's page needs no JAX otherwise
+
+    return lines + [
+        "",
+        "Every rule (`cskws_jax.operating_points.RULES`), chosen on dev and measured on final:",
+        "",
+        operating_points.comparison_markdown(chosen["rules"]),
+        "",
+        "Before (the points the card listed until they were measured this way):",
+        "",
+        *_budget_table({"chosen_on": "dev"}, chosen["before"]),
+        "",
+        "Measured with:",
+        "",
+        f"    {chosen['command']}",
+    ]
+
+
+def _budget_table(card: dict, budgets: list[dict]) -> list[str]:
+    splits = [key for key in budgets[0] if key != "fa_per_hour"]
+    lines = markdown.header(
+        "budget (FA/h)", *(f"{_split_name(card, s)} FA/h | miss" for s in splits)
+    )
+    for point in budgets:
+        cells = [f"{point['fa_per_hour']:g}"]
+        for split in splits:
+            miss = point[split]["miss_rate"]
+            cells += [
+                f"{point[split]['fa_per_hour']:.1f}",
+                "n/a" if miss is None else f"{miss:.2f}",
+            ]
+        lines.append(markdown.row(*cells))
+    return lines
+
+
+def with_measured_points(card: dict, result: dict, command: str) -> dict:
+    """An AF-KWS `card` with the operating points `experiments.measure_points` chose and
+    measured (`result`, its points.json): "operating_points" per budget on dev, on final
+    and on final's part spoken by each engine; "points": the rule, the data, every rule's
+    table, the card's points before (kept from the first such update) and `command`."""
+    entries = []
+    for point in result["points"]:
+        budget = point["fa_per_hour"]
+        dev = next(
+            row
+            for row in result["rules"]
+            if row["rule"] == result["rule"] and row["budget"] == budget
+        )
+        engines = result["per_engine"][f"{budget:g}"]
+        entries.append(
+            {
+                "fa_per_hour": budget,
+                "dev": {"fa_per_hour": dev["dev_fa_per_hour"], "miss_rate": dev["dev_miss_rate"]},
+                "final": {key: point["measured"][key] for key in ("fa_per_hour", "miss_rate")},
+                **{
+                    engine: {key: found[key] for key in ("fa_per_hour", "miss_rate")}
+                    for engine, found in engines.items()
+                },
+            }
+        )
+    before = card.get("points", {}).get("before", card["operating_points"])
+    points = {
+        "rule": result["rule"],
+        "dev": result["dev"],
+        "final": result["final"],
+        "engine_hours": result["engine_hours"],
+        "rules": result["rules"],
+        "before": before,
+        "command": command,
+        "seconds": result["seconds"],
+    }
+    return {**card, "operating_points": entries, "chosen_on": "dev", "points": points}
 
 
 def _split_name(card: dict, split: str) -> str:

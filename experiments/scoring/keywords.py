@@ -127,12 +127,35 @@ def score_intervals(folder: str, num_keywords: int, *, resamples: int, seed: int
     }
 
 
-def saved_outcomes(folder: str, num_keywords: int) -> operating_points.Outcomes:
-    """The `cskws_jax.operating_points.Outcomes` of the detections saved in `folder`."""
+def saved_outcomes(folder: str, num_keywords: int, rows=None) -> operating_points.Outcomes:
+    """The `cskws_jax.operating_points.Outcomes` of the detections saved in `folder`;
+    with `rows` (bool [utterances], in the scored split's order) of those utterances
+    alone, over their hours."""
     detections, truth, rest = saved_arrays(folder)
-    return operating_points.outcomes(
-        detections, truth, num_keywords=num_keywords, hours=float(rest["hours"])
-    )
+    hours = float(rest["hours"])
+    if rows is not None:
+        detections, truth, hours = _rows_of(folder, detections, truth, rest, rows)
+    return operating_points.outcomes(detections, truth, num_keywords=num_keywords, hours=hours)
+
+
+def _rows_of(folder: str, detections: dict, truth: dict, rest: dict, rows) -> tuple:
+    """(detections, truth, hours) with every row not in `rows` made invalid."""
+    if "durations" not in rest:
+        raise ValueError(f"{folder}/detections.npz: no per-utterance durations (an older run)")
+    rows = np.asarray(rows, bool)
+    durations = np.asarray(rest["durations"], np.float64)
+    if rows.ndim != 1 or rows.size > durations.size or np.any(durations[: rows.size] <= 0):
+        raise ValueError(
+            f"rows: shape {rows.shape}; expected one per utterance scored in {folder} "
+            f"(at most {int(np.sum(durations > 0))})"
+        )
+    keep = np.zeros(durations.size, bool)
+    keep[: rows.size] = rows
+
+    def masked(fields: dict) -> dict:
+        return {**fields, "valid": np.asarray(fields["valid"], bool) & keep[:, None]}
+
+    return masked(detections), masked(truth), float(np.sum(durations[keep])) / 3600
 
 
 def write_det(folder: str, keywords, split: str) -> tuple[operating_points.Outcomes, dict]:
