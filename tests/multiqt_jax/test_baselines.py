@@ -1,7 +1,5 @@
 """multiqt_jax.baselines on synthetic calls: pooling, segments, RF / FNN, sliding windows."""
 
-import doctest
-
 import jax
 import numpy as np
 import pytest
@@ -86,9 +84,21 @@ def fnn(train_set):
     return baselines.fit_fnn(*train_set, CONFIG, num_classes=NUM_CLASSES)
 
 
-def test_module_docstring_example_runs():
-    result = doctest.testmod(baselines)
-    assert result.attempted > 0 and result.failed == 0
+def test_the_worked_example_of_the_docs_gives_what_it_prints():
+    """docs/models.md "MultiQT baselines" (tests/test_readme.py runs it; this checks
+    the values its comments state)."""
+    rng = np.random.default_rng(0)
+    labels = np.zeros(600, np.int32)
+    labels[100:250] = 1
+    labels[350:500] = 2
+    audio = rng.normal(size=(600, 40)).astype(np.float32) + 2.0 * labels[:, None]
+    text = np.full((300, 29), 1 / 29, np.float32)
+    config = baselines.BaselineConfig(window_s=1.0, n_estimators=10)
+    X, y = baselines.segment_dataset([{"audio": audio, "text": text, "labels": labels}], config)
+    assert X.shape == (4, 109) and sorted(y.tolist()) == [0, 0, 1, 2]
+    forest = baselines.fit_random_forest(X, y, config)
+    pred = baselines.sliding_labels(forest, audio[None], text[None], None, config)
+    assert pred.shape == (1, 600) and pred.dtype == np.int32 and int(pred[0, :99].max()) == 0
 
 
 @pytest.mark.parametrize(
