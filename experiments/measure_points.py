@@ -95,8 +95,8 @@ def score(bundle: str, evaluation: Evaluation, data_dir: str, folder: str, batch
         settings = evaluate.Settings(batch_size=batch_size)
         evaluate.evaluate_kws(bundle, builder, source, settings, folder, evaluation.split)
         files.write_json(record, key)
-    engines = np.array([corpus.record_engine(source[i]) for i in range(len(source))])
-    return kws_scoring.saved_outcomes(folder, len(info.labels)), engines, folder
+    found = kws_scoring.saved_outcomes(folder, len(info.labels))
+    return found, corpus.record_engines(source), folder
 
 
 def by_engine(parts) -> dict[str, operating_points.Outcomes]:

@@ -397,6 +397,11 @@ def record_engine(record) -> str:
     return speaker_engine(speaker.split("|", 1)[0])
 
 
+def record_engines(source) -> np.ndarray:
+    """str [len(source)]: the engine of each record of a data source (`record_engine`)."""
+    return np.array([record_engine(source[i]) for i in range(len(source))])
+
+
 def speaker_engine(speaker: str) -> str:
     """The engine of a speaker name ("espeak:en-us+f3@1.05" -> "espeak"); "recorded" for a
     name without one."""
@@ -410,7 +415,7 @@ class EngineSubset:
 
     def __init__(self, source, engines):
         self.source, self.engines = source, tuple(engines)
-        found = [record_engine(source[i]) for i in range(len(source))]
+        found = record_engines(source)
         self.indices = np.flatnonzero(np.isin(found, self.engines)).astype(np.int64)
         if not self.indices.size:
             raise ValueError(
