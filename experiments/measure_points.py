@@ -5,8 +5,10 @@ r"""A detector's operating points chosen on ten hours of speech and measured on 
 
 Scores the bundle (a folder, or a shipped model's name) on `keyword_free/full`'s dev and
 final splits (about 10.4 hours each of keyword-free speech from espeak-ng, Festival and
-Piper) and on `--keywords_corpus`'s test and heldout splits (keywords spoken by every
-engine, for miss rates), building the corpora when missing; a rerun reuses the scores in
+Piper) and on `--keywords_splits` of `--keywords_corpus` (keywords spoken by every
+engine, for miss rates: test and heldout of synthetic_kws/quick-festival by default;
+a model that heard every engine is measured on its own corpus's final slice), building
+the corpora when missing; a rerun reuses the scores in
 `--workdir` that the same parameters made. Per-keyword thresholds for each budget are
 chosen on dev by every rule of `cskws_jax.operating_points.RULES` and measured on the
 final set: final and the keyword splits together. The rule kept is the one within 2x of
@@ -41,6 +43,7 @@ from speechkit.bundle import MANIFEST
 log = common.logger("measure_points")
 KEYWORD_FREE = "keyword_free/full"
 KEYWORDS_CORPUS = "synthetic_kws/quick-festival"
+KEYWORDS_SPLITS = ("test", "heldout")
 WITHIN = 2.0  # the goal: measured FA/h within this factor of the budget
 
 
@@ -55,14 +58,19 @@ class Evaluation:
         return f"{self.dataset}:{self.split}"
 
 
-def evaluations(keyword_free_corpus: str, keywords_corpus: str) -> dict[str, Evaluation]:
-    """dev (chosen on), then the three parts of the final set."""
-    return {
+def evaluations(
+    keyword_free_corpus: str, keywords_corpus: str, keywords_splits=KEYWORDS_SPLITS
+) -> dict[str, Evaluation]:
+    """dev (chosen on), then the parts of the final set: keyword-free final and each of
+    `keywords_splits` (whole splits or TFDS slices) of `keywords_corpus`."""
+    found = {
         "dev": Evaluation("dev", keyword_free_corpus, "dev"),
         "final": Evaluation("final", keyword_free_corpus, "final"),
-        "keywords": Evaluation("keywords", keywords_corpus, "test"),
-        "heldout": Evaluation("heldout", keywords_corpus, "heldout"),
     }
+    for split in keywords_splits:
+        name = "keywords-" + "".join(c if c.isalnum() else "_" for c in split).strip("_")
+        found[name] = Evaluation(name, keywords_corpus, split)
+    return found
 
 
 def joined_label(parts) -> str:
@@ -79,7 +87,7 @@ def score(bundle: str, evaluation: Evaluation, data_dir: str, folder: str, batch
     same parameters, peak decoding and split made it)."""
     builder = evaluate.corpus_builder(evaluation.dataset, data_dir)
     evaluate.prepare(builder, None)
-    source = evaluate.split_source(builder, evaluation.split)
+    source = evaluate.split_source(builder, evaluation.split, slices=True)
     _, _, info = kws_bundle.load(bundle)
     manifest = files.read_json(os.path.join(bundle, MANIFEST))
     peaks = dataclasses.replace(info.decoding, operating_points=())
@@ -142,6 +150,7 @@ def measure_points(
     batch_size=16,
     keyword_free_corpus=KEYWORD_FREE,
     keywords_corpus=KEYWORDS_CORPUS,
+    keywords_splits=KEYWORDS_SPLITS,
 ) -> dict:
     """points.json's content (see the module docstring); the chosen points are in
     "points" as `OperatingPoint` dicts."""
@@ -150,17 +159,18 @@ def measure_points(
     budgets = tuple(budgets or (p.fa_per_hour for p in info.decoding.operating_points))
     if not budgets:
         raise ValueError(f"{bundle}: the bundle stores no operating points; give --budgets")
-    plan = evaluations(keyword_free_corpus, keywords_corpus)
+    plan = evaluations(keyword_free_corpus, keywords_corpus, keywords_splits)
     scored = {
         name: score(bundle, ev, data_dir, os.path.join(workdir, name), batch_size)
         for name, ev in plan.items()
     }
     dev = scored["dev"][0]
-    final_parts = [scored[name] for name in ("final", "keywords", "heldout")]
+    final_names = [name for name in plan if name != "dev"]
+    final_parts = [scored[name] for name in final_names]
     final = operating_points.pooled([part[0] for part in final_parts])
     rows = operating_points.compare_rules(dev, final, budgets)
     rule = kept_rule(rows)
-    final_label = joined_label([plan[name] for name in ("final", "keywords", "heldout")])
+    final_label = joined_label([plan[name] for name in final_names])
     points = []
     engines = by_engine(final_parts)
     per_engine = {}
@@ -251,6 +261,11 @@ def main(argv=None) -> int:
     )
     parse.add_argument("--keyword_free_corpus", default=KEYWORD_FREE)
     parse.add_argument("--keywords_corpus", default=KEYWORDS_CORPUS)
+    parse.add_argument(
+        "--keywords_splits",
+        default=",".join(KEYWORDS_SPLITS),
+        help="its splits or slices with keywords, comma-separated (e.g. 'test[800:]')",
+    )
     parse.add_argument("--batch_size", type=int, default=16)
     parse.add_argument("--ship", action="store_true", help="write the points into the bundle")
     args = parse.parse_args(argv)
@@ -266,6 +281,7 @@ def main(argv=None) -> int:
         batch_size=args.batch_size,
         keyword_free_corpus=args.keyword_free_corpus,
         keywords_corpus=args.keywords_corpus,
+        keywords_splits=tuple(split for split in args.keywords_splits.split(",") if split),
     )
     files.write_json(os.path.join(args.workdir, "points.json"), result)
     text = markdown(result)

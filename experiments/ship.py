@@ -16,7 +16,10 @@ corpus and score the shipped model on it again), writes the card
 (`experiments.report.card`) beside the bundle, and copies bundle.json, params.npz,
 card.json and card.md into `config.ship_to` (default `<task package>/models/<name>`,
 where `cskws_jax.models` / `multiqt_jax.models` find it), and writes beside them the
-model's export folder and sample recording (`experiments.ship_files`).
+model's export folder and sample recording (`experiments.ship_files`). With
+`config.leave_one_out` (AF-KWS on a corpus every engine speaks, so no engine is held out
+from the model) it first trains the same recipe once without each engine
+(`experiments.leave_one_out`) for the card's leave-one-engine-out figures.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import ml_collections
 
 from cskws_jax import models as kws_models
 from cskws_jax.datasets import synthetic_kws
-from experiments import common, cskws, evaluate, multiqt, ship_files
+from experiments import common, cskws, evaluate, leave_one_out, multiqt, ship_files
 from experiments.evaluators import tracking
 from experiments.report import card as card_lib
 from multiqt_jax import bundle as calls_bundle
@@ -127,9 +130,26 @@ def kws_model(config, workdir: str, started: float):
     folder = os.path.join(workdir, "afkws", "bundle")
     seconds = {**corpus_seconds, "run": time.perf_counter() - started}
     facts = card_lib.kws_facts(config, corpus, config.dataset, data_dir, seconds, _command(config))
-    card = card_lib.kws_card("afkws", payload["models"]["afkws"], facts)
+    left_out = kws_leave_one_out(config, workdir) if config.get("leave_one_out") else None
+    card = card_lib.kws_card("afkws", payload["models"]["afkws"], facts, left_out)
     card["smoke_check"] = smoke_score(folder, config.smoke_check, data_dir)
     return payload, folder, card
+
+
+def kws_leave_one_out(config, workdir: str) -> list[dict]:
+    """The card's leave-one-engine-out rows of the AF-KWS recipe `config`, whose corpus
+    every engine speaks: per engine, the same recipe trained on the other engines'
+    records (in WORKDIR/leave-one-out/<engine>/, resumed by a rerun) and its
+    `leave_one_out.kws_row`."""
+    rows = []
+    for heldout in leave_one_out.ENGINES:
+        trained_on = [engine for engine in leave_one_out.ENGINES if engine != heldout]
+        log(f"{config.name}: the recipe without {heldout}, trained on {', '.join(trained_on)}")
+        cell = leave_one_out.kws_cell(config, heldout)
+        payload = cskws.train_and_evaluate(cell, os.path.join(workdir, "leave-one-out", heldout))
+        row = {**leave_one_out.kws_row(payload), "seconds": payload["models"]["afkws"]["seconds"]}
+        rows.append({"heldout_engine": heldout, "training_engines": trained_on, **row})
+    return rows
 
 
 def calls_model(config, workdir: str, started: float):

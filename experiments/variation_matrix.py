@@ -26,12 +26,12 @@ import os
 
 import ml_collections
 
-from experiments import common, cskws, multiqt
+from experiments import common, cskws, leave_one_out, multiqt
 from experiments.report.markdown import header, number, ratio, row, scored
 from speechkit import files, tts
 
 log = common.logger("variation_matrix")
-ENGINES = ("espeak", "festival", "piper")  # speechkit.tts.ENGINE_SETS["all"]
+ENGINES = leave_one_out.ENGINES
 TASKS = ("kws", "questions")
 
 
@@ -49,66 +49,20 @@ def chosen(config) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return variations, tasks
 
 
-def heldout_evaluation(heldout: str) -> ml_collections.ConfigDict:
-    """The held-out engine's evaluation: every record of the training split it spoke."""
-    return ml_collections.ConfigDict({"heldout": {"split": "train", "engines": heldout}})
-
-
 def kws_cell(config, variation: str, heldout: str) -> ml_collections.ConfigDict:
     """The CS-KWS config of the cell that holds `heldout` out of `variation`'s corpus."""
-    cell = ml_collections.ConfigDict(config.cskws.to_dict())
-    size = config.preset
-    cell.dataset = f"synthetic_kws/{tts.corpus_config_name(size, 'all', variation)}"
-    cell.data_dir = config.data_dir
-    cell.engines = ",".join(e for e in ENGINES if e != heldout)
-    cell.evals = heldout_evaluation(heldout)
-    return cell
+    base = ml_collections.ConfigDict(config.cskws.to_dict())
+    base.dataset = f"synthetic_kws/{tts.corpus_config_name(config.preset, 'all', variation)}"
+    base.data_dir = config.data_dir
+    return leave_one_out.cell(base, heldout)
 
 
 def calls_cell(config, variation: str, heldout: str) -> ml_collections.ConfigDict:
     """The MultiQT config of the cell that holds `heldout` out of `variation`'s calls."""
-    cell = ml_collections.ConfigDict(config.multiqt.to_dict())
-    cell.data_dir = config.data_dir
-    cell.engine_set, cell.variation = "all", variation
-    cell.engines = ",".join(e for e in ENGINES if e != heldout)
-    cell.evals = heldout_evaluation(heldout)
-    return cell
-
-
-def _kws_row(payload: dict) -> dict:
-    entry = payload["models"]["afkws"]
-    return {
-        "metric": "mAP",
-        "in_engine": {"score": entry["mAP"], "interval": entry["intervals"]["mAP"]},
-        "heldout": {
-            "score": entry["heldout"]["mAP"],
-            "interval": entry["heldout"]["intervals"]["mAP"],
-        },
-        "transfer": entry["transfer"],
-    }
-
-
-def _fold_spread(summary: dict) -> list[float]:
-    """[lowest, highest] TIMESTEP F1 over the folds (MultiQT's scores have no bootstrap)."""
-    values = [fold["timestep"]["f1"] for fold in summary["folds"]]
-    return [min(values), max(values)]
-
-
-def _calls_row(payload: dict) -> dict:
-    entry = payload["models"]["audio"]
-    return {
-        "metric": "TIMESTEP F1",
-        "in_engine": {"score": entry["mean"]["timestep"]["f1"], "interval": _fold_spread(entry)},
-        "heldout": {
-            "score": entry["heldout"]["mean"]["timestep"]["f1"],
-            "interval": _fold_spread(entry["heldout"]),
-        },
-        "transfer": entry["transfer"]["timestep_f1"],
-        "early_frames": {
-            "in_engine": entry.get("early_frames"),
-            "heldout": entry["heldout"].get("early_frames"),
-        },
-    }
+    base = ml_collections.ConfigDict(config.multiqt.to_dict())
+    base.data_dir = config.data_dir
+    base.engine_set, base.variation = "all", variation
+    return leave_one_out.cell(base, heldout)
 
 
 def run_cell(config, variation: str, task: str, heldout: str, workdir: str) -> dict:
@@ -117,10 +71,12 @@ def run_cell(config, variation: str, task: str, heldout: str, workdir: str) -> d
     trained_on = [e for e in ENGINES if e != heldout]
     log(f"{variation} / {task}: held out {heldout}, trained on {', '.join(trained_on)}")
     if task == "kws":
-        found = _kws_row(cskws.train_and_evaluate(kws_cell(config, variation, heldout), folder))
+        found = leave_one_out.kws_row(
+            cskws.train_and_evaluate(kws_cell(config, variation, heldout), folder)
+        )
     else:
         cell = calls_cell(config, variation, heldout)
-        found = _calls_row(multiqt.train_and_evaluate(cell, folder))
+        found = leave_one_out.calls_row(multiqt.train_and_evaluate(cell, folder))
     return {
         "variation": variation,
         "task": task,

@@ -20,9 +20,10 @@ from speechkit import files
 CARD_JSON, CARD_MD = "card.json", "card.md"
 
 
-def kws_not_for(chosen_on: str, splits) -> list[str]:
+def kws_not_for(chosen_on: str, splits, left_out: bool = False) -> list[str]:
     """What an AF-KWS model of this toolkit is not for; `chosen_on`: the split its operating
-    points were chosen on; `splits`: the splits it was scored on."""
+    points were chosen on; `splits`: the splits it was scored on; `left_out`: whether the
+    card has its recipe's leave-one-engine-out figures."""
     if chosen_on != "test":
         chosen = f"the operating points were chosen on the {chosen_on} split and measured on "
         chosen += "the others"
@@ -35,6 +36,9 @@ def kws_not_for(chosen_on: str, splits) -> list[str]:
         " The held-out engine's score is the only measure here of how it hears a voice from "
         "outside its training."
         if "heldout" in splits
+        else " Every engine trained it: its recipe's leave-one-engine-out figures are the only "
+        "measure here of how it hears a voice from outside its training."
+        if left_out
         else " It was not scored on an engine it never heard."
     )
     return [
@@ -46,13 +50,14 @@ def kws_not_for(chosen_on: str, splits) -> list[str]:
     ]
 
 
-def kws_card(name: str, entry: dict, run: dict) -> dict:
+def kws_card(name: str, entry: dict, run: dict, left_out: list[dict] | None = None) -> dict:
     """The card of an AF-KWS model: `entry` is its results.json entry
     (`experiments.cskws`: scores, "intervals", the held-out split's scores,
     "operating_points", "seconds"); `run` the facts the results do not hold: "keywords",
     "corpus" (name, size, engines, held-out engine, utterances per split),
     "training" (steps, batch size, init bundle or None), "seconds" (corpus building
-    and the whole run) and "command"."""
+    and the whole run) and "command"; `left_out`: its recipe's leave-one-engine-out rows
+    (`experiments.leave_one_out`), if any."""
     splits = {"test": _split_scores(entry)}
     for key, value in entry.items():  # the evaluations (experiments.evals)
         if isinstance(value, dict) and "mAP" in value and "intervals" in value:
@@ -72,7 +77,8 @@ def kws_card(name: str, entry: dict, run: dict) -> dict:
         "transfer": entry.get("transfer"),
         "operating_points": [_budget(budget) for budget in points.get("budgets", [])],
         "chosen_on": chosen_on,
-        "not_for": kws_not_for(chosen_on, list(splits)),
+        **({"leave_one_engine_out": left_out} if left_out else {}),
+        "not_for": kws_not_for(chosen_on, list(splits), bool(left_out)),
     }
 
 
@@ -351,10 +357,50 @@ def markdown_text(card: dict) -> str:
         )
     if card.get("transfer") is not None:
         lines += ["", f"Held-out mAP / test mAP: {markdown.ratio(card['transfer'])}."]
+    if card.get("leave_one_engine_out"):
+        lines += ["", "## Leave one engine out", "", *leave_one_out_lines(card)]
     if card["operating_points"]:
         lines += ["", "## Operating points", "", *_points_lines(card)]
     lines += ["", "## Not for", "", *(f"- {item}" for item in card["not_for"]), ""]
     return "\n".join(lines)
+
+
+def leave_one_out_lines(card: dict) -> list[str]:
+    """card.md's leave-one-engine-out table (`experiments.leave_one_out` rows)."""
+    rows = card["leave_one_engine_out"]
+    metric = rows[0]["metric"]
+    lines = [
+        "Every engine trained this model, so none is held out from it. These figures are "
+        "the same recipe's (corpus, steps, seed), trained once more without each engine: "
+        "scored on the test records of the engines it trained on (in-engine) and on every "
+        f"training record of the engine it never heard (held out); {metric} with 95 % "
+        "intervals.",
+        "",
+        *markdown.header("held out", "trained on", "in-engine", "held out", "held out / in"),
+    ]
+    for entry in rows:
+        lines.append(
+            markdown.row(
+                entry["heldout_engine"],
+                ", ".join(entry["training_engines"]),
+                *(
+                    markdown.scored(entry[part]["score"], entry[part]["interval"])
+                    for part in ("in_engine", "heldout")
+                ),
+                markdown.ratio(entry["transfer"]),
+            )
+        )
+    transfers = [entry["transfer"] for entry in rows if entry["transfer"] is not None]
+    if transfers:
+        mean = sum(transfers) / len(transfers)
+        lines += ["", f"Mean held out / in-engine: {markdown.ratio(mean)}."]
+    seconds = [entry.get("seconds") for entry in rows]
+    if None not in seconds:
+        lines += [
+            f"Training and scoring the {len(rows)} took {_minutes(sum(seconds))} on the "
+            "machine that trained the model (the same command trains them)."
+        ]
+    return lines
 
 
 def _points_lines(card: dict) -> list[str]:
