@@ -17,8 +17,8 @@ corpus and score the shipped model on it again), writes the card
 card.json and card.md into `config.ship_to` (default `<task package>/models/<name>`,
 where `cskws_jax.models` / `multiqt_jax.models` find it), and writes beside them the
 model's export folder and sample recording (`experiments.ship_files`). With
-`config.leave_one_out` (AF-KWS on a corpus every engine speaks, so no engine is held out
-from the model) it first trains the same recipe once without each engine
+`config.leave_one_out` (a corpus every engine speaks, so no engine is held out from the
+model) it also trains the same recipe once without each engine
 (`experiments.leave_one_out`) for the card's leave-one-engine-out figures.
 """
 
@@ -130,25 +130,33 @@ def kws_model(config, workdir: str, started: float):
     folder = os.path.join(workdir, "afkws", "bundle")
     seconds = {**corpus_seconds, "run": time.perf_counter() - started}
     facts = card_lib.kws_facts(config, corpus, config.dataset, data_dir, seconds, _command(config))
-    left_out = kws_leave_one_out(config, workdir) if config.get("leave_one_out") else None
+    left_out = leave_one_out_rows(config, workdir) if config.get("leave_one_out") else None
     card = card_lib.kws_card("afkws", payload["models"]["afkws"], facts, left_out)
     card["smoke_check"] = smoke_score(folder, config.smoke_check, data_dir)
     return payload, folder, card
 
 
-def kws_leave_one_out(config, workdir: str) -> list[dict]:
-    """The card's leave-one-engine-out rows of the AF-KWS recipe `config`, whose corpus
-    every engine speaks: per engine, the same recipe trained on the other engines'
-    records (in WORKDIR/leave-one-out/<engine>/, resumed by a rerun) and its
-    `leave_one_out.kws_row`."""
+def leave_one_out_rows(config, workdir: str) -> list[dict]:
+    """The card's leave-one-engine-out rows of the recipe `config` (`config.runner`'s),
+    whose corpus every engine speaks: per engine, the same recipe trained on the other
+    engines' records (in WORKDIR/leave-one-out/<engine>/, resumed by a rerun), its
+    `experiments.leave_one_out` row and the seconds training and scoring took."""
     rows = []
     for heldout in leave_one_out.ENGINES:
         trained_on = [engine for engine in leave_one_out.ENGINES if engine != heldout]
         log(f"{config.name}: the recipe without {heldout}, trained on {', '.join(trained_on)}")
-        cell = leave_one_out.kws_cell(config, heldout)
-        payload = cskws.train_and_evaluate(cell, os.path.join(workdir, "leave-one-out", heldout))
-        row = {**leave_one_out.kws_row(payload), "seconds": payload["models"]["afkws"]["seconds"]}
-        rows.append({"heldout_engine": heldout, "training_engines": trained_on, **row})
+        folder = os.path.join(workdir, "leave-one-out", heldout)
+        if config.runner == "cskws":
+            payload = cskws.train_and_evaluate(leave_one_out.kws_cell(config, heldout), folder)
+            row = leave_one_out.kws_row(payload)
+            seconds = payload["models"]["afkws"]["seconds"]
+        else:
+            model = multiqt.row_name(config.models, config)
+            payload, seconds = _trained(leave_one_out.cell(config, heldout), folder, model)
+            row = leave_one_out.calls_row(payload, model)
+        rows.append(
+            {"heldout_engine": heldout, "training_engines": trained_on, **row, "seconds": seconds}
+        )
     return rows
 
 
@@ -175,7 +183,8 @@ def calls_model(config, workdir: str, started: float):
     seconds = {**corpus_seconds, "run": time.perf_counter() - started}
     facts = card_lib.calls_facts(config, builder, dataset, seconds, _command(config))
     facts["training"]["seconds"] = training_seconds
-    card = card_lib.calls_card(config.models, scores, facts)
+    left_out = leave_one_out_rows(config, workdir) if config.get("leave_one_out") else None
+    card = card_lib.calls_card(config.models, scores, facts, left_out)
     card["smoke_check"] = calls_smoke_score(folder, config.smoke_check, data_dir, config.ctc_bundle)
     runner = payload["models"][model]["folds"][0]["timestep"]["f1"]
     again = scores["test"]["raw"]["timestep"]["f1"]

@@ -18,6 +18,10 @@ from experiments.report.models import KWS_NAMES, MULTIQT_NAMES
 from speechkit import files
 
 CARD_JSON, CARD_MD = "card.json", "card.md"
+LEFT_OUT_HEARD = (
+    " Every engine trained it: its recipe's leave-one-engine-out figures are the only "
+    "measure here of how it hears a voice from outside its training."
+)
 
 
 def kws_not_for(chosen_on: str, splits, left_out: bool = False) -> list[str]:
@@ -36,8 +40,7 @@ def kws_not_for(chosen_on: str, splits, left_out: bool = False) -> list[str]:
         " The held-out engine's score is the only measure here of how it hears a voice from "
         "outside its training."
         if "heldout" in splits
-        else " Every engine trained it: its recipe's leave-one-engine-out figures are the only "
-        "measure here of how it hears a voice from outside its training."
+        else LEFT_OUT_HEARD
         if left_out
         else " It was not scored on an engine it never heard."
     )
@@ -137,12 +140,15 @@ TEXT_SOURCES = {
 }
 
 
-def calls_not_for(modalities, heldout: bool) -> list[str]:
-    """What a MultiQT model of this toolkit is not for."""
+def calls_not_for(modalities, heldout: bool, left_out: bool = False) -> list[str]:
+    """What a MultiQT model of this toolkit is not for (`left_out`: the card has its
+    recipe's leave-one-engine-out figures)."""
     heard = (
         " The held-out engine's score is the only measure here of how it hears a voice from "
         "outside its training."
         if heldout
+        else LEFT_OUT_HEARD
+        if left_out
         else " It was not scored on an engine it never heard."
     )
     items = [
@@ -188,10 +194,11 @@ def calls_facts(config, builder, dataset: str, seconds: dict, command: str) -> d
     }
 
 
-def calls_card(name: str, scores: dict, run: dict) -> dict:
+def calls_card(name: str, scores: dict, run: dict, left_out: list[dict] | None = None) -> dict:
     """The card of a MultiQT model `name` ("multimodal", "audio", "text"): `scores` as
     `experiments.ship.calls_scores` gives them ({split: {"calls", "hours", "raw",
-    "smoothed"}}, "test" also "training_calls"); `run` as `calls_facts` gives it."""
+    "smoothed"}}, "test" also "training_calls"); `run` as `calls_facts` gives it;
+    `left_out` its recipe's leave-one-engine-out rows, if any."""
     modalities = {"multimodal": ["audio", "text"], "audio": ["audio"], "text": ["text"]}[name]
     return {
         "model": name,
@@ -204,7 +211,8 @@ def calls_card(name: str, scores: dict, run: dict) -> dict:
         "seconds": run["seconds"],
         "command": run["command"],
         "scores": scores,
-        "not_for": calls_not_for(modalities, "heldout" in scores),
+        **({"leave_one_engine_out": left_out} if left_out else {}),
+        "not_for": calls_not_for(modalities, "heldout" in scores, bool(left_out)),
     }
 
 
@@ -261,6 +269,8 @@ def calls_markdown(card: dict) -> str:
                 cells.append(markdown.scored(scores[stream][score]["f1"], bounds))
         lines.append(markdown.row(*cells))
     lines += _early_frames_lines(card)
+    if card.get("leave_one_engine_out"):
+        lines += ["", "## Leave one engine out", "", *leave_one_out_lines(card)]
     lines += ["", "## Not for", "", *(f"- {item}" for item in card["not_for"]), ""]
     return "\n".join(lines)
 
@@ -369,27 +379,41 @@ def leave_one_out_lines(card: dict) -> list[str]:
     """card.md's leave-one-engine-out table (`experiments.leave_one_out` rows)."""
     rows = card["leave_one_engine_out"]
     metric = rows[0]["metric"]
+    spread = (
+        "95 % bootstrap intervals over utterances"
+        if metric == "mAP"
+        else "the range over the folds trained"
+    )
     lines = [
         "Every engine trained this model, so none is held out from it. These figures are "
         "the same recipe's (corpus, steps, seed), trained once more without each engine: "
-        "scored on the test records of the engines it trained on (in-engine) and on every "
-        f"training record of the engine it never heard (held out); {metric} with 95 % "
-        "intervals.",
+        "scored on the engines it trained on, on records it did not train on (in-engine), "
+        f"and on every training record of the engine it never heard (held out); {metric} "
+        f"with {spread} in brackets.",
         "",
-        *markdown.header("held out", "trained on", "in-engine", "held out", "held out / in"),
     ]
+    early = any(entry.get("early_frames") for entry in rows)
+    columns = ["held out", "trained on", "in-engine", "held out", "held out / in"]
+    lines += markdown.header(*columns, *(["early frames, in / held out"] if early else []))
     for entry in rows:
-        lines.append(
-            markdown.row(
-                entry["heldout_engine"],
-                ", ".join(entry["training_engines"]),
-                *(
-                    markdown.scored(entry[part]["score"], entry[part]["interval"])
+        cells = [
+            entry["heldout_engine"],
+            ", ".join(entry["training_engines"]),
+            *(
+                markdown.scored(entry[part]["score"], entry[part]["interval"])
+                for part in ("in_engine", "heldout")
+            ),
+            markdown.ratio(entry["transfer"]),
+        ]
+        if early:
+            shares = entry.get("early_frames") or {}
+            cells.append(
+                " / ".join(
+                    markdown.early_share_text(shares[part]) if shares.get(part) else "-"
                     for part in ("in_engine", "heldout")
-                ),
-                markdown.ratio(entry["transfer"]),
+                )
             )
-        )
+        lines.append(markdown.row(*cells))
     transfers = [entry["transfer"] for entry in rows if entry["transfer"] is not None]
     if transfers:
         mean = sum(transfers) / len(transfers)

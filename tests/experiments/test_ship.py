@@ -27,7 +27,7 @@ def test_the_shipped_detector_is_trained_again_without_each_engine(tmp_path, mon
         return _payload(0.8, 0.4 if cell.engines == "festival,piper" else 0.6)
 
     monkeypatch.setattr(ship.cskws, "train_and_evaluate", fake)
-    rows = ship.kws_leave_one_out(config, str(tmp_path))
+    rows = ship.leave_one_out_rows(config, str(tmp_path))
     assert [engines for engines, *_ in seen] == [
         "festival,piper",
         "espeak,piper",
@@ -44,7 +44,7 @@ def test_the_shipped_detector_is_trained_again_without_each_engine(tmp_path, mon
 
 def test_the_card_gives_the_leave_one_out_figures_and_says_why(tmp_path, monkeypatch):
     monkeypatch.setattr(ship.cskws, "train_and_evaluate", lambda cell, workdir: _payload(0.8, 0.4))
-    rows = ship.kws_leave_one_out(shipped.get_config("afkws-top20"), str(tmp_path))
+    rows = ship.leave_one_out_rows(shipped.get_config("afkws-top20"), str(tmp_path))
     entry = {
         "mAP": 0.8,
         "FRR@5": 0.2,
@@ -76,3 +76,38 @@ def test_the_card_gives_the_leave_one_out_figures_and_says_why(tmp_path, monkeyp
     without = card_lib.markdown_text(card_lib.kws_card("afkws", entry, facts))
     assert "Leave one engine out" not in without
     assert "It was not scored on an engine it never heard." in without
+
+
+def _calls_payload(in_engine: float, heldout: float) -> dict:
+    def scores(value):
+        early = {"overall": 0.25, "early": [0, 1], "predicted": [0, 4], "margin_s": 0.5}
+        return {"folds": [{"timestep": {"f1": value}}], "mean": {"timestep": {"f1": value}}}, early
+
+    (inside, early), (outside, _) = scores(in_engine), scores(heldout)
+    entry = {**inside, "early_frames": early, "heldout": {**outside, "early_frames": early}}
+    return {"models": {"audio": {**entry, "transfer": {"timestep_f1": heldout / in_engine}}}}
+
+
+def test_a_tracker_recipe_is_trained_again_without_each_engine(tmp_path, monkeypatch):
+    config = shipped.get_config("multiqt-questions-audio")
+    config.leave_one_out = True
+    seen = []
+
+    def fake(cell, workdir):
+        seen.append((cell.engines, cell.evals.heldout.to_dict(), cell.folds, workdir))
+        return _calls_payload(0.8, 0.6)
+
+    monkeypatch.setattr(ship.multiqt, "train_and_evaluate", fake)
+    rows = ship.leave_one_out_rows(config, str(tmp_path))
+    assert [s[0] for s in seen] == ["festival,piper", "espeak,piper", "espeak,festival"]
+    assert seen[0][1] == {"split": "train", "engines": "espeak"} and seen[0][2] == "0"
+    assert seen[2][3] == str(tmp_path / "leave-one-out" / "piper")
+    assert rows[0]["transfer"] == pytest.approx(0.75) and rows[0]["metric"] == "TIMESTEP F1"
+    assert rows[0]["seconds"] is not None  # measured by ship: the runner keeps none
+    card = {"leave_one_engine_out": rows}
+    lines = card_lib.leave_one_out_lines(card)
+    assert "the range over the folds trained" in lines[0]
+    assert "| espeak | festival, piper | 0.800 [0.80, 0.80] | 0.600 [0.60, 0.60] | 0.75 |" in (
+        "\n".join(lines)
+    )
+    assert "0.250 (1/4) / 0.250 (1/4)" in "\n".join(lines)
