@@ -2,28 +2,11 @@
 shipped AF-KWS bundle scored on a ~12-minute folder of recordings.
 
     python -m benchmarks.evaluate_speed --json benchmarks/results/evaluate_speed.json
-    python -m benchmarks.evaluate_speed --folder /tmp/kws12     # keep (and reuse) the folder
+    python -m benchmarks.evaluate_speed --folder outputs/kws12  # keep (and reuse) the folder
 
-The folder (`--folder`, built there when it holds no keywords.json; else in a temporary
-folder) is a `folder_kws` manual folder of about `--minutes` of espeak-ng speech (the
-test split's voices, `cskws_jax.datasets.render`) holding the shipped keywords at their
-aligned word intervals. Its corpus is built once (`corpus_build_s`), then each way below
-scores it in its own subprocess, on its own empty temporary compilation cache, so that
-every program is compiled as on a first run:
-
-    before   batches padded to their own lengths (batch_lengths="exact") and the
-             metrics' scans unrolled (`jax.lax.associative_scan`, as before issue 60;
-             its AP and FRR ran six scans, now four, and the evaluator's DET curve now
-             shares its program with the operating points: a little under the old figures)
-    exact    the metrics' loop scans (`metrics.detection._tree_scan`), batch lengths exact
-    after    the loop scans and length buckets: what `experiments.evaluate` does now
-
-Per way: `total_s` (wall seconds of the subprocess: imports, loading, scoring),
-`evaluate_s` (`experiments.evaluate.evaluate` alone), `scoring_s` (results.json's
-"seconds"), what it compiled (`speechkit.compilation.Counter.record`: programs, their
-XLA seconds, the slowest functions, `jit(detect)`'s programs being the batch shapes
-compiled) and `same_results` (its results.json equals the first way's, timings aside).
-"ratios" divide before's figures by after's.
+Three ways (before, exact, after: batch lengths and metric scans) each score the folder
+in their own subprocess on an empty compilation cache. The folder, the ways and the
+JSON's fields: docs/benchmarks.md, "Evaluate".
 """
 
 from __future__ import annotations

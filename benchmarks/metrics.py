@@ -2,19 +2,10 @@
 
     python -m benchmarks.metrics --json benchmarks/results/metrics.json
 
-Sequence labelling: TIMESTEP + INSTANCE (`metrics.sequence.sequence_counts`, one jitted
-call) against scikit-learn's `precision_recall_fscore_support` (TIMESTEP alone), a
-frozen copy of the implementation before issue 30 (`_pre_issue_30_counts`) and the
-NumPy loop references, on 64 x 20,000 timesteps. The jitted functions get the labels as
-device arrays, as they get a model's outputs (the one host-to-device copy is timed on
-its own; `..._from_numpy` passes the NumPy arrays, which JAX copies on every call);
-scikit-learn gets the NumPy arrays and masks them. The contenders are timed in turns,
-round after round, so that load on the machine hits them alike. Detection:
-`detection_scores` (AP at 19 IoU thresholds, mAP, FRR) against an ActivityNet-style
-vectorised NumPy AP peer and the loop reference, on ~50,000 detections and ~20,000
-ground truths. Every compared value must agree to 1e-6. Times are medians (and
-minimums) over repeats, measured after compilation (compile time is reported
-separately). Targets, on medians: >= 10x vs scikit-learn, >= 10x vs the NumPy AP peer.
+Sequence labelling (`metrics.sequence.sequence_counts`) against scikit-learn, the code
+before issue 30 (`_pre_issue_30_counts`) and the NumPy loop references; detection
+(`metrics.detection_scores`) against an ActivityNet-style NumPy AP and the loop
+reference. Sizes, timing, agreement and targets: docs/benchmarks.md, "Metrics".
 """
 
 from __future__ import annotations

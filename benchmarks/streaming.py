@@ -4,26 +4,10 @@
     python -m benchmarks.streaming --json benchmarks/results/streaming-gpu.json \
         --accelerator --budget_s 240                    # any backend; the default on GPU/TPU
 
-CPU mode (the default where jax has no GPU or TPU): the process pins itself to one core
-(sched_setaffinity) before jax starts, so every figure is per core. For each model
-(default configs, random weights: speed does not depend on the values) and block size:
-the real-time factor of one stream (compute seconds per second of audio, block by block
-through the jitted step, as a live stream would run), per-block latency (median and p99
-of the step's wall time), the number of concurrent streams one core keeps in real time
-(the largest power-of-two batch whose batched step takes no longer than the block's
-duration), the algorithmic latency (declared look-ahead plus the wait for a block) and
-max |stream - offline| on the same input. Blocks are whole output frames (40 ms), so the
-sizes are 40, 120 and 480 ms. Targets: MultiQT RTF <= 0.01 at ~100 ms blocks and >= 200
-real-time streams per core; AF-KWS RTF <= 0.01 (the paper reports 0.031).
-
-Accelerator mode (`--accelerator`, automatic when a GPU or TPU plugin is installed; no
-pinning; `--seconds` 8 by default): the same one-stream figures and stream-vs-offline
-agreement, then real-time streams per device: a jitted batched step (state donated,
-inputs already on the device) at batches 1, 4, 16, ... up to `--max_streams` (2^20),
-then the power of two between the last batch that kept up and the first that did not,
-so about 12 compilations per model and block size instead of one per power of two.
-Everything stops at `--budget_s` (the streams figure then says it is a lower bound);
-40 ms blocks of both models are measured first.
+Per model and block size (40, 120, 480 ms): the real-time factor of one stream, the
+per-block latency, the real-time streams per core (or per device), the algorithmic
+latency and |stream - offline|. What each figure is and the targets: docs/benchmarks.md,
+"Streaming"; the accelerator mode: docs/gpu.md, "The device check".
 """
 
 from __future__ import annotations

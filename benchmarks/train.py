@@ -2,45 +2,13 @@
 
     python -m benchmarks.train --json benchmarks/results/train.json
 
-MultiQT (default size) and AF-KWS (default size) train steps on random batches of the
-shapes the experiments use (MultiQT: 8 calls x 20 s; AF-KWS: 16 crops x 4 s), in audio
-seconds trained per wall second. Then the experiments' fold-parallel step (5 folds
-stacked, vmap inside shard_map, one jitted call) against 5 sequential calls of the
-jitted single-fold step on the same data (target: >= 2x on CPU), vmapped and unrolled
-(`experiments.folds.fold_parallel(form=...)`). Medians over repeats,
-after compilation; all devices of the default backend.
-
-`--profile` adds where a MultiQT step's time goes (`profile` in the JSON): the floor of
-one jitted dispatch, host-side batch stacking and transfer for 5 folds, forward (loss
-only), forward + backward and the whole step (the rest is the optimiser) for one fold
-and for 5 folds vmapped and unrolled, XLA's FLOP count of each program with the rate
-reached, and one fold's step at each matmul precision ("highest" is the models'
-default; "high" / "default" are TF32 / bfloat16 on GPU / TPU). `--trace_dir DIR`
-writes a `jax.profiler` trace of three fold-parallel steps (view it with XProf /
-TensorBoard's profile plugin).
-
-`fold_forms` in the JSON: every way `experiments.folds.fold_parallel` can run 5 folds
-(`folds.FORMS`: one-fold programs called in turn, "sequential"; vmapped; unrolled;
-`lax.map`, "scan") at the MultiQT model and batch of the `quick` and `full` presets
-(`experiments/configs/multiqt.py`; calls of `--form_call_seconds`, 30), each with its
-compile seconds (the first call less one step: tracing, lowering and XLA, the
-persistent compilation cache off) and median step seconds, and the total for the
-preset's training steps (compile + steps x step, one batch shape), with the fastest
-form ("winner") beside the one the experiments use (`folds.default_form()`). "scan" is
-left out at `full` where its step at `quick` exceeds 5x the fastest (XLA:CPU).
-
-`loop` in the JSON: the experiments' training loop (`experiments.training.run_loop`)
-in steps per second, both tasks, two ways side by side on the same batches and keys:
-"host_sync", as the loop ran before (every step's loss read back on the host: MultiQT's
-`folds.gather`, AF-KWS's `float`; no donation), and "device_metrics" (the state
-donated, the losses left on the device and fetched once per log: `training.fetch_losses`,
-MultiQT's `folds.gather_rows`). MultiQT is 5 folds in one `folds.fold_parallel` step
-(the backend's fold loop), its batch stacked and sent every step, as the experiments
-train. Each run takes `--loop_steps` steps (30) after one log interval of warm-up
-(compilation), logging every `--loop_log_every` (10) steps, timed from the first log
-line to the last (the end's checkpoint not counted); the ways alternate for
-`--loop_rounds` rounds (2) and each reports its median, with "same_curves" whether both
-wrote the same curves.jsonl, bit for bit. `--loop_steps 0` leaves it out.
+Default-size MultiQT and AF-KWS train steps on random batches, in audio seconds trained
+per wall second; the experiments' fold-parallel step against 5 sequential calls of the
+single-fold step. The JSON adds `fold_forms` (every way
+`experiments.folds.fold_parallel` can run 5 folds, at the quick and full presets) and
+`loop` (the training loop with a host sync every step against device-side losses);
+`--profile` adds where a MultiQT step's time goes, `--trace_dir` a profiler trace.
+Every figure, flag and target: docs/benchmarks.md, "Training".
 """
 
 from __future__ import annotations

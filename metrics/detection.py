@@ -1,42 +1,16 @@
 """Detection metrics of CS-KWS: 1-D IoU, AP / mAP over IoU thresholds, FRR at an FA budget.
 
-Definitions: `docs/metrics.md`, section "Detection". Inputs are padded dicts:
+Entry points: `iou_1d`, `detection_scores` (AP per IoU threshold and class, mAP, AP@0.05,
+AP@0.75, FRR@k) and `pooled_matches` (every detection's outcome in pooled score order,
+for curves). Inputs are padded dicts, times in seconds: detections with start, end,
+score, label and valid `[B, D]`; ground truth the same without score, `[B, G]`.
 
-  detections:   start, end, score float [B, D] (seconds); label int [B, D]; valid bool [B, D]
-  ground_truth: start, end float [B, G] (seconds); label int [B, G]; valid bool [B, G]
+    scores = detection_scores(detections, ground_truth, num_classes=20, total_hours=1.5)
+    scores["mAP"], scores["FRR@5"]
 
-How it runs inside `jit`: matching is greedy in score order, but a detection only
-competes for ground truths of its own class in its own example, so examples and classes
-are independent. `_match` loops over the per-example score rank, all examples, classes
-and IoU thresholds at once, carrying which ground truths are taken, and stops after the
-last detection that can reach a threshold. There is one floating-point sort (by score);
-the orders by (example, score) and (class, score) are single int32 sorts of packed keys.
-AP then takes segmented scans, FRR cumulative sums.
-
-Labels outside [0, num_classes) and `ignore_classes` are dropped from both sides (labels
-cannot be range-checked in `jit` without a host sync: `metrics.checked` does that).
-Scores must be finite on valid detections.
-
-Precision: float32 throughout (the NumPy reference uses float64). Every decision is the
-same on every backend: IoU >= threshold, the best ground truth (ties: lowest index), the
-score order (ties: flat index, an explicit second sort key, not sort stability) and
-FA/h <= budget. IoUs and FA/h are correctly rounded float32 quotients computed from
-integer remainders (`_rounded_ratio`; XLA:GPU's float32 division is up to 2 ulp off and
-put IoUs of exactly 7/20 below float32(0.35)), compared with float32(threshold) and
-float32(budget); no multiply-add precedes a comparison, so FMA contraction cannot move
-one. The decisions are the exact ones of docs/metrics.md whenever the float32 intersection
-and union are exact, e.g. all times multiples of 1/128 s below 2^17 s: rounding is
-monotone, so an IoU equal to a threshold p/q passes, one below it fails unless within
-2^-23 (relative) of it, which on a time grid needs a union of over 2^23/p steps (3,400 s
-at 1/128 s for the default thresholds), and two different IoUs tie only if the product
-of their unions exceeds 2^24 steps squared (not while both are under 32 s at 1/128 s).
-Times float32 cannot represent (e.g. multiples of 0.01 s) are rounded on input, so an
-IoU meant to be exactly at a threshold lands within ~1e-7 of it: on the same side on
-every backend, not always on the side the float64 reference picks (likewise FA/h uses
-float32(total_hours)). AP, mAP and FRR values are float32 sums and ratios: within ~1e-6
-of the reference; their last bits may differ between backends. The means over classes
-and IoU thresholds add in a fixed order (`_ordered_sum`) and divide correctly rounded, so
-the same AP values give the same mAP jitted or run op by op.
+Specification, in docs/metrics.md: the definitions in "Detection", how the matching runs
+inside `jit` in "How detection is computed", float32 rounding in "Precision and
+backends". Labels are not range-checked inside `jit`: `metrics.checked` does that.
 """
 
 from __future__ import annotations

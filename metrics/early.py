@@ -1,25 +1,17 @@
 """Early question frames (MultiQT): how much of a tracker's output for a question comes
 before that question is spoken at all.
 
-Definition: `docs/metrics.md`, section "Early question frames". Inputs as the sequence
-metrics (`metrics.sequence`):
+Entry points: `early_frames` (the share per class and overall), `early_frame_counts` and
+`early_frames_from_counts` (int32 counts that add over batches). Inputs as the sequence
+metrics (`metrics.sequence`): int `[B, T]` pred and gold, bool `[B, T]` mask, one call
+per row; `hop_s` and `margin_s` are static. Pure, jittable and vmappable.
 
-  pred, gold: int  [B, T]  class ids in [0, num_classes), one row per call
-  mask:       bool [B, T]  False marks padding
+    early = early_frames(pred, gold, mask, num_classes=7, hop_s=0.04, margin_s=0.5)
+    early.share, early.overall
 
-For a call and a class c other than the background, onset_c is the first valid frame
-with gold = c (infinity when the call never has c). A valid frame predicted as c is
-*early* when it lies more than `margin_s` before onset_c: `(onset_c - t) hop_s >
-margin_s`. So every predicted frame of a class the call never has is early. Over a batch
-the counts are summed (micro), and a class's share is early / predicted frames (0 when
-it has no predicted frame); `overall` pools the counts of every non-background class.
-
-The margin becomes a whole number of frames once, in Python (`margin_frames`), so the
-decision per frame is an integer comparison: the counts are exact int32 and the same on
-every backend, and the shares are correctly rounded float32 quotients of them (exact
-below 2**24 frames per class), also the same on every backend. Pure, jittable (sizes,
-`hop_s` and `margin_s` static) and vmappable. Labels outside [0, num_classes) belong to
-no class, as in `metrics.sequence`; `metrics.checked` makes them an error.
+Specification (definition, edge cases, precision, a worked example): docs/metrics.md,
+"Early question frames". Labels outside [0, num_classes) belong to no class;
+`metrics.checked` makes them an error.
 """
 
 from __future__ import annotations

@@ -1,32 +1,17 @@
 """Sequence-labelling metrics of MultiQT: TIMESTEP and INSTANCE precision / recall / F1.
 
-Definitions: `docs/metrics.md`, section "Sequence labelling". Every function takes
-padded batch-first arrays:
+Entry points: `timestep_prf` and `instance_prf`; for batch-by-batch use their int32
+counts (`timestep_counts`, `instance_counts`, or both from one pass: `sequence_counts`),
+which add with `+` and are scored once at the end by `prf_from_counts`. Inputs are
+padded batch-first arrays: int `[B, T]` pred and gold class ids, bool `[B, T]` mask
+(False marks padding). Pure, jittable (class counts and run lengths static), vmappable.
 
-  pred, gold: int  [B, T]  class ids in [0, num_classes)
-  mask:       bool [B, T]  False marks padding
+    timestep, instance = sequence_counts(pred, gold, mask, num_classes=7)
+    prf_from_counts(timestep), prf_from_counts(instance)
 
-and is pure, jittable (class counts and run lengths are static) and vmappable.
-
-Both metrics reduce to per-class integer counts (`TimestepCounts`, `InstanceCounts`).
-Counts merge by `+` (or `jax.lax.psum` across devices), so a batch-by-batch loop adds
-counts and calls `prf_from_counts` once at the end, with the same result as one call
-on all the data. `sequence_counts` gives both kinds from one pass over the data, in
-about the time of `instance_counts` alone.
-
-How they are computed: the labels are read once, into one small "cell" code per
-timestep (gold and pred class, or invalid). Every count is then a bin of one histogram
-of per-timestep codes (scatter-adds into interleaved tables, `_spread`). Whether an
-instance is found / correct depends on timesteps anywhere in its run; that travels
-along the run as the carry of ordinary integer additions (`_carry_hits`), so nothing
-loops over time and there is no prefix scan. All of it is exact integer arithmetic,
-with the same counts on every backend.
-
-Out-of-range label values (< 0 or >= num_classes) cannot be checked inside `jit`
-without a host round-trip. They match no class: a gold timestep of class c predicted
-as 99 counts as a false negative of c and as nobody's false positive; a run of 99s is
-an instance of no class. Use `metrics.checked` to make them an error instead.
-Counts are int32: exact up to 2**31 - 1 timesteps per class.
+Specification, in docs/metrics.md, "Sequence labelling": the definitions, mergeable
+counts, how the counts are computed, and labels out of range (they match no class;
+`metrics.checked` makes them an error).
 """
 
 from __future__ import annotations

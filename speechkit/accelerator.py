@@ -1,31 +1,18 @@
 """Accelerator settings the project makes for its users: numerics and run-to-run determinism.
 
-Precision policy (a `precision` field of `MultiQTConfig` and `AfKwsConfig`):
+- Precision policy: the `precision` field of `MultiQTConfig` and `AfKwsConfig`, one of
+  `PRECISIONS` ("highest", the default: exact float32 matmuls, so streamed and offline
+  runs agree on every backend). `lax_precision` maps it to a layer's `precision`
+  argument; `precision_scope` also sets `jax.default_matmul_precision` while a model
+  traces, for operations that take no precision argument.
+- Determinism: `configure()`, called by the entry points before jax initialises its
+  backends, adds `--xla_gpu_deterministic_ops=true` to `XLA_FLAGS` unless the user set
+  that flag. `describe()` names the machine for benchmark JSON.
 
-- "highest" (the default): every matmul and convolution of the model in float32
-  (`jax.lax.Precision.HIGHEST`). XLA:CPU always computes float32 exactly, but on a GPU
-  JAX's default float32 matmul is TF32 (10-bit mantissa, relative error ~1e-3) and on a
-  TPU one bfloat16 pass; the whole-sequence call and the block-by-block step multiply
-  in different orders and tile shapes, so their rounding differs and
-  |stream - offline| reached 4e-4 on a GPU. At "highest" both sides are float32 and
-  the streaming contract (stream == offline within 1e-5) holds on every backend.
-- "high" and "default" (JAX's `jax_default_matmul_precision`, TF32 / bfloat16) are for
-  faster training where bit-level agreement with a streamed model does not matter.
-
-`lax_precision` maps a policy to the `precision` argument of a layer, `precision_scope`
-also sets `jax.default_matmul_precision` while a model traces, for the few operations
-inside sequence-layers that take no precision argument.
-
-Determinism: `configure()`, called by the entry points (experiments' `cli_main`, the
-benchmarks) before jax initialises its backends, appends `--xla_gpu_deterministic_ops=true`
-to `XLA_FLAGS` (deterministic scatter and reductions, no run-to-run autotuning choice on
-XLA:GPU; ignored by the CPU and TPU compilers), unless the user has set that flag
-already. `describe()` names the machine for benchmark JSON.
-
-    from speechkit import accelerator
     accelerator.configure()          # first thing in main(), before any jax computation
-    ...
-    payload["machine"] = accelerator.describe()
+
+Specification: docs/gpu.md, "Numerics and determinism", and docs/architecture.md,
+"Precision policy".
 """
 
 from __future__ import annotations

@@ -6,26 +6,11 @@
         archive.check_size("params/w")            # the zip directory agrees with it
         w = archive.read("params/w")              # at most its declared size
 
-NumPy's own `np.load(path, allow_pickle=False)` never runs code, but it believes what a
-file says: a header claiming (2**40, 29) allocates terabytes (a MemoryError), a member
-deflated from a megabyte inflates to gigabytes, a header of another dtype (a string, a
-complex number) comes back as one, and a header's length field of 4 GB is read whole.
-Here nothing is allocated or decompressed before what it takes is known and bounded:
-
-- a file must be a regular file (`regular_file_size`; a link is followed only where
-  the caller allows it);
-- a .npy header is read with at most `HEADER_LIMIT` bytes, its version 1.0 or 2.0 (what
-  `np.save` and `np.savez` write), its dtype one of an allowlist (`DTYPES`: no objects,
-  strings, complex numbers or records) and its sizes non-negative;
-- the data it declares must be exactly what the file holds after the header (a .npy
-  file) or what the zip directory says the member inflates to (an .npz member); an .npz
-  member may be no larger than the archive it is in, and a stored (not deflated) one
-  inflates to what it occupies, so a reader that accepts stored members only reads at
-  most the file's size;
-- the data read must fit in the memory available (`speechkit.checks.require_memory`).
-
+Nothing is allocated or decompressed before its size is known and bounded: regular
+files only, a .npy header of at most `HEADER_LIMIT` bytes, a dtype from `DTYPES`, and
+data that is exactly what the file or the zip directory declares and fits in memory.
 Every problem is an `ArrayFileError` (or the caller's `speechkit.errors.InvalidInput`
-subclass) naming the file, the member and what was expected.
+subclass) naming the file and the member. Specification: docs/speechkit.md, "arrays".
 """
 
 from __future__ import annotations

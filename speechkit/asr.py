@@ -1,24 +1,16 @@
 """Real speech recognition with pocketsphinx (its en-us model ships in the wheel).
 
-- `recognise(waveform, config)`: streaming decoding as a live system does it. A
-  voice-activity endpointer (pocketsphinx's `Endpointer`) cuts the stream into
-  utterances at pauses; each utterance is decoded as its frames arrive, with a partial
-  hypothesis after every frame, and ends when the endpointer hears the pause. Partials
-  and final words come from the same one-pass search (`final_passes=False`), so a word is
-  emitted as soon as it stopped changing: at the first partial from which every later
-  partial of its utterance, and the final result, start with it; at the latest when its
-  utterance ends. Emission lag is therefore bounded by the pause detection and the
-  utterance, not by the call length.
+- `recognise(waveform, config)`: streaming decoding as a live system does it: an
+  endpointer cuts the stream into utterances at pauses, and each word is emitted as soon
+  as it stopped changing, at the latest when its utterance ends.
 - `align(waveform, words, config)`: forced alignment of known text (word start / end).
 - `char_frames(words, num_frames)`: timed words -> a "character temporal softmax"
-  [frames, symbols] at 20 ms (stride 2 against 10 ms audio frames): each word's letters
-  spread over its span, blank elsewhere; `causal=True` places each word at the time the
-  recogniser had emitted it instead, so a frame only holds what was known by then.
-- `emission_report(calls)`: emission lag and causal text coverage of a
-  corpus, for the build reports.
+  [frames, symbols] at 20 ms; `causal=True` places each word at its emission time.
+- `emission_report(calls)`: emission lag and causal text coverage of a corpus, for the
+  build reports.
 
-The recogniser's errors are real: on synthetic speech the general English language
-model gets many words wrong (see `RecogniserConfig.language_model` to use another).
+Specification: docs/architecture.md, "The recogniser and the causal text stream", and
+docs/speechkit.md, "asr".
 """
 
 from __future__ import annotations

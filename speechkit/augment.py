@@ -3,22 +3,10 @@
     masked = spec_augment(features, mask, rng, MaskConfig(freq_masks=2, time_masks=2))
     noisy = mix_noise(features, mask, rng, snr_db=10.0)
 
-`mix_noise` adds white-ish noise in the mel energy domain (features are natural-log mel
-energies, `speechkit.frontend`) at an SNR relative to each example's mean energy over its
-valid frames and bins; CS-KWS training draws it per crop, the studies sweep it at test
-time (`experiments.studies`). It approximates noise added to the waveform: energies add
-in expectation, the cross terms are left out, and the noise is not filtered by the
-channel the stored features went through.
-
-`warp_mel_bands` and `random_eq` change the speaker and the channel rather than add to
-them: a vocal-tract-length perturbation (VTLP, Jaitly & Hinton 2013) moves every
-frequency by a factor, as a longer or shorter vocal tract would, without changing the
-tempo; a random equaliser adds a smooth curve of up to +-`max_db` across the bands.
-
-Bands of mel bins and runs of frames are set to each example's mean log-mel over its
-valid frames (a neutral level, not silence). Widths are drawn uniformly from
-[0, max width] and positions anywhere, per example; 0 masks of a kind draw nothing of
-that kind. Jittable; `rng` is a JAX PRNG key.
+`spec_augment` masks bands of mel bins and runs of frames, `mix_noise` adds noise at an
+SNR in the mel energy domain, and `warp_mel_bands` (VTLP) and `random_eq` change the
+speaker and the channel. Jittable; `rng` is a JAX PRNG key. What each draws and how:
+docs/speechkit.md, "augment".
 """
 
 from __future__ import annotations

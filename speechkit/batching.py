@@ -2,33 +2,16 @@
 masked collation, and a Grain dataset over the plan.
 
     config = BatchingConfig(batch_size=8, num_epochs=2, bucket_window=8, shuffle_batches=True)
-    indices = select(len(source), indices)  # int64 [N] record indices (all when None)
-    steps = plan(indices, config, seed=0, lengths=frames[indices])  # int64 [<= 8] per step
+    steps = plan(select(len(source)), config, seed=0, lengths=frames)  # int64 [<= 8] per step
     fields = {"audio": Field(np.float32, length=1000, mask="audio_mask")}
 
     def load(step, records):  # step: position in the plan; records: its record indices
         return collate([to_example(source[int(i)]) for i in records], fields, rows=8)
 
-    dataset = map_dataset(steps, load)
-    iterator = iter(dataset)  # grain iterator: get_state() / set_state()
+    iterator = iter(map_dataset(steps, load))  # grain iterator: get_state() / set_state()
 
-Epoch plan (`epoch_plan`): the positions 0..N-1 are shuffled with a generator seeded by
-(seed, epoch) when `shuffle`; with length bucketing the epoch is split into
-ceil(N / window) near-equal windows (window = bucket_window * batch_size examples) and
-each window is sorted by length (stable), so a batch holds similar lengths (less
-padding); the order is cut into batches of batch_size (the last one partial, or dropped
-with `drop_remainder`) and, when `shuffle_batches`, the batches are shuffled with the same
-generator. Same seed -> same plan.
-
-Collation (`collate`): B = rows; a field with a `length` becomes [B, length, ...]
-(each example's steps first, then `fill`) with an optional bool [B, length] mask of the
-real steps; a field without one becomes [B, ...] (one value per example). `example_mask`
-bool [B] is False on the filler rows of a partial batch, which hold `fill` throughout.
-
-Buckets (evaluation, `LENGTHS`): a batch padded to its own longest example takes one of
-many lengths, and a jitted model compiles once per length; `bucket_length` rounds a
-length up to one of a few (multiple x 2^k) and `pad_steps` pads a collated batch's step
-fields to it, masked, so a whole split takes a few shapes.
+The plan (shuffling, length bucketing), collation and the evaluation's length buckets
+(`bucket_length`, `pad_steps`): docs/speechkit.md, "batching".
 """
 
 from __future__ import annotations

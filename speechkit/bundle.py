@@ -1,58 +1,17 @@
 """Model bundles: a trained model saved as data only (arrays and JSON), for any task.
 
-A bundle is a folder of two files:
-
-    bundle.json   what the model is: task, format version, the model config, the feature
-                  config (`speechkit.frontend.FeatureConfig`), the label names, the
-                  decoding settings, the training corpus's name, and the parameters'
-                  manifest (every array's tree path, shape and dtype, the file's sha256)
-    params.npz    the parameters: one array per leaf, named by its tree path
-                  ("params/backbone/stem/kernel"), read with `allow_pickle=False`
-
-Why `.npz` and not orbax or pickle: an `.npz` is a zip of `.npy` arrays that NumPy reads
-without running code when pickles are disallowed (an object array raises instead of
-unpickling), it is one file that `speechkit.files.atomic_path` writes atomically, and any
-NumPy reads it, without orbax's directory layout, async writers or a template to restore
-into. The JSON is read with `speechkit.files.load_json` (at most `files.JSON_LIMIT`
-bytes), holds this format's fields only (an unknown one is refused by name, as in
-export.json), and is rebuilt into dataclasses field by field from
-their type hints (`speechkit.dataclass_json.from_dict`; a field marked
-`OPTIONAL` was added after bundles were written); no name in a bundle is ever
-imported or called. Loading a bundle someone sent is therefore safe: a pickle in it
-fails, and a crafted JSON value is only a value that is checked and refused.
-
-Both files must be regular files in the folder: a link (which could lead anywhere, to
-/proc/self/pagemap, say, hashed forever), a FIFO or a device is refused before it is
-opened. Nor can a bundle make loading hang or exhaust memory: every size in its configs is
-bounded by what it implies (the configs' own checks with `speechkit.checks`: at most
-`speechkit.checks.MAX_CONTEXT_S` of audio per output, parameters that fit in memory),
-the arrays bundle.json lists must fit in memory and number what the config's model has,
-and each member of params.npz (its .npy header and its uncompressed size in the zip
-directory) must be the array bundle.json lists before any array is decompressed, so a
-zip bomb or a header claiming terabytes is refused having read a few hundred bytes
-(`speechkit.arrays`, the reader of every .npy and .npz someone sends).
-Parameters must be finite (a NaN would silently detect nothing).
-
-The task packages hold the task parts (`cskws_jax.bundle`, `multiqt_jax.bundle`): they
-pass their config classes and the parameter shapes their model expects, and `load`
-checks every part against them. Every problem is a `BundleError` that names the file
-and the field:
+A bundle is a folder of bundle.json (task, format version, model and feature configs,
+labels, decoding settings, corpus, and the parameters' manifest) and params.npz (one
+array per parameter, named by its tree path). `save` writes one; `load` reads one back
+and checks every part against the task's `TaskFormat` (`cskws_jax.bundle`,
+`multiqt_jax.bundle`), migrating older formats in memory (`MIGRATIONS`). Loading a
+bundle someone sent runs no code from it and stays within bounded memory. Every problem
+is a `BundleError` naming the file and the field:
 
     bundle/bundle.json: task: expected 'cskws', got 'multiqt' (a bundle of another task)
-    bundle/params.npz: params/heatmap/kernel: shape (8, 4); the config expects (8, 21)
 
-`save` writes `params.npz` first and `bundle.json` last, each atomically; the JSON holds
-the sha256 of the arrays it was written with, so a folder whose two files come from
-different saves is refused too.
-
-Bundles keep loading (docs/architecture.md, "Compatibility"): a field added to a config
-is `OPTIONAL`, its default what older bundles meant; a change that cannot be said that
-way raises `FORMAT_VERSION` (and the package version, with a CHANGELOG.md entry) and adds
-a step to `MIGRATIONS`, which `load` applies to an older bundle.json in memory, version
-by version, before reading it. A bundle of a newer format than this code reads is
-refused with the versions and what to do (upgrade), as is one older than the oldest step.
-tests/speechkit/test_frozen_files.py keeps bundles of today's format, frozen, loading and
-giving the same outputs.
+Specification: docs/architecture.md, "Data contracts" (model bundles), "Compatibility"
+and "Inputs from others"; why .npz, and the write order: docs/speechkit.md, "bundle".
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
 """Argument checks with errors that name what is wrong, for configs and functions.
 
-Each check takes `name`, what to call the value in the error ("Config.field" for a
-dataclass field, the argument's name otherwise), raises TypeError for a value of the
-wrong kind and ValueError for one out of range, and returns the value in a plain form
-(a Python int or tuple, an array's shape):
-
     def __post_init__(self):  # of a frozen dataclass BaselineConfig
         checks.require_number("BaselineConfig.window_s", self.window_s, above=0)
     # ValueError: BaselineConfig.window_s: expected > 0, got -1.0
 
-The array checks read only shapes and dtypes (never values), so they also run on traced
-arrays inside `jax.jit`.
-
-Size fields (channels, kernels, dilations, blocks, delays, FFT sizes) are bounded by what
-they imply rather than by caps of their own: the audio one output depends on
-(`MAX_CONTEXT_S`, with `receptive_field` of a convolution stack and `require_context`)
-and the memory the arrays they make would take (`require_memory` against
-`available_memory`). So a config read from a file someone sent (a model bundle) with
-`dilation: 1000000` or `fft_size: 1e10` is refused in microseconds, naming the field,
-instead of building a model that hangs or exhausts memory:
-
-    checks.require_context("AfKwsConfig.delay", 10**9 * 4, 0.01, "the look-ahead")
-    # ValueError: AfKwsConfig.delay: the look-ahead spans 4e+07 s of audio
-    # (4,000,000,000 frames of 10 ms); at most 60 s (speechkit.checks.MAX_CONTEXT_S)
+Each check takes `name` for the error, raises TypeError for a value of the wrong kind
+and ValueError for one out of range, and returns the value in a plain form. The array
+checks read only shapes and dtypes, so they also run on traced arrays. Size fields are
+bounded by what they imply (`MAX_CONTEXT_S` of audio, `require_memory`), so a crafted
+config is refused in microseconds. Specification: docs/speechkit.md, "checks".
 """
 
 from __future__ import annotations

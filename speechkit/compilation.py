@@ -1,28 +1,17 @@
 """Compiling less: JAX's persistent compilation cache for every entry point, and a count
 of what a run compiled.
 
-Every command of the project (the experiments, detect, track, export, evaluate,
-build_data) calls `enable_cache()` before its first jitted call, so a program compiled
-once on this machine is read back by every later run that needs it (a rerun of the
-main job, the studies' variants, the tests' fixtures). A cached executable is the one
-XLA would build again: no number changes.
+`enable_cache()`, called by every command before its first jitted call, lets later runs
+read back a program compiled once on this machine (a cached executable is the one XLA
+would build again). `Counter` counts the programs compiled, or read from the cache:
 
-Where it lives: `$JAX_COMPILATION_CACHE_DIR` when set, else
-`$XDG_CACHE_HOME/speech-tracking-jax/jax` (by default
-`~/.cache/speech-tracking-jax/jax`). Programs that compile in under
-`MIN_COMPILE_SECONDS` (or `$JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`, jax's own
-variable, when set) are not written. Off for one run:
-`JAX_ENABLE_COMPILATION_CACHE=false`; cleared: `make clean-cache` (deletes the folder;
-safe at any time, the next run compiles again).
-
-`Counter` counts the programs compiled (or read from the cache) while it is open, from
-jax's monitoring events, with their seconds:
-
-    from speechkit import compilation
     compilation.enable_cache()
     with compilation.Counter() as counted:
         train_and_score()
     print(counted.summary())   # "12 programs in 48.0 s (3 from the cache); slowest: ..."
+
+Where the cache lives, what is written, how to turn it off or clear it:
+docs/architecture.md, "How a run flows" ("Compiling once").
 """
 
 from __future__ import annotations

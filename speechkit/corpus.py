@@ -2,25 +2,12 @@
 
     items = render_cached(render_one, jobs, cache_dir, "synthetic_kws/quick", types=(Item,))
 
-`render_one(job)` must be a module-level function (it runs in worker processes) and
-return an item made of NumPy arrays and scalars, str, int, float, bool, None, tuples,
-lists, dicts and the dataclasses named in `types` (the item's own type first); an
-item's `stage_seconds` dict (if it has one) is summed into the progress report. Each item
-is written to `<cache_dir>/item-<index>.npz` atomically, so an interrupted build resumes
-where it stopped and a finished one is only read. Workers come from multiprocessing's
-forkserver: like spawn, it imports the caller's `__main__` module, so call this from a
-CLI or a test, not from an unguarded script body.
-
-A cache item is data only, so a data folder someone shared or replaced files in cannot
-run code: an uncompressed `.npz` whose `.npy` members are the item's arrays (read without
-pickle: an object array is refused) and whose member `item` (UTF-8 JSON bytes) describes
-the rest, naming a dataclass by its type's name; only the dataclasses in `types` are
-rebuilt, each field checked against its annotation. A cache item that cannot be read
-back (truncated, not an npz, a pickle, a compressed member or one shorter or longer than
-its header says, a type or a field that does not fit) is rendered again, with a line on
-stderr naming the file and what is wrong with it. Items of older caches
-(`item-<index>.pkl`, pickles) are never opened: those items are rendered again, beside
-them.
+`render_one(job)` must be a module-level function (it runs in forkserver workers: call
+this from a CLI or a test) returning NumPy arrays, plain Python values and the
+dataclasses named in `types`. Each item is written atomically to a data-only .npz of its
+own, so an interrupted build resumes and a cache someone shared cannot run code; an item
+that cannot be read back is rendered again. The item rules and the cache format:
+docs/speechkit.md, "corpus".
 """
 
 from __future__ import annotations

@@ -5,19 +5,10 @@ the files the project reads back (bundle.json: `speechkit.bundle`; export.json:
     config = from_dict(AfKwsConfig, manifest["model_config"], "model_config")
     config = from_dict(AfKwsConfig, section, "config.model", defaults=True, positional=True)
 
-`from_dict` builds `cls(**values)` safely: `values` must hold only fields of the dataclass
-`cls`, each converted by its field's type hint (int, float, bool, str, None, `X | None`,
-`tuple[X, ...]`, fixed tuples, nested dataclasses) and nothing else accepted; no name in
-the values is imported or called, so a crafted value is only a value that is checked and
-refused. Every error (a TypeError or ValueError, the dataclass's own checks' included)
-names `where` and the field's path, e.g. "model_config.stages[1].stride: expected an int,
-got '2'"; an int too large for a float is a ValueError naming its field.
-
-Which fields may be missing is the caller's choice: by default (a file's section) only a
-field marked `OPTIONAL` in its metadata (one added after files were written) takes its
-default; with `defaults=True` (a config section) any field with a default does.
-`positional=True` also takes a nested dataclass as a sequence of its fields in order (a
-config's `stages = ((32, 2, 1, 1), ...)`).
+No name in the values is imported or called, and every error names `where` and the
+field's path ("model_config.stages[1].stride: expected an int, got '2'"). A field marked
+`OPTIONAL` (added after files were written) may be missing. The types accepted and the
+options: docs/speechkit.md, "dataclass_json".
 """
 
 from __future__ import annotations

@@ -3,17 +3,10 @@
 Every error about something a user gives the toolkit (an audio file, a bundle or export
 folder, a data folder, an annotation, a cache item, an argument) is an `InvalidInput`
 whose message names the file, field or argument and says what was expected. Commands
-turn it into one line on stderr and an exit status, never a traceback:
-
-    EXIT_OK (0)            success
-    EXIT_SOME_INPUTS (1)   an input of several was bad: the first stopped the run, or
-                           `--keep-going` skipped and listed them
-    EXIT_USAGE (2)         bad arguments, or an invalid model folder, config or corpus
-    EXIT_INTERRUPTED (130) Ctrl-C (128 + SIGINT, as a shell reports it)
-    EXIT_BROKEN_PIPE (141) the reader of standard output went away (`| head`; 128 +
-                           SIGPIPE), not a bad input
-
-Any other exception is a bug and keeps its traceback.
+turn it into one line on stderr and an exit status, never a traceback: `EXIT_OK` (0),
+`EXIT_SOME_INPUTS` (1), `EXIT_USAGE` (2), `EXIT_INTERRUPTED` (130) and
+`EXIT_BROKEN_PIPE` (141). Any other exception is a bug and keeps its traceback. What
+each status means: docs/usage.md, "Bundles".
 """
 
 from __future__ import annotations

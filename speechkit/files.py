@@ -1,27 +1,15 @@
 """Files written atomically, so that a killed run leaves the old file or none, never a
-part of one.
+part of one; and `load_json`, the one bounded reader of JSON that someone else sent.
 
     with files.atomic_path("out/report.wav") as temporary:   # any writer taking a path
         soundfile.write(temporary, samples, 16000)
     with files.atomic_open("out/table.txt") as out:          # a file object
         out.write(text)
     files.write_json("out/results.json", payload)
-    files.save_figure(figure, "out/curve.png", dpi=120)      # a matplotlib figure
-    files.save_npz("out/arrays.npz", a=a, b=b)               # np.savez
-    payload = files.read_json("out/results.json")            # None if there is none
     payload = files.load_json("their/labels.json")           # bounded; a named error
-    files.sha256("out/results.json")                         # hex digest of its bytes
-    files.stem_clash(["c1.flac", "c1.wav"])    # ("c1.flac", "c1.wav"): one recording twice
 
-The temporary file sits beside the target (same file system, so the final rename is
-atomic), keeps its suffix (writers that infer the format from the name still can), and
-is removed if writing fails.
-
-`load_json` is the one reader of JSON that someone else sent (labels, annotations,
-bundle.json, export.json): regular files only, at most `JSON_LIMIT` bytes (Python's
-parser holds 12-25x a file's size while it reads), and every problem, nesting deeper
-than the parser recurses and integers longer than Python converts included, is a
-`JsonFileError` naming the file.
+Also `save_figure`, `save_npz`, `read_json`, `sha256` and `stem_clash`. Where the
+temporary file goes, and `load_json`'s bounds: docs/speechkit.md, "files".
 """
 
 from __future__ import annotations

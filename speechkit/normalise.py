@@ -1,30 +1,16 @@
 """Causal per-band normalisation of log-mel features, whole or block by block.
 
-A model that sees absolute log-mel levels learns its training channel's and speakers'
-spectral balance with the words; normalising each band by a running estimate of its own
-level removes that balance. Every kind here is causal (frame t uses frames <= t only),
-so a streaming model can run it with a carried state:
-
-    "none"  the features as they are
-    "cmn"   x_t - m_t                      (cepstral-style mean normalisation, per band)
-    "cmvn"  (x_t - m_t) / sqrt(v_t + 1e-3) (and variance)
-    "pcen"  (e_t / (M_t + 1e-6)^0.98 + 2)^0.5 - 2^0.5, e_t = exp(x_t)
-            (per-channel energy normalisation, Wang et al. 2017, with its fixed constants)
-
-where m_t is the running mean of x, v_t that of x^2 minus m_t^2, M_t that of the
-energy exp(x). A
-running mean y_t = y_{t-1} + w_t (z_t - y_{t-1}) weighs valid frame t by
-w_t = max(1 / n_t, hop_s / time_s), n_t the valid frames seen so far (this one
-included): a plain mean over the first time_s / hop_s frames, then an exponential one
-with time constant `time_s`. Invalid frames leave the state as it is (and come out as
-they went in; callers mask them).
+Normalising each band by a running estimate of its own level removes the training
+channel's and speakers' spectral balance. The kinds (`KINDS`) are "none", "cmn" (mean),
+"cmvn" (mean and variance) and "pcen" (per-channel energy normalisation). Every kind is
+causal, so a streaming model runs it with a carried state, and stepping blocks of any
+length from `initial_state` gives the values of one call over the whole sequence.
 
     config = NormaliseConfig("cmvn", time_s=2.0)
     state = initial_state(config, batch_size, bands)
-    out, state = normalise_features(config, features, mask, state, hop_s=0.01)   # any block length
+    out, state = normalise_features(config, features, mask, state, hop_s=0.01)
 
-Stepping blocks of any length from `initial_state` gives the same values as one call
-over the whole sequence (a sequential scan in the same order either way).
+The formulas and the running means: docs/speechkit.md, "normalise".
 """
 
 from __future__ import annotations

@@ -7,31 +7,10 @@ when read, run by onnxruntime.
     module = onnx_export.read(data, "step.onnx", signature)  # checked, then a session
     outputs = module.call(block=block, mask=mask, state=module.initial_state(1))
 
-A `Signature` names a module's arguments and results (pytrees of
-`jax.ShapeDtypeStruct`; sizes may be symbolic: `b` the batch, `t` a forward's output
-frames); the graph's inputs and outputs are their leaves, named by their path
-(`speechkit.onnx_lower.leaf_names`: `state.3`, `inputs.audio`, `heads.heatmap`). A step
-takes its state as the list `state` and returns it as `new_state`; the state before a
-stream's first block is all zeros (`Module.initial_state`).
-
 An ONNX file from someone else runs no code of theirs and asks for bounded memory:
-`check_model` refuses, before a session exists, a model whose bytes are not ONNX, with
-tensors stored outside the file (external data: a path the runtime would open), local
-functions, training parts, an operator domain other than ONNX's own or an opset other
-than `speechkit.onnx_lower.OPSET`, an operator off `ALLOWED_OPS` (what the lowering
-emits: no control flow but Scan, no custom operators), inputs and outputs other than the
-signature's, a graph `onnx.checker` refuses, a file over `MAX_FILE_BYTES`, a stored
-tensor of more than `MAX_ELEMENTS`, a tensor that ONNX's shape inference finds to hold
-more than `MAX_ELEMENTS` at the signature's sizes (symbolic ones at `REFERENCE_SIZES`),
-a Scan nested deeper than `MAX_SCAN_DEPTH` or whose trip count inference cannot find,
-or Scans that run their bodies more than `MAX_SCAN_TRIPS` times together (nested ones
-multiplied) at those sizes. Each refusal is a
-`speechkit.bundle.BundleError` naming the file and what it found. Sizes that inference
-cannot find are bounded when the module runs: every session allocates from one arena of
-`MAX_BYTES` and an allocation past it fails the call with an error (`Module.call` raises
-it as a `BundleError`) instead of taking the machine's memory. onnxruntime folds what
-is computed from constants alone while it creates the session, outside that arena, so
-every such tensor must have a size inference finds (`_check_sizes`).
+`check_model` refuses a file that could do otherwise before a session exists, and every
+session allocates from one capped arena. The checks: docs/usage.md, "Export"; the
+signature, the state and the size bounds: docs/speechkit.md, "onnx_export".
 """
 
 from __future__ import annotations

@@ -5,25 +5,11 @@ initializers.
     model = onnx_lower.lower(fn, {"features": spec, "mask": mask_spec}, ("heads", "out_mask"))
     onnx.save(model, "forward.onnx")   # onnxruntime runs it: speechkit.onnx_export
 
-`fn(**arguments)` takes the named arguments, pytrees of `jax.ShapeDtypeStruct` whose
-sizes may be symbolic (`jax.export.symbolic_shape`: `b`, `t`, `4*t`, ...), and returns a
-tuple of pytrees named by `output_names`. The graph's inputs and outputs are the leaves,
-named by their path in the pytree (`leaf_names`: `state.3`, `inputs.audio`); a symbolic
-size becomes a named dimension of the graph (`dim_param`), and a size computed from one
-(`4*t + 8`, a reshape's or a broadcast's target) is computed in the graph from the input
-shapes: each symbolic variable must be some input size, alone or times a constant. A
-computed size is read from its written form (`str(size)`, the syntax that
-`jax.export.symbolic_shape` parses and jax's serialized exports store), not through
-jax's private evaluator.
-
-Why not jax2onnx (the package that does this in general): its 0.17.1 traces the sizes
-of the arguments as values, so sequence-layers' layers (which check their sizes in
-Python) do not trace at all; docs/models.md ("ONNX") has the spike. This lowering covers
-what the project's models, front end and peak decoding use (`LOWERINGS`, plus the call
-primitives whose bodies it inlines and `scan`, which becomes an ONNX Scan); anything else
-is a `NotImplementedError` naming the primitive and where it was called from. A complex
-value exists only between an `fft` (real to complex, lowered to ONNX's DFT) and the `abs`
-that takes its magnitude: the front end's |STFT|.
+Sizes may be symbolic (`b`, `t`, `4*t`) and stay symbolic in the graph; inputs and
+outputs are named by their path in the pytrees (`leaf_names`). A primitive without a
+lowering is a `NotImplementedError` naming it. The contract of `lower`:
+docs/speechkit.md, "onnx_lower"; how the lowering works and why not jax2onnx:
+docs/models.md, "ONNX".
 """
 
 from __future__ import annotations

@@ -1,23 +1,16 @@
 """Rooms and microphones for synthetic speech: reverberation and colouring (NumPy, seeded).
 
-`draw_room` draws a room as a `RoomConfig` says: a shoebox simulated with the
-image-source method of pyroomacoustics (a drawn RT60, size and talker-microphone
-distance), or one of a folder of measured impulse responses. `reverberate` puts a
-waveform through its impulse response without shifting it in time (the direct path
-lands where the dry sound was) and keeps its length and level. `microphone_colour`
-gives a waveform the frequency response of a random device: a high-pass and a few
-peaking / shelving filters. Every random choice comes from the `np.random.Generator`
-passed in. Waveforms are float32 [samples] in [-1, 1].
+`draw_room` draws a simulated shoebox or a measured impulse response as a `RoomConfig`
+says, `reverberate` puts a waveform through it without shifting it in time, and
+`microphone_colour` gives a waveform a random device's frequency response. Every random
+choice comes from the `np.random.Generator` passed in; waveforms are float32 [samples]
+in [-1, 1]. Details: docs/speechkit.md, "rooms".
 
     >>> import numpy as np
     >>> from speechkit import rooms
-    >>> rng = np.random.default_rng(0)
-    >>> rir = rooms.room_impulse_response(rng, rooms.RoomConfig(), 16_000)
+    >>> rir = rooms.room_impulse_response(np.random.default_rng(0), rooms.RoomConfig(), 16_000)
     >>> float(rir[rooms.direct_path(rir)])
     1.0
-    >>> clean = np.sin(np.arange(16_000) / 5).astype(np.float32)
-    >>> rooms.reverberate(clean, rir).shape, rooms.microphone_colour(rng, clean, 16_000).dtype
-    ((16000,), dtype('float32'))
 """
 
 from __future__ import annotations

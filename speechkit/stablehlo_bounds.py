@@ -4,16 +4,12 @@
 
 A module is a program: a forged one could loop for ever or ask for more memory than the
 machine has. `check_bounds` refuses, statically and before anything is compiled: calls
-that recurse; an array of more than `MAX_ARRAY_BYTES`; then, at `REFERENCE_SIZES` (the
-module lowered for its first platform and its symbolic sizes refined by jax, as a call
-does), sizes still unknown, arrays over `MAX_ARRAY_BYTES` or together over
-`MAX_VALUES_BYTES`, a `stablehlo.while` whose trip count cannot be read from its form
-(`counter < constant`, the counter up by 1), a loop inside an op that runs its body per
-element, and loops that together (nested ones multiplied) run more than
-`MAX_LOOP_TRIPS` times. Each refusal is a `BundleError` naming the file, the op or array
-and the bound. The bounds hold at the reference sizes; they do not bound the time one op
-takes, prove that a module computes the model its export.json describes, or sandbox it
-(docs/architecture.md, "Inputs from others").
+that recurse; at `REFERENCE_SIZES`, arrays over `MAX_ARRAY_BYTES` or together over
+`MAX_VALUES_BYTES`; a `stablehlo.while` whose trip count cannot be read from its form;
+and loops that together (nested ones multiplied) run more than `MAX_LOOP_TRIPS` times.
+Each refusal is a `BundleError` naming the file, the op or array and the bound. The
+bounds and what they do not promise: docs/usage.md, "Export", and docs/speechkit.md,
+"stablehlo_bounds".
 """
 
 from __future__ import annotations

@@ -1,30 +1,18 @@
 """The streaming protocol of the project's models, the spec they declare, one jitted
 block runner and the contract check.
 
-A streaming model is a flax module with four methods:
-
-    spec = net.bind({}).streaming_spec()                  # StreamingSpec, from its layers
-    outputs, out_mask = net.apply(params, inputs, mask)   # whole sequences
-    state = net.apply(params, batch_size, method=net.initial_state)
-    outputs, out_mask, state = net.apply(params, inputs, mask, state, method=net.step)
-
-`inputs` maps each input's name to float [B, T_name, F_name] at that input's frame rate
-(`spec.inputs[name].hop_s`); `mask` maps the same names to bool [B, T_name] (True on real
-frames; None: all real). `outputs` maps names to arrays [B, To, ...] at one output clock
-(`spec.output_hop_s`), with `out_mask` bool [B, To]. A step's block holds
-n * `spec.inputs[name].block` frames of every input and yields n output frames; output
-frame j of a stream describes output position j - `spec.output_latency` (the model's
-look-ahead). Models may take extra per-stream arguments after `mask` (whole call) and
-after `state` (step), e.g. MultiQT's `present`.
-
-The contract, checked by `check_contract`: over any partition of a stream into blocks, the
-steps' outputs, concatenated, with the first `output_latency` dropped, equal the
-whole-sequence outputs where `out_mask` is True, and the masks are equal.
+A streaming model is a flax module with a `streaming_spec()` (a `StreamingSpec`), a
+whole-sequence call, and `initial_state` and `step` methods that stream block by block.
+`check_contract` checks that the steps' outputs, concatenated and shifted by the
+model's look-ahead, equal the whole-sequence outputs. `BlockRunner` runs a step:
 
     runner = BlockRunner.for_model(net, params, block_outputs=5)
     state = runner.initial_state(batch_size)
     outputs, out_mask, state = runner.step(block_inputs, block_mask, state)   # live use
     outputs, out_mask = runner.run(inputs, mask)      # a whole stream, one lax.scan in jit
+
+Specification (methods, shapes, clocks, look-ahead, the contract): docs/architecture.md,
+"Streaming contract".
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """Speech synthesis with Festival, an optional engine from Debian packages.
 
-Festival is not pip-installable:
-
     sudo apt-get install festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts
 
-gives the `festival` binary and the three voices of `VOICES` (two diphone voices at
-16 kHz, an HTS voice at 32 kHz). The module imports without it; `available()` says
-whether it is here, and `require()` (called by `synthesize`) raises a RuntimeError that
-says what to install. The pip-installable engines of `speechkit.tts` (espeak-ng, Piper)
-work without it.
-
-`synthesize(text, voice)` runs one `festival -b` process on a small Scheme script (in a
-temporary directory, removed afterwards) and returns the waveform at Festival's native
-rate with one (word, start_s, end_s) per word of Festival's Word relation, its words as
-Festival has them: numbers and abbreviations expanded ("25" -> "twenty", "five";
-"Dr." -> "doctor"), the caller maps them to the text's words. A word starts at the end
-of the segment before its first segment (so a pause before it is not part of it) and
-ends at its last segment's end (Festival's `word_end`). Festival reads bytes, not
-Unicode: the text is folded to ASCII first (accents dropped, typographic quotes and
-dashes made plain, other characters made spaces).
-
-Festival is deterministic: the same text, voice and stretch give the same samples.
+gives the `festival` binary and the three voices of `VOICES`. The module imports without
+it; `available()` says whether it is here, and `require()` (called by `synthesize`)
+raises a RuntimeError that says what to install. `synthesize(text, voice)` returns the
+waveform at Festival's native rate and one (word, start_s, end_s) per word, as Festival
+spells them. Words, timings and text: docs/speechkit.md, "tts.festival".
 
     >>> from speechkit.tts import festival
     >>> wave, rate, words = festival.synthesize("Where are you calling from?", "kal_diphone")

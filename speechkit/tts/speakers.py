@@ -1,21 +1,12 @@
 """The speaker stage: one engine voice made into many speakers, per utterance.
 
-`SpeakerShift` is one utterance's drawn speaker: a formant shift (the vocal-tract length
-factor), a new pitch median and pitch range, and a duration factor (tempo).
-`apply_shift` makes it with Praat's "Change gender" (PSOLA resynthesis, through
-`praat-parselmouth`, GPL-3.0-or-later like the synthesisers, so in the `synth` extra):
-the formants are scaled by `formant`, the pitch contour is moved to `pitch_median_hz`
-with its excursions around the median scaled by `pitch_range`, and every moment of the
-utterance is stretched by `duration`, so word timings scale by the same factor.
-`SpeakerStage` holds the uniform ranges `draw_shift` draws from (pitch log-uniformly)
-and those of Piper's own variation (`speechkit.tts.voices.draw_speaker` draws them).
-
-The shift is part of the speaker's name (`speaker_suffix`, parsed back by
-`parse_shift`), so corpus records keep the drawn parameters in their speaker field and
-build reports can give the speaker distribution of every split.
-
-Utterances with too little voicing for a pitch median (whispered voices) keep their
-pitch: only their formants and duration change.
+`SpeakerShift` is one utterance's drawn speaker: a formant shift, a pitch median and
+range, and a duration factor. `draw_shift` draws it from a `SpeakerStage`'s ranges, and
+`apply_shift` makes it with Praat's "Change gender" (PSOLA resynthesis); word timings
+scale with the duration. The shift is part of the speaker's name (`speaker_suffix`,
+parsed back by `parse_shift`), so corpus records keep it and build reports can give the
+speaker distribution of every split. The ranges: docs/corpora.md; how the shift is made:
+docs/speechkit.md, "tts.speakers".
 """
 
 from __future__ import annotations
