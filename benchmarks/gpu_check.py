@@ -37,7 +37,7 @@ TEST_GROUPS = (
         "tests/cskws_jax/test_model.py",
         "tests/cskws_jax/test_streaming.py",
         "tests/cskws_jax/test_targets_losses_decode.py",
-        "tests/speechkit/test_ctc.py",
+        "tests/ctc_jax/test_model.py",
         "tests/benchmarks/test_gpu_check.py",
     ),
     ("tests/metrics",),
@@ -51,9 +51,9 @@ CHECKED_MODULES = (
     "cskws_jax.model",
     "cskws_jax.streaming",
     "cskws_jax.train",
-    "speechkit.ctc.model",
-    "speechkit.ctc.train",
-    "speechkit.ctc.bundle",
+    "ctc_jax.model",
+    "ctc_jax.train",
+    "ctc_jax.bundle",
     "experiments.folds",
     "benchmarks.train",
     "benchmarks.streaming",
@@ -195,15 +195,15 @@ def afkws_contract(precision: str, seconds: float) -> dict:
 
 
 def ctc_contract(config_name: str, precision: str, seconds: float) -> float:
-    """max |stream - offline| of the CTC recogniser's logits (`speechkit.ctc.model`'s
+    """max |stream - offline| of the CTC recogniser's logits (`ctc_jax.model`'s
     default or FULL config) over a random stream, 40 ms blocks."""
     import dataclasses
 
     import jax
     import numpy as np
 
+    from ctc_jax import model
     from speechkit import streaming
-    from speechkit.ctc import model
 
     base = model.FULL if config_name == "full" else model.CtcConfig()
     net = model.CtcRecogniser(dataclasses.replace(base, precision=precision))

@@ -40,6 +40,7 @@ SOURCE_PARTS = (
     "requirements.lock",
     "speechkit",
     "cskws_jax",
+    "ctc_jax",
     "multiqt_jax",
     "metrics",
     "experiments",

@@ -27,9 +27,19 @@ import numpy as np
 
 from cskws_jax import export, models
 from cskws_jax.streaming import StreamDetector
-from speechkit import audio_io, compilation, export_format, files, frontend, progress, stream_inputs
+from speechkit import (
+    audio_io,
+    compilation,
+    export_format,
+    files,
+    frontend,
+    progress,
+    stream_cli,
+    stream_inputs,
+)
 from speechkit.bundle import Bundle, BundleError, model_code
-from speechkit.stream_inputs import InputError, Output, block_outputs
+from speechkit.stream_cli import Output, block_outputs
+from speechkit.stream_inputs import InputError
 
 FIELDS = ("file", "keyword", "label", "start", "end", "score", "emitted")
 DEFAULT_BLOCK_MS = 200.0
@@ -77,7 +87,7 @@ def from_export(path, block_ms: float | None, min_score: float | None):
     if "step" not in modules:
         raise BundleError(f"{Path(path) / export_format.MANIFEST}: modules: no 'step'")
     exported = modules["step"]
-    stream_inputs.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
+    stream_cli.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
 
     def model_step(inputs, mask, state):
         return exported.call(inputs["audio"], mask["audio"], state)
@@ -100,7 +110,7 @@ def from_onnx(path, block_ms: float | None, min_score: float | None):
     block and its peak threshold are fixed at export time, so `block_ms` and `min_score`
     must be None or those."""
     info, outputs, modules, facts = export.read_folder(path, backend="onnx")
-    stream_inputs.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
+    stream_cli.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
     if min_score is not None and min_score != info.decoding.min_score:
         raise InputError(
             f"--min-score: {min_score:g}; the ONNX detector in {path} decides peaks from "
@@ -115,7 +125,7 @@ def load(
     """For an export folder (with export.json) `from_export` (backend "jax") or
     `from_onnx` ("onnx"), else `from_bundle` (a bundle runs with jax only)."""
     if not export_format.is_folder(path):
-        stream_inputs.require_export(path, backend, "cskws")
+        stream_cli.require_export(path, backend, "cskws")
         return from_bundle(path, block_ms, min_score)
     if backend == "onnx":
         return from_onnx(path, block_ms, min_score)
@@ -165,7 +175,7 @@ class KeywordStream:
         total = max(1, -(-(outputs + self.detector.spec.output_latency) // self.block_outputs))
         found = []
         while self.blocks < total:
-            block, mask = stream_inputs.padded_block(self._buffer, self.block)
+            block, mask = stream_cli.padded_block(self._buffer, self.block)
             self._buffer = self._buffer[:0]
             found += self._step(block, mask)
         return found
@@ -213,7 +223,7 @@ class KeywordStream:
 
 def output(form: str, stream) -> Output:
     """Detections written to `stream` as a table, JSON lines, CSV, an event list or an
-    Audacity label track (`speechkit.stream_inputs.Output`), a line as soon as
+    Audacity label track (`speechkit.stream_cli.Output`), a line as soon as
     a detection is decided."""
     return Output(
         form,
@@ -239,7 +249,7 @@ def detect_stream(
     with each detection as it is decided (those below their keyword's `thresholds`, when
     given, dropped); returns the number of detections."""
     stream = KeywordStream(detector, info.labels, refractory_s, thresholds)
-    return stream_inputs.stream_items(chunks, feature_stream(detector, info), stream, emit)
+    return stream_cli.stream_items(chunks, feature_stream(detector, info), stream, emit)
 
 
 def feature_stream(detector, info) -> frontend.FeatureStream:
@@ -318,34 +328,34 @@ def describe_point(info, point) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    prog = stream_inputs.command_name("cskws_jax.detect")
+    prog = stream_cli.command_name("cskws_jax.detect")
     exporter = "stj-export" if prog.startswith("stj-") else "python -m cskws_jax.export"
-    parse = stream_inputs.stream_parser(
+    parse = stream_cli.stream_parser(
         prog,
         "Detect keywords in audio with a trained AF-KWS bundle or export, streamed\n"
         "block by block; each detection is printed when the detector decides it.",
         f"Example: {prog} --model afkws-top20 calls/ --fa-per-hour 5 --format jsonl\n"
-        f"Microphone: {stream_inputs.MICROPHONE} | {prog} MODEL -\n"
+        f"Microphone: {stream_cli.MICROPHONE} | {prog} MODEL -\n"
         f"Exported ({exporter} BUNDLE OUT_DIR): {prog} OUT_DIR AUDIO...",
         "input",
     )
-    stream_inputs.add_stream_arguments(
+    stream_cli.add_stream_arguments(
         parse,
         "bundle or export folder",
         "audio",
         "detector",
     )
-    stream_inputs.add_shipped_argument(parse, models.CATALOGUE)
+    stream_cli.add_shipped_argument(parse, models.CATALOGUE)
     parse.add_argument(
         "--refractory-s",
-        type=stream_inputs.number(0),
+        type=stream_cli.number(0),
         default=0.0,
         metavar="S",
         help="drop a keyword's detection within S seconds of its last one (default 0)",
     )
     parse.add_argument(
         "--min-score",
-        type=stream_inputs.number(0, 1),
+        type=stream_cli.number(0, 1),
         default=None,
         metavar="P",
         help="peak threshold in [0, 1] (default: the model's)",
@@ -353,7 +363,7 @@ def parser() -> argparse.ArgumentParser:
     point = parse.add_mutually_exclusive_group()
     point.add_argument(
         "--fa-per-hour",
-        type=stream_inputs.number(0, above=True),
+        type=stream_cli.number(0, above=True),
         default=None,
         metavar="B",
         help="the model's operating point for B false alarms per hour (default: its middle)",
@@ -361,7 +371,7 @@ def parser() -> argparse.ArgumentParser:
     point.add_argument(
         "--all-peaks", action="store_true", help="every decided peak: raw scores, no threshold"
     )
-    stream_inputs.add_run_arguments(parse, "inputs", "no progress or notes on stderr")
+    stream_cli.add_run_arguments(parse, "inputs", "no progress or notes on stderr")
     parse.epilog = shipped_models_text() + parse.epilog
     return parse
 
@@ -383,26 +393,26 @@ def shipped_models_text() -> str:
 
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
-    listed = stream_inputs.listed_devices(argv)
+    listed = stream_cli.listed_devices(argv)
     if listed is not None:
         return listed
     args = parser().parse_intermixed_args(argv)  # files after options too (nargs="*")
     progress.quiet(args.quiet)
     compilation.enable_cache()
     try:
-        stream_inputs.shipped_model(args, models.CATALOGUE, "audio")
-        inputs = stream_inputs.stream_inputs_of(args, "audio")
+        stream_cli.shipped_model(args, models.CATALOGUE, "audio")
+        inputs = stream_cli.stream_inputs_of(args, "audio")
         detector, info = load(args.model, args.block_ms, args.min_score, args.backend)
         point = operating_point(info, args.fa_per_hour, args.all_peaks)  # before any audio
     except (BundleError, InputError) as err:
-        stream_inputs.print_error(err)
+        stream_cli.print_error(err)
         return 2
     if not args.quiet:
         print(describe_point(info, point), file=sys.stderr)
     thresholds = None if point is None else point.thresholds
     out = output(args.format, sys.stdout)
     out.header()
-    return stream_inputs.run_all(
+    return stream_cli.run_all(
         inputs,
         lambda name: run_input(name, detector, info, args, out, thresholds),
         args,
@@ -412,4 +422,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(stream_inputs.main_in_pipe(main))
+    sys.exit(stream_cli.main_in_pipe(main))

@@ -25,7 +25,7 @@ stage drew (`speechkit.tts.speaker_distribution`) and aligned share; for calls w
 each call labels first and when (`first_class_report`),
 and its synthesis speed on this machine (`synthesis_speed`); for `recogniser` per split
 hours, utterances, speakers per engine, characters and words
-(`multiqt_jax.datasets.recogniser_speech.corpus_report`).
+(`ctc_jax.datasets.recogniser_speech.corpus_report`).
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ import numpy as np
 
 from cskws_jax.datasets import synthetic_kws
 from cskws_jax.datasets import text as kws_text
+from ctc_jax.datasets import recogniser_speech
 from multiqt_jax import labels
-from multiqt_jax.datasets import recogniser_speech, synthetic_calls
+from multiqt_jax.datasets import synthetic_calls
 from multiqt_jax.datasets.features import FEATURES, NUM_FOLDS, recognised_words
 from speechkit import asr, compilation, error_rates, files, prepared, progress, tts
 from speechkit.corpus import speaker_engine

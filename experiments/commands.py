@@ -40,16 +40,16 @@ EXPORTS = {"cskws": "cskws_jax.export", "multiqt": "multiqt_jax.export"}
 
 def detect() -> int:
     from cskws_jax import detect as command
-    from speechkit import stream_inputs
+    from speechkit import stream_cli
 
-    return stream_inputs.main_in_pipe(command.main)
+    return stream_cli.main_in_pipe(command.main)
 
 
 def track() -> int:
     from multiqt_jax import track as command
-    from speechkit import stream_inputs
+    from speechkit import stream_cli
 
-    return stream_inputs.main_in_pipe(command.main)
+    return stream_cli.main_in_pipe(command.main)
 
 
 EXPORT_USAGE = """usage: stj-export BUNDLE OUT_DIR [--block-outputs N] [--platforms cpu,cuda]

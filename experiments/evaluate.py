@@ -33,6 +33,7 @@ from cskws_jax import operating_points
 from cskws_jax import train as kws_train
 from cskws_jax.datasets import folder_kws, keyword_free, libritop20, synthetic_kws  # noqa: F401
 from cskws_jax.datasets.features import FEATURES as KWS_FEATURES
+from ctc_jax import bundle as ctc_bundle
 from experiments import common, evals, multiqt
 from experiments.scoring import calls
 from experiments.scoring import keywords as kws_scoring
@@ -43,7 +44,6 @@ from multiqt_jax.datasets.features import FEATURES as CALL_FEATURES
 from multiqt_jax.datasets.features import NUM_FOLDS
 from speechkit import batching, errors, files, prepared
 from speechkit.bundle import MANIFEST, BundleError
-from speechkit.ctc import bundle as ctc_bundle
 
 KEYWORD_POLICIES = ("shared", "strict")
 CROSS_VALIDATED_SPLIT = "train"  # the call corpora's split that experiments.multiqt folds

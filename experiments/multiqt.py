@@ -50,6 +50,8 @@ import ml_collections
 import numpy as np
 from jax.experimental import multihost_utils
 
+from ctc_jax import bundle as ctc_bundle
+from ctc_jax.recognise import Recogniser, cached_outputs, features_digest
 from experiments import common, evals, folds, training
 from experiments.evaluators import transcription
 from experiments.scoring import calls
@@ -63,11 +65,9 @@ from multiqt_jax.datasets.features import (
     spoken_words,
 )
 from speechkit import augment, batching, checks, errors, files, prepared, tts
-from speechkit.ctc import bundle as ctc_bundle
-from speechkit.ctc.recognise import Recogniser, cached_outputs, features_digest
 from speechkit.optim import OptimizerConfig, TrainState
 
-CTC = "ctc"  # config.text_recogniser: speechkit.ctc's recogniser (config.ctc_bundle)
+CTC = "ctc"  # config.text_recogniser: ctc_jax's recogniser (config.ctc_bundle)
 CTC_POSTERIORS = "ctc_posteriors"  # the same recogniser's 20 ms character posteriors
 CTC_TEXT = (CTC, CTC_POSTERIORS)  # the text_recogniser values that run config.ctc_bundle
 TRAINED_FOLDS = "trained_folds"  # a summary's fold ids, where config.folds chose some
@@ -139,7 +139,7 @@ def ctc_text(source, corpus: str, split: str, data_dir: str, recogniser: str, po
 
 def ctc_cache_path(data_dir, corpus: str, split: str, calls: str, recogniser: str, kind: str):
     """Where `ctc_text` keeps a recogniser's outputs ("ctc_words" or "ctc_posteriors") for
-    the calls of digest `calls` (`speechkit.ctc.recognise.features_digest`): beside the
+    the calls of digest `calls` (`ctc_jax.recognise.features_digest`): beside the
     dataset's configs, named by the split and both digests."""
     dataset = corpus.split("/")[0]
     return os.path.join(data_dir, dataset, kind, f"{split}-{calls[:16]}-{recogniser[:12]}.npz")
@@ -148,7 +148,7 @@ def ctc_cache_path(data_dir, corpus: str, split: str, calls: str, recogniser: st
 def _ctc_outputs(loaded: Recogniser, features: dict, paths: tuple, what: str):
     """(words, posteriors or None) of the recogniser for the calls' `features` {call id:
     [frames, 40]}, cached at `paths` (words path, posteriors path or None;
-    `speechkit.ctc.recognise.cached_outputs`; process 0 writes them, the others wait)."""
+    `ctc_jax.recognise.cached_outputs`; process 0 writes them, the others wait)."""
     found = None
     if jax.process_index() == 0:
         found = cached_outputs(loaded, features, *paths)
@@ -177,7 +177,7 @@ def text_scores(source) -> dict | None:
 @functools.cache
 def ctc_recogniser(path: str) -> Recogniser:
     """The CTC recogniser bundle at `path` ("": the shipped one,
-    `speechkit.ctc.bundle.SHIPPED`), loaded once per process."""
+    `ctc_jax.bundle.SHIPPED`), loaded once per process."""
     return Recogniser.load(os.path.expanduser(path or ctc_bundle.SHIPPED))
 
 

@@ -3,29 +3,29 @@ r"""The streaming character CTC recogniser: train it, score it, bundle it.
     python -m experiments.recogniser --config=experiments/configs/recogniser.py:quick \
         --workdir=/tmp/recogniser
 
-Trains `speechkit.ctc.model.CtcRecogniser` on the train split of `config.dataset` (a
+Trains `ctc_jax.model.CtcRecogniser` on the train split of `config.dataset` (a
 `recogniser_speech` corpus, built first when missing) with the one training loop
 (`experiments.training.run_loop`: checkpoints, resume after a kill with the same
-batches), then decodes greedily and causally (`speechkit.ctc.decode`) and scores with
+batches), then decodes greedily and causally (`ctc_jax.decode`) and scores with
 `experiments.evaluators.transcription`: the corpus's validation split, and every split
 of `config.evals` (by default the MultiQT calls, in-engine and held-out engine), where
 pocketsphinx's words on the same audio (the records' `asr_*` fields, emitted as a live
 system has them) are scored the same way beside it. Beside greedy decoding ("ctc"), the
-causal prefix beam search (`speechkit.ctc.beam`, `config.beam`) with a word n-gram model
+causal prefix beam search (`ctc_jax.beam`, `config.beam`) with a word n-gram model
 (`config.word_lm`) trained by `speechkit.lm.train_arpa` on the train split's transcripts
 only (never an evaluated sentence) is scored as "ctc_beam". Writes `WORKDIR/results.json`
 (CER, WER, emission lag median / p90 per split and recogniser, the streaming real-time
 factor, the training hours), `WORKDIR/curves.jsonl`, checkpoints, the trained model as a
-bundle (`WORKDIR/bundle`, `speechkit.ctc.bundle`) and the word model beside it
+bundle (`WORKDIR/bundle`, `ctc_jax.bundle`) and the word model beside it
 (`WORKDIR/words.arpa`: the bundle's format is unchanged).
 
 A trained bundle is scored without training with `--config.score_bundle=PATH` (e.g.
-speechkit/ctc/models/quick): its word model comes from `config.dataset`'s training
+ctc_jax/models/quick): its word model comes from `config.dataset`'s training
 transcripts, drawn without audio as the builder draws them when that corpus is not
 built, and it is scored on the validation split (when built) and on `config.evals`:
 
     python -m experiments.recogniser --config=experiments/configs/recogniser.py:quick \
-        --config.score_bundle=speechkit/ctc/models/quick --workdir=/tmp/recogniser-beam
+        --config.score_bundle=ctc_jax/models/quick --workdir=/tmp/recogniser-beam
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ import jax
 import ml_collections
 import numpy as np
 
+from ctc_jax import beam, bundle, decode, input_pipeline, model, train
+from ctc_jax.recognise import Recogniser
 from experiments import common, evals, training
 from experiments.evaluators import transcription
 from speechkit import asr, augment, files, lm, prepared, streaming
-from speechkit.ctc import beam, bundle, decode, input_pipeline, model, train
-from speechkit.ctc.recognise import Recogniser
 from speechkit.optim import OptimizerConfig
 
 log = common.logger("recogniser")
@@ -54,7 +54,7 @@ def load_corpus(config) -> dict:
     data_dir = common.data_dir(config)
     name = config.dataset
     if config.build_missing and name.startswith("recogniser_speech/"):
-        from multiqt_jax.datasets import recogniser_speech
+        from ctc_jax.datasets import recogniser_speech
 
         builder = recogniser_speech.RecogniserSpeech(
             config=name.split("/", 1)[1], data_dir=data_dir, file_format="array_record"
@@ -151,7 +151,7 @@ def _example(said, greedy: decode.Transcript, searched: decode.Transcript | None
 
 
 def beam_transcripts(recogniser: Recogniser, features, config, word_model) -> list:
-    """`speechkit.ctc.beam.transcribe` of each recording (`config.beam`, the word model)."""
+    """`ctc_jax.beam.transcribe` of each recording (`config.beam`, the word model)."""
     settings = common.build(beam.BeamConfig, config.beam, "config.beam")
     hop_s = recogniser.net.config.output_hop_s
     log_probs = recogniser.log_probabilities(
@@ -168,7 +168,7 @@ def training_sentences(config, train_source=None) -> list[list[str]]:
         return [
             input_pipeline.record_text(train_source[i]).split() for i in range(len(train_source))
         ]
-    from multiqt_jax.datasets import recogniser_speech
+    from ctc_jax.datasets import recogniser_speech
 
     builder, _, name = config.dataset.partition("/")
     corpus = recogniser_speech.RecogniserSpeech.builder_configs.get(name)

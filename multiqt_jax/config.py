@@ -164,7 +164,7 @@ class TrackingConfig:
     the model was scored with; `min_frames` 1: raw labels, also for bundles saved before
     it was stored). `text_recogniser` names the recogniser whose words the model was
     trained on: "" the corpus's (pocketsphinx; also for bundles saved before it was
-    stored), "ctc" a `speechkit.ctc` recogniser ("ctc_posteriors": its character
+    stored), "ctc" a `ctc_jax` recogniser ("ctc_posteriors": its character
     posteriors), or a pocketsphinx variant's name
     (`multiqt_jax.datasets.render.RECOGNISER_VARIANTS`); `multiqt_jax.track` says when a
     call's words come from another kind."""

@@ -37,11 +37,13 @@ from speechkit import (
     frontend,
     onnx_export,
     progress,
+    stream_cli,
     stream_inputs,
     streaming,
 )
 from speechkit.bundle import FULL_INSTALL, Bundle, BundleError, model_code
-from speechkit.stream_inputs import STDIN, InputError, Output, block_outputs
+from speechkit.stream_cli import Output, block_outputs
+from speechkit.stream_inputs import STDIN, InputError
 
 FIELDS = ("file", "label", "class_id", "start", "end", "emitted")
 ASR_CHOICES = ("none", "pocketsphinx", "ctc")
@@ -141,7 +143,7 @@ def from_export(path, block_ms: float | None) -> StreamModel:
     if "step" not in modules:
         raise BundleError(f"{Path(path) / export_format.MANIFEST}: modules: no 'step'")
     exported = modules["step"]
-    stream_inputs.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
+    stream_cli.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
     initial_state = functools.partial(export.initial_state, exported, 1)
     return StreamModel(jax.jit(exported.call), initial_state, info, outputs, facts.spec)
 
@@ -150,7 +152,7 @@ def from_onnx(path, block_ms: float | None) -> StreamModel:
     """The ONNX step and front end of an export folder, run by onnxruntime; its block is
     fixed at export time, as `from_export`'s."""
     info, outputs, modules, facts = export.read_folder(path, backend="onnx")
-    stream_inputs.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
+    stream_cli.check_export_block(path, facts.spec.output_hop_s, outputs, block_ms)
     module = modules["step"]
 
     def step(inputs, mask, present, state):
@@ -165,7 +167,7 @@ def load(path, block_ms: float | None, backend: str = "jax") -> StreamModel:
     """For an export folder (with export.json) `from_export` (backend "jax") or
     `from_onnx` ("onnx"), else `from_bundle` (a bundle runs with jax only)."""
     if not export_format.is_folder(path):
-        stream_inputs.require_export(path, backend, "multiqt")
+        stream_cli.require_export(path, backend, "multiqt")
         return from_bundle(path, block_ms)
     if backend == "onnx":
         return from_onnx(path, block_ms)
@@ -183,7 +185,7 @@ class TextSource:
     posteriors_file: str | None = None  # a posteriors .npy for the one call (--posteriors)
     recogniser: str = "none"  # "pocketsphinx" or "ctc": recognise each call
     missing: bool = False  # mark the text missing (present = False)
-    ctc_bundle: str | None = None  # the speechkit.ctc recogniser of recogniser "ctc"
+    ctc_bundle: str | None = None  # the ctc_jax recogniser of recogniser "ctc"
     ctc_posteriors: bool = False  # "ctc" gives its character posteriors, not its words
 
 
@@ -253,16 +255,16 @@ def text_code():
 
 
 def _ctc_code():
-    """(speechkit.ctc.bundle, speechkit.ctc.recognise.Recogniser): the recogniser's
+    """(ctc_jax.bundle, ctc_jax.recognise.Recogniser): the recogniser's
     model code (the full install; a BundleError saying so in the light one)."""
     what = "--asr ctc: the recogniser"
-    bundle = model_code("speechkit.ctc.bundle", what)
-    return bundle, model_code("speechkit.ctc.recognise", what).Recogniser
+    bundle = model_code("ctc_jax.bundle", what)
+    return bundle, model_code("ctc_jax.recognise", what).Recogniser
 
 
 @functools.cache
 def _ctc_recogniser(path: str):
-    """The `speechkit.ctc.recognise.Recogniser` of a recogniser bundle folder."""
+    """The `ctc_jax.recognise.Recogniser` of a recogniser bundle folder."""
     return _ctc_code()[1].load(path)
 
 
@@ -357,7 +359,7 @@ class CallStream:
         tracker, closed = self.tracker, []
         total = max(1, -(-self._output_frames() // tracker.block_outputs))
         while self.blocks < total:
-            block, mask = stream_inputs.padded_block(self._buffer, tracker.audio_block)
+            block, mask = stream_cli.padded_block(self._buffer, tracker.audio_block)
             self._buffer = self._buffer[:0]
             closed += self._step(block, mask)
         hop_s = self.tracker.info.features.hop_s
@@ -407,7 +409,7 @@ class CallStream:
 
 def output(form: str, stream) -> Output:
     """Segments written to `stream` as a table, JSON lines, CSV, an event list or an
-    Audacity label track (`speechkit.stream_inputs.Output`), a line as soon as a
+    Audacity label track (`speechkit.stream_cli.Output`), a line as soon as a
     segment closes."""
     return Output(
         form,
@@ -426,7 +428,7 @@ def track_stream(chunks, stream: CallStream, emit) -> int:
     """Streams sample chunks through the front end and `stream`, calling `emit` with
     each segment as it closes; returns the number of segments."""
     frontend_stream = stream.tracker.feature_stream()
-    return stream_inputs.stream_items(chunks, frontend_stream, stream, emit)
+    return stream_cli.stream_items(chunks, frontend_stream, stream, emit)
 
 
 def run_input(name: str, tracker: StreamModel, args, out: Output) -> tuple[int, float]:
@@ -469,24 +471,24 @@ def text_source(args, tracker: StreamModel) -> TextSource:
 
 
 def parser() -> argparse.ArgumentParser:
-    prog = stream_inputs.command_name("multiqt_jax.track")
-    parse = stream_inputs.stream_parser(
+    prog = stream_cli.command_name("multiqt_jax.track")
+    parse = stream_cli.stream_parser(
         prog,
         "Track questions (or symptoms) in calls with a MultiQT bundle or export,\n"
         "streamed block by block; each segment is printed when it closes.",
         f"Example: {prog} --model multiqt-questions --asr ctc calls/\n"
-        f"Microphone (audio-only model): {stream_inputs.MICROPHONE} | {prog} MODEL -\n"
+        f"Microphone (audio-only model): {stream_cli.MICROPHONE} | {prog} MODEL -\n"
         "A text model's text: --asr, --words, --posteriors, <call>.npy or .json beside the "
         "call, or --no-text.",
         "call",
     )
-    stream_inputs.add_stream_arguments(
+    stream_cli.add_stream_arguments(
         parse,
         "bundle or export folder",
         "calls",
         "model",
     )
-    stream_inputs.add_shipped_argument(parse, models.CATALOGUE)
+    stream_cli.add_shipped_argument(parse, models.CATALOGUE)
     text = parse.add_mutually_exclusive_group()
     text.add_argument(
         "--asr",
@@ -504,12 +506,12 @@ def parser() -> argparse.ArgumentParser:
     text.add_argument("--no-text", action="store_true", help="mark the text missing")
     parse.add_argument(
         "--smoothing-frames",
-        type=stream_inputs.number(1, integer=True),
+        type=stream_cli.number(1, integer=True),
         default=None,
         metavar="K",
         help="frames a class holds to switch (1: raw; default: the model's)",
     )
-    stream_inputs.add_run_arguments(parse, "calls", "no progress or notes on stderr")
+    stream_cli.add_run_arguments(parse, "calls", "no progress or notes on stderr")
     return parse
 
 
@@ -565,25 +567,25 @@ def _notes(args, tracker: StreamModel) -> list[str]:
 
 def main(argv=None) -> int:
     """The command line (see the module docstring) -> the exit status."""
-    listed = stream_inputs.listed_devices(argv)
+    listed = stream_cli.listed_devices(argv)
     if listed is not None:
         return listed
     args = parser().parse_intermixed_args(argv)  # files after options too (nargs="*")
     progress.quiet(args.quiet)
     compilation.enable_cache()
     try:
-        stream_inputs.shipped_model(args, models.CATALOGUE, "calls")
-        args.inputs = stream_inputs.stream_inputs_of(args, "calls")
+        stream_cli.shipped_model(args, models.CATALOGUE, "calls")
+        args.inputs = stream_cli.stream_inputs_of(args, "calls")
         tracker = load(args.model, args.block_ms, args.backend)
         _check_text_arguments(args, tracker)
     except (BundleError, InputError) as err:
-        stream_inputs.print_error(err)
+        stream_cli.print_error(err)
         return 2
     for note in _notes(args, tracker):
         print(note, file=sys.stderr)
     out = output(args.format, sys.stdout)
     out.header()
-    return stream_inputs.run_all(
+    return stream_cli.run_all(
         args.inputs,
         lambda name: run_input(name, tracker, args, out),
         args,
@@ -593,4 +595,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(stream_inputs.main_in_pipe(main))
+    sys.exit(stream_cli.main_in_pipe(main))

@@ -5,7 +5,7 @@ shipped trigram model.
 weights, so each history's probabilities sum to 1) from tokenised sentences and writes it
 as ARPA text, which pocketsphinx loads as `RecogniserConfig.language_model`. `read_arpa`
 reads any ARPA file (bounded by `ARPA_LIMIT`) as an `NgramModel`, the word model of
-`speechkit.ctc.beam` (docs/models.md).
+`ctc_jax.beam` (docs/models.md).
 
 `sample_words` draws a sentence word by word from pocketsphinx's shipped en-us trigram
 model (`shipped_model_paths`, `model_and_vocabulary`); a caller may reshape each step's

@@ -11,8 +11,8 @@ functions open only the project's corpora (its registered builders and configs, 
 folder one of them wrote), and first check every prepared version of the corpus in
 `data_dir`: its `features.json` may name only TFDS's own feature classes (so nothing
 else is imported), its `dataset_info.json` must be the builder's (`name`, and a
-`moduleName` of the project), and every JSON file there is read with
-`files.load_json`'s bounds.
+`moduleName` of the project: the builder's module, or one it moved from, its
+`FORMER_MODULES`), and every JSON file there is read with `files.load_json`'s bounds.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import tensorflow_datasets as tfds
 
 from speechkit import errors, files
 
-PROJECT_PACKAGES = ("cskws_jax", "multiqt_jax", "speechkit")
+PROJECT_PACKAGES = ("cskws_jax", "ctc_jax", "multiqt_jax", "speechkit")
 """The packages whose TFDS builders the toolkit opens by name."""
 
 METADATA_FILES = ("features.json", "dataset_info.json", "metadata.json")
@@ -65,9 +65,15 @@ def check(name: str, data_dir: str | None) -> None:
             f"{name}: {builder_name} has no config {config!r} ({_some(cls.builder_configs)}), "
             f"and {data_dir} holds no corpus of that name"
         )
-    module = cls.__module__ if cls is not None else None
+    modules = builder_modules(cls) if cls is not None else None
     for version_dir in versions:
-        check_version_folder(version_dir, builder_name, module)
+        check_version_folder(version_dir, builder_name, modules)
+
+
+def builder_modules(cls: type) -> tuple[str, ...]:
+    """The modules whose prepared corpora the builder `cls` reads: its own, then those
+    it moved from (its `FORMER_MODULES`), which the corpora prepared before a move name."""
+    return (cls.__module__, *getattr(cls, "FORMER_MODULES", ()))
 
 
 def _prepared_versions(folder: str) -> list[str]:
@@ -85,9 +91,9 @@ def _some(names, shown: int = 6) -> str:
     return "its configs: " + ", ".join(names[:shown]) + more
 
 
-def check_version_folder(folder: str, builder_name: str, module: str | None) -> None:
+def check_version_folder(folder: str, builder_name: str, modules: tuple[str, ...] | None) -> None:
     """One prepared version (`<data_dir>/<builder>/<config>/<version>`) checked: written
-    by `module` (None: by a module of the project's packages)."""
+    by one of `modules` (None: by a module of the project's packages)."""
     for name in METADATA_FILES:
         path = os.path.join(folder, name)
         if os.path.lexists(path):
@@ -95,7 +101,7 @@ def check_version_folder(folder: str, builder_name: str, module: str | None) -> 
             if name == "features.json":
                 check_feature_classes(path, payload)
             elif name == "dataset_info.json":
-                _check_identity(path, payload, builder_name, module)
+                _check_identity(path, payload, builder_name, modules)
 
 
 def check_feature_classes(path: str, payload) -> None:
@@ -136,7 +142,7 @@ def _class_names(value, where: str):
             stack.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
 
 
-def _check_identity(path: str, payload, builder_name: str, module: str | None) -> None:
+def _check_identity(path: str, payload, builder_name: str, modules: tuple[str, ...] | None) -> None:
     if not isinstance(payload, dict):
         raise PreparedCorpusError(f"{path}: expected a JSON object, got {type(payload).__name__}")
     if payload.get("name") != builder_name:
@@ -145,12 +151,16 @@ def _check_identity(path: str, payload, builder_name: str, module: str | None) -
         )
     written_by = payload.get("moduleName")
     ours = isinstance(written_by, str) and (
-        written_by == module
-        if module is not None
+        written_by in modules
+        if modules is not None
         else written_by.startswith(tuple(p + "." for p in PROJECT_PACKAGES))
     )
     if not ours:
-        expected = repr(module) if module else f"a module of {', '.join(PROJECT_PACKAGES)}"
+        expected = (
+            " or ".join(map(repr, modules))
+            if modules
+            else f"a module of {', '.join(PROJECT_PACKAGES)}"
+        )
         raise PreparedCorpusError(
             f"{path}: moduleName: {written_by!r:.80}, expected {expected} (the builder that "
             "wrote this folder)"

@@ -8,20 +8,10 @@ rather than pulled: the streaming APIs' audio path (`cskws_jax.api.Detector`,
         for block in blocks.push(chunk): ...  # float32 [3200]: mono, at 16 kHz
     for block in blocks.close(): ...          # the rest: whole blocks, a shorter last one
 
-    stream = ItemStream(blocks, start)        # start() -> (front end, item stream)
-    for chunk in chunks:
-        for item in stream.accept(chunk): ...
-    for item in stream.close(): ...
-
-For any partition of a recording into chunks, the blocks concatenate to the samples the
-command lines read from the same audio in a file (`speechkit.audio_io.read_audio_blocks`:
-channels averaged in float32, resampled by `speechkit.dsp.resample`), sample for
-sample, and they are cut as the command lines cut them (`speechkit.stream_inputs.file_chunks`):
-so the items are the commands' items. Resampling holds back at most
-`speechkit.dsp.StreamResampler.held_back` input samples (none at the model's rate);
-`close` flushes them. The APIs also find their model here (`model_folder`: a folder, or
-a shipped model's name) and name their own arguments in the errors the command lines'
-code raises (`arguments_named`: "--block-ms: ..." -> "block_ms: ...").
+Over any partition into chunks, the blocks are those the command lines cut from a file
+of the same audio, so the items (`ItemStream`) are the commands' items. The chunks and
+resampling: docs/api.md, "Chunks and sample rates"; `ItemStream`, `model_folder` and
+`arguments_named`: docs/speechkit.md, "stream_resample".
 """
 
 from __future__ import annotations
@@ -140,7 +130,7 @@ class ChunkBlocks:
 
 class ItemStream:
     """Chunks in, items out as they are decided: the push-style twin of
-    `speechkit.stream_inputs.stream_items`. `start()` returns a new stream's front end
+    `speechkit.stream_cli.stream_items`. `start()` returns a new stream's front end
     (`push(samples)` -> frames float32 [n, F], e.g. `speechkit.frontend.FeatureStream`)
     and item stream (`push(frames)` and `close()` -> lists of items); `accept` passes a
     chunk's blocks (`ChunkBlocks`) through both, `close` flushes them and starts a new

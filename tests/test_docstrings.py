@@ -23,7 +23,8 @@ import pathlib
 import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGES = ("metrics", "speechkit", "multiqt_jax", "cskws_jax", "experiments", "benchmarks")
+TASKS = ("multiqt_jax", "cskws_jax", "ctc_jax")
+PACKAGES = ("metrics", "speechkit", *TASKS, "experiments", "benchmarks")
 REFERENCE = re.compile(r"`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\([^`]*\))?`")
 
 

@@ -2,12 +2,20 @@
 nothing is imported, so the check costs milliseconds and sees imports inside functions.
 
     metrics                      imports no other project package
-    speechkit                    imports neither task package, nor experiments / benchmarks
-    multiqt_jax, cskws_jax       never import each other, nor experiments / benchmarks
+    speechkit                    imports no task package, nor experiments / benchmarks
+    ctc_jax                      the CTC recogniser: imports no other task package, save
+                                 that its corpora (ctc_jax.datasets) are drawn from
+                                 MultiQT's calls and import multiqt_jax.datasets alone
+    multiqt_jax                  may import ctc_jax (the text modality reads the
+                                 recogniser's outputs), not its corpora nor cskws_jax
+    cskws_jax                    imports no other task package
+    (the three task packages)    import neither experiments nor benchmarks
     experiments, benchmarks      may import everything below them
 
-and inside each package no modules import each other in a circle, imports inside
-functions included: deferring an import hides a cycle from Python, not from readers.
+so the imports between multiqt_jax and ctc_jax close no circle: ctc_jax's corpora read
+multiqt_jax's corpora, multiqt_jax reads ctc_jax's recogniser, which reads neither.
+Inside each package no modules import each other in a circle, imports inside functions
+included: deferring an import hides a cycle from Python, not from readers.
 """
 
 from __future__ import annotations
@@ -17,24 +25,32 @@ import collections
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGES = ("metrics", "speechkit", "multiqt_jax", "cskws_jax", "experiments", "benchmarks")
+TASKS = ("multiqt_jax", "cskws_jax", "ctc_jax")
+PACKAGES = ("metrics", "speechkit", *TASKS, "experiments", "benchmarks")
 TOP = ("experiments", "benchmarks")
-# package -> the project packages its modules may not import
+# part (a package or a subpackage; a module follows the longest part that holds it) ->
+# the project modules its modules may not import, each with everything under it
 FORBIDDEN: dict[str, frozenset[str]] = {
     "metrics": frozenset(PACKAGES) - {"metrics"},
-    "speechkit": frozenset({"multiqt_jax", "cskws_jax", *TOP}),
-    "multiqt_jax": frozenset({"cskws_jax", *TOP}),
-    "cskws_jax": frozenset({"multiqt_jax", *TOP}),
+    "speechkit": frozenset({*TASKS, *TOP}),
+    "multiqt_jax": frozenset({"cskws_jax", "ctc_jax.datasets", *TOP}),
+    "cskws_jax": frozenset({"multiqt_jax", "ctc_jax", *TOP}),
+    "ctc_jax": frozenset({"multiqt_jax", "cskws_jax", *TOP}),
+    "ctc_jax.datasets": frozenset({"multiqt_jax", "cskws_jax", *TOP}),
 }
+# part -> the modules under a forbidden one that it may import all the same
+EXCEPTIONS: dict[str, frozenset[str]] = {"ctc_jax.datasets": frozenset({"multiqt_jax.datasets"})}
 
 
 def imported_modules(tree: ast.AST, module: str):
-    """(line, dotted name as written, absolute dotted name) of every import in a module's
-    tree; relative imports are resolved against `module` (its own dotted name)."""
+    """(line, dotted name as written, absolute dotted name, the absolute names it
+    imports) of every import in a module's tree: `import a.b` imports a.b, `from a import
+    b, c` a.b and a.c (modules or names in a); relative imports are resolved against
+    `module` (its own dotted name)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield node.lineno, f"import {alias.name}", alias.name
+                yield node.lineno, f"import {alias.name}", alias.name, (alias.name,)
         elif isinstance(node, ast.ImportFrom):
             dots = "." * node.level
             written = f"from {dots}{node.module or ''} import " + ", ".join(
@@ -45,7 +61,8 @@ def imported_modules(tree: ast.AST, module: str):
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            yield node.lineno, written, target
+            names = tuple(f"{target}.{alias.name}" for alias in node.names)
+            yield node.lineno, written, target, names
 
 
 def module_names(relative: pathlib.Path) -> tuple[str, str]:
@@ -58,24 +75,39 @@ def module_names(relative: pathlib.Path) -> tuple[str, str]:
     return ".".join(parts), ".".join(parts)
 
 
+def _under(name: str, prefixes) -> str | None:
+    """The first of `prefixes` (by name) that is `name` or a package holding it."""
+    return next((p for p in sorted(prefixes) if name == p or name.startswith(p + ".")), None)
+
+
+def part_of(module: str) -> str:
+    """The part of FORBIDDEN whose rules `module` follows: the longest that holds it."""
+    return max((p for p in FORBIDDEN if _under(module, (p,))), key=len)
+
+
 def layering_violations(root: pathlib.Path) -> list[str]:
-    """'path:line: `import ...` (package may not import other)' for every import under
-    `root` that breaks FORBIDDEN; paths relative to `root`."""
+    """'path:line: `import ...` (part may not import other)' for every import under
+    `root` that breaks FORBIDDEN (EXCEPTIONS aside); paths relative to `root`."""
     found = []
-    for package, forbidden in FORBIDDEN.items():
+    for package in (p for p in FORBIDDEN if "." not in p):
         for path in sorted((root / package).rglob("*.py")):
             relative = path.relative_to(root)
             tree = ast.parse(path.read_text(), filename=str(path))
-            for line, written, target in imported_modules(tree, module_names(relative)[1]):
-                top = target.split(".")[0]
-                if top in forbidden:
-                    found.append(f"{relative}:{line}: `{written}` ({package} may not import {top})")
+            module, resolve_as = module_names(relative)
+            part = part_of(module)
+            forbidden, allowed = FORBIDDEN[part], EXCEPTIONS.get(part, ())
+            for line, written, _, names in imported_modules(tree, resolve_as):
+                crossed = (_under(n, forbidden) for n in names if not _under(n, allowed))
+                other = next((f for f in crossed if f), None)
+                if other:
+                    found.append(f"{relative}:{line}: `{written}` ({part} may not import {other})")
     return found
 
 
 def test_the_packages_import_only_the_layers_below_them():
-    for package in FORBIDDEN:
-        assert (ROOT / package / "__init__.py").exists(), f"{package}: package not found"
+    for part in FORBIDDEN:
+        folder = ROOT.joinpath(*part.split("."))
+        assert (folder / "__init__.py").exists(), f"{part}: package not found"
     violations = layering_violations(ROOT)
     assert not violations, "imports across the layers:\n" + "\n".join(violations)
 
@@ -116,16 +148,50 @@ def test_relative_imports_are_resolved(source_tree):
     ]
 
 
+def test_the_recogniser_and_multiqt_read_each_other_one_part_each_way(source_tree):
+    """ctc_jax's corpora may read multiqt_jax's (and nothing else of it), its recogniser
+    nothing of multiqt_jax; multiqt_jax may read the recogniser, never its corpora."""
+    files = {
+        "ctc_jax/datasets/speech.py": (
+            "from multiqt_jax.datasets import dialogue, render\n"
+            "from multiqt_jax import datasets\n"
+            "from ctc_jax import symbols\n"
+            "from multiqt_jax import labels\n"
+            "import cskws_jax.datasets.text\n"
+        ),
+        "ctc_jax/model.py": (
+            "from speechkit import asr\nfrom multiqt_jax.datasets import dialogue\n"
+        ),
+        "multiqt_jax/track.py": (
+            "from ctc_jax import bundle\nfrom ctc_jax.recognise import Recogniser\n"
+            "def f():\n    from ctc_jax import datasets\n"
+            "    from ctc_jax.datasets.recogniser_text import transcript\n"
+        ),
+        "cskws_jax/x.py": "import ctc_jax.decode\n",
+        "speechkit/x.py": "from ctc_jax import symbols\n",
+    }
+    tmp_path = source_tree(files, PACKAGES)
+    assert layering_violations(tmp_path) == [
+        "speechkit/x.py:1: `from ctc_jax import symbols` (speechkit may not import ctc_jax)",
+        "multiqt_jax/track.py:4: `from ctc_jax import datasets` "
+        "(multiqt_jax may not import ctc_jax.datasets)",
+        "multiqt_jax/track.py:5: `from ctc_jax.datasets.recogniser_text import transcript` "
+        "(multiqt_jax may not import ctc_jax.datasets)",
+        "cskws_jax/x.py:1: `import ctc_jax.decode` (cskws_jax may not import ctc_jax)",
+        "ctc_jax/datasets/speech.py:4: `from multiqt_jax import labels` "
+        "(ctc_jax.datasets may not import multiqt_jax)",
+        "ctc_jax/datasets/speech.py:5: `import cskws_jax.datasets.text` "
+        "(ctc_jax.datasets may not import cskws_jax)",
+        "ctc_jax/model.py:2: `from multiqt_jax.datasets import dialogue` "
+        "(ctc_jax may not import multiqt_jax)",
+    ]
+
+
 def imported_names(tree: ast.AST, module: str):
     """(line, absolute dotted name) of everything a module's tree imports, inside
-    functions too: `import a.b` gives a.b, `from a import b, c` gives a.b and a.c
-    (modules or names in a); relative imports resolved against `module`."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from ((node.lineno, alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            _, _, target = next(imported_modules(node, module))
-            yield from ((node.lineno, f"{target}.{alias.name}") for alias in node.names)
+    functions too (`imported_modules`' names)."""
+    for line, _, _, names in imported_modules(tree, module):
+        yield from ((line, name) for name in names)
 
 
 def import_graph(root: pathlib.Path, package: str) -> dict[str, dict[str, str]]:

@@ -56,11 +56,11 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.text_words = "recognised"
     # Another recogniser's words instead of the corpus's (recognised words only): a name
     # of multiqt_jax.datasets.render.RECOGNISER_VARIANTS, or "ctc": the causal character
-    # recogniser of speechkit.ctc, the bundle folder `ctc_bundle`, or "ctc_posteriors":
+    # recogniser of ctc_jax, the bundle folder `ctc_bundle`, or "ctc_posteriors":
     # its 20 ms character posteriors (the paper's input); "" is the corpus's own.
     config.text_recogniser = ""
     # The recogniser of text_recogniser="ctc*": a bundle folder, or "" for the shipped one
-    # (speechkit.ctc.bundle.SHIPPED; a workdir's recorded config then holds no path).
+    # (ctc_jax.bundle.SHIPPED; a workdir's recorded config then holds no path).
     config.ctc_bundle = ""
     config.text_lag_s = 0.0
     config.text_substitution_rate = 0.0

@@ -6,16 +6,16 @@ Run (any field can be overridden, e.g. --config.train.steps=500):
         --workdir=/tmp/recogniser --config.data_dir=DIR
 
 Presets: smoke (the whole pipeline in about a minute, for tests), quick (this machine's
-recogniser), full (accelerator scale: `speechkit.ctc.model.FULL`). Each section maps field
+recogniser), full (accelerator scale: `ctc_jax.model.FULL`). Each section maps field
 for field onto the dataclass it builds (`experiments.common.build`): `model` ->
-`speechkit.ctc.model.CtcConfig`, `masks` -> `speechkit.augment.MaskConfig` (SpecAugment on
+`ctc_jax.model.CtcConfig`, `masks` -> `speechkit.augment.MaskConfig` (SpecAugment on
 the training features), `optimizer` -> `speechkit.optim.OptimizerConfig` (total_steps =
-train.steps), `pipeline` -> `speechkit.ctc.input_pipeline.PipelineConfig` (batch size and
+train.steps), `pipeline` -> `ctc_jax.input_pipeline.PipelineConfig` (batch size and
 epochs are set from `train`). `evals` names the other splits every recogniser is scored
 on, beside the corpus's own validation split: by default the MultiQT calls of the same
 size, in-engine ("calls") and spoken by the held-out synthesiser ("heldout_calls"), each
 with pocketsphinx's words on the same audio beside it. `beam` ->
-`speechkit.ctc.beam.BeamConfig`: the causal prefix beam search, scored beside greedy
+`ctc_jax.beam.BeamConfig`: the causal prefix beam search, scored beside greedy
 decoding as "ctc_beam", with the word n-gram model of `word_lm` (order and discount of
 `speechkit.lm.train_arpa`, trained on the train split's transcripts only; the log10
 probability of a word it does not know). `score_bundle`: a trained bundle to score, greedy
@@ -24,10 +24,10 @@ and with the beam, instead of training one.
 
 import ml_collections
 
+from ctc_jax import beam, input_pipeline, model
 from experiments.common import check_preset
 from experiments.configs import section
 from speechkit import augment, lm, optim
-from speechkit.ctc import beam, input_pipeline, model
 
 
 def get_config(preset: str = "quick") -> ml_collections.ConfigDict:

@@ -25,7 +25,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.data_dir = ""  # default: ~/tensorflow_datasets
     config.multiqt = multiqt.get_config(preset)
     # The text the MultiQT models read: the causal 20 ms character posteriors of the
-    # shipped CTC character recogniser (speechkit.ctc: the paper's input), not the
+    # shipped CTC character recogniser (ctc_jax: the paper's input), not the
     # corpus's pocketsphinx words (experiments.multiqt's default, which the studies compare).
     config.multiqt.text_recogniser = "ctc_posteriors"
     # MultiQT runs once per task, each with config.multiqt (its `task` set): "questions"

@@ -20,7 +20,7 @@ measured on ten others
 (`python -m experiments.measure_points --bundle=afkws-top20 --ship`).
 
 `multiqt-questions` (multimodal: audio and the causal 20 ms character posteriors of the
-shipped CTC recogniser, `speechkit.ctc`) and `multiqt-questions-audio` (audio only):
+shipped CTC recogniser, `ctc_jax`) and `multiqt-questions-audio` (audio only):
 MultiQT on the questions task, the quick preset's CPU-sized network trained 10x longer
 with batches twice as large on `synthetic_calls/questions-full` (1,000 calls):
 cross-validation fold 0's model (`config.folds`), trained on the other four folds' 800

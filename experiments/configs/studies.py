@@ -49,7 +49,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     config.sweeps.substitution_rate = (0.0, 0.25, 0.5)  # of the oracle transcript's words
     # other recognisers on the same audio: pocketsphinx variants
     # (multiqt_jax.datasets.render.RECOGNISER_VARIANTS), "ctc", the CTC recogniser
-    # `multiqt.ctc_bundle` ("": the shipped one, speechkit.ctc.bundle.SHIPPED), and
+    # `multiqt.ctc_bundle` ("": the shipped one, ctc_jax.bundle.SHIPPED), and
     # "ctc_posteriors", its character posteriors (WER: of its greedy words)
     config.sweeps.recognisers = (
         "narrowband",

@@ -134,9 +134,8 @@ CALL_SPLITS = {  # the card's splits as card.md names them
 }
 TEXT_SOURCES = {
     "": "the corpus's pocketsphinx words",
-    "ctc": "the words of the shipped CTC recogniser (speechkit.ctc)",
-    "ctc_posteriors": "the 20 ms character posteriors of the shipped CTC recogniser "
-    "(speechkit.ctc)",
+    "ctc": "the words of the shipped CTC recogniser (ctc_jax)",
+    "ctc_posteriors": "the 20 ms character posteriors of the shipped CTC recogniser (ctc_jax)",
 }
 
 

@@ -240,7 +240,7 @@ def text_source_line(mq: dict) -> str:
     """What the text models read: which recogniser's words, and how good they were."""
     name = mq.get("text_recogniser") or ""
     ctc = (
-        "the CTC character recogniser (`speechkit.ctc`; the shipped bundle unless "
+        "the CTC character recogniser (`ctc_jax`; the shipped bundle unless "
         "`--config.multiqt.ctc_bundle` names another)"
     )
     words = f"the {mq.get('text_stream', 'causal')} words of"

@@ -840,7 +840,7 @@ def _recogniser(provenance: dict, data: dict) -> list[str]:
         return []
     run = data["recogniser-quick"]
     lines = [
-        "## The CTC recogniser (`speechkit.ctc`)",
+        "## The CTC recogniser (`ctc_jax`)",
         "",
         f"{run['model']}; trained on `{run['dataset']}` ({run['train_hours']:.2f} h) in "
         f"{_minutes(run['train_seconds'])}; streaming RTF {run['rtf']:.4f} on one core. "

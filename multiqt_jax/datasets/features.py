@@ -156,7 +156,7 @@ class RecognisedBy(_PerCall):
 class WithPosteriors(_PerCall):
     """A data source whose records carry their own character posteriors:
     `posteriors[call_id]`, float32 [frames // 2, asr.NUM_SYMBOLS] per call (e.g. a
-    `speechkit.ctc` recogniser's), the `text_posteriors` field the text input then reads
+    `ctc_jax` recogniser's), the `text_posteriors` field the text input then reads
     in place of the words."""
 
     what = "posteriors"

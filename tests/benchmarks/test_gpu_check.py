@@ -65,7 +65,15 @@ def test_what_the_check_imports_loads_with_the_machines_packages_alone():
     tensorboardX. A model or benchmark that imports one of those at module level stops
     the whole check there (as TFDS, ml_collections and tensorboardX once did)."""
     allowed = gpu_wheels.MACHINE_PACKAGES + gpu_wheels.WHEEL_PACKAGES
-    project = ("benchmarks", "experiments", "metrics", "multiqt_jax", "cskws_jax", "speechkit")
+    project = (
+        "benchmarks",
+        "experiments",
+        "metrics",
+        "multiqt_jax",
+        "cskws_jax",
+        "ctc_jax",
+        "speechkit",
+    )
     code = (
         f"ALLOWED = {allowed!r}\nPROJECT = {project!r}\n"
         f"MODULES = {gpu_check.CHECKED_MODULES!r}\n{_ONLY_THE_MACHINES_PACKAGES}"

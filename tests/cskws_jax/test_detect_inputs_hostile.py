@@ -16,7 +16,7 @@ import pytest
 import soundfile
 
 from cskws_jax import bundle, detect
-from speechkit import audio_io, dsp, stream_inputs
+from speechkit import audio_io, dsp, stream_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,7 +155,7 @@ def test_labels_cannot_forge_table_rows():
     assert len(lines) == 2
     assert lines[0].startswith("al\\npha") and lines[0].endswith("x\\n.wav")
     assert lines[1].startswith("be\\x1b[31mta")
-    assert stream_inputs.printable("plain é") == "plain é"
+    assert stream_cli.printable("plain é") == "plain é"
 
 
 @pytest.mark.parametrize(

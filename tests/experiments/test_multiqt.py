@@ -199,8 +199,8 @@ def test_the_ctc_recogniser_gives_the_text_of_every_split(reference, tmp_path):
     words alone, is the main job's: tests/experiments/test_reproduce.py)."""
     import jax
 
-    from speechkit.ctc import bundle as ctc_bundle
-    from speechkit.ctc import model as ctc_model
+    from ctc_jax import bundle as ctc_bundle
+    from ctc_jax import model as ctc_model
 
     data_dir, results, _ = reference
     config = ctc_model.CtcConfig(channels=8, stem_kernel=3, kernels=(3,), dilations=(1,))

@@ -7,9 +7,9 @@ import jax
 import numpy as np
 import pytest
 
+from ctc_jax import bundle, decode
 from experiments import recogniser
 from experiments.configs import recogniser as recogniser_configs
-from speechkit.ctc import bundle, decode
 
 pytestmark = pytest.mark.slow
 

@@ -8,10 +8,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from ctc_jax.datasets.recogniser_text import transcript
 from multiqt_jax import labels
 from multiqt_jax.datasets import dialogue
 from multiqt_jax.datasets.dialogue import Turn
-from multiqt_jax.datasets.recogniser_text import transcript
 
 VARIED = dialogue.ScriptConfig(varied=True)
 

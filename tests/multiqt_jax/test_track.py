@@ -215,9 +215,9 @@ def test_asr_recognises_the_call(saved, capsys):
 def test_asr_ctc_recognises_the_call_with_a_recogniser_bundle(saved, tmp_path, capsys):
     import jax
 
-    from speechkit.ctc import bundle as ctc_bundle
-    from speechkit.ctc import model as ctc_model
-    from speechkit.ctc.recognise import Recogniser
+    from ctc_jax import bundle as ctc_bundle
+    from ctc_jax import model as ctc_model
+    from ctc_jax.recognise import Recogniser
 
     folder, net, params = saved["text"]
     config = ctc_model.CtcConfig(channels=8, stem_kernel=3, kernels=(3,), dilations=(1,))

@@ -28,9 +28,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctc_jax import recognise
 from multiqt_jax.datasets import annotated_calls
 from speechkit import asr, bundle, files
-from speechkit.ctc import recognise
 from speechkit.frontend import FeatureConfig
 
 from . import json_mutations

@@ -29,10 +29,10 @@ import pytest
 
 from cskws_jax import bundle as cskws_bundle
 from cskws_jax import model as cskws_model
+from ctc_jax import recognise
 from multiqt_jax.datasets import annotated_calls as ac
 from speechkit import asr, errors
 from speechkit import bundle as bundle_lib
-from speechkit.ctc import recognise
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARD_S = 60  # a hang fails the test (pytest-timeout) instead of stalling the suite
@@ -45,7 +45,7 @@ import json, sys
 case, path = sys.argv[1], sys.argv[2]
 try:
     if case == "posteriors cache":
-        from speechkit.ctc import recognise
+        from ctc_jax import recognise
         result = repr(recognise._read_posteriors(path, "a"))[:200]
     else:
         from cskws_jax import bundle
@@ -345,7 +345,7 @@ class _Recogniser:
         self.passes = 0
 
     def recognise(self, recordings, batch_size, pad_multiple):
-        from speechkit.ctc import decode
+        from ctc_jax import decode
 
         self.passes += 1
         transcripts = [decode.Transcript("hi", (), WORDS["k"]) for _ in recordings]

@@ -20,12 +20,12 @@ import pytest
 
 from cskws_jax import bundle as cskws_bundle
 from cskws_jax import model as cskws_model
+from ctc_jax import bundle as ctc_bundle
 from multiqt_jax import bundle as multiqt_bundle
 from multiqt_jax import labels as multiqt_labels
 from multiqt_jax import model as multiqt_model
 from speechkit import bundle
 from speechkit.bundle import BundleError
-from speechkit.ctc import bundle as ctc_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARD_S = 60  # a hang fails the test (pytest-timeout) instead of stalling the suite
@@ -512,7 +512,7 @@ SHIPPED_BUNDLES = [  # (folder, the task's loader): every bundle the project shi
     ("cskws_jax/models/afkws-top20", cskws_bundle.load),
     ("multiqt_jax/models/multiqt-questions", multiqt_bundle.load),
     ("multiqt_jax/models/multiqt-questions-audio", multiqt_bundle.load),
-    ("speechkit/ctc/models/quick", ctc_bundle.load),
+    ("ctc_jax/models/quick", ctc_bundle.load),
     ("tests/fixtures/frozen/cskws-bundle", cskws_bundle.load),
     ("tests/fixtures/frozen/multiqt-bundle", multiqt_bundle.load),
 ]

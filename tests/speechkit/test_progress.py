@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from speechkit import progress, stream_inputs
+from speechkit import progress, stream_cli
 
 
 class _Terminal(io.StringIO):
@@ -47,7 +47,7 @@ def test_several_inputs_get_a_bar_and_their_lines(loud, monkeypatch):
     terminal = _Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
     args = types.SimpleNamespace(quiet=False, keep_going=False)
-    skipped = stream_inputs.run_inputs(["a.wav", "b.wav"], lambda name: (2, 1.0), args, (), "x")
+    skipped = stream_cli.run_inputs(["a.wav", "b.wav"], lambda name: (2, 1.0), args, (), "x")
     assert skipped == []
     text = terminal.getvalue()
     assert "[1/2] a.wav: 2 x in 1.0 s of audio" in text and "[2/2] b.wav" in text
@@ -55,5 +55,5 @@ def test_several_inputs_get_a_bar_and_their_lines(loud, monkeypatch):
     quiet = _Terminal()
     monkeypatch.setattr("sys.stderr", quiet)
     args.quiet = True
-    stream_inputs.run_inputs(["a.wav", "b.wav"], lambda name: (2, 1.0), args, (), "x")
+    stream_cli.run_inputs(["a.wav", "b.wav"], lambda name: (2, 1.0), args, (), "x")
     assert quiet.getvalue() == ""

@@ -19,7 +19,7 @@ import soundfile
 from cskws_jax import detect
 from experiments import commands
 from multiqt_jax import track
-from speechkit import frontend, progress, stream_inputs
+from speechkit import frontend, progress, stream_cli, stream_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +51,7 @@ def test_a_file_header_on_standard_input_is_named():
 def test_no_audio_device_is_said(monkeypatch, capsys):
     fake = types.SimpleNamespace(query_devices=lambda: [])
     monkeypatch.setattr(stream_inputs, "_sounddevice", lambda: fake)
-    assert stream_inputs.listed_devices(["--list-devices"]) == 2
+    assert stream_cli.listed_devices(["--list-devices"]) == 2
     assert "PortAudio finds no audio device" in capsys.readouterr().err
 
 
@@ -135,7 +135,7 @@ def test_progress_counts_seconds_of_audio_as_each_file_is_read(tmp_path, monkeyp
         return 0, chunks.samples / features.sample_rate
 
     args = types.SimpleNamespace(quiet=False, keep_going=False)
-    assert stream_inputs.run_inputs(inputs, run, args, stream_inputs.InputError, "x") == []
+    assert stream_cli.run_inputs(inputs, run, args, stream_inputs.InputError, "x") == []
     bar = bars[0]
     assert bar.total == 3.0 and bar.n == pytest.approx(3.0)
     assert during == pytest.approx([0.1 * i for i in range(1, 31)])  # chunk by chunk, 0.1 s
@@ -143,5 +143,5 @@ def test_progress_counts_seconds_of_audio_as_each_file_is_read(tmp_path, monkeyp
 
 
 def test_progress_total_is_unknown_for_standard_input():
-    assert stream_inputs.audio_seconds(stream_inputs.STDIN) is None
-    assert stream_inputs.audio_seconds(stream_inputs.MIC) is None
+    assert stream_cli.audio_seconds(stream_inputs.STDIN) is None
+    assert stream_cli.audio_seconds(stream_inputs.MIC) is None

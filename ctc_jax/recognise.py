@@ -1,6 +1,6 @@
 """A trained recogniser over many recordings, and its words cached as data.
 
-    recogniser = Recogniser.load(SHIPPED)                          # a speechkit.ctc.bundle
+    recogniser = Recogniser.load(SHIPPED)                          # a ctc_jax.bundle
     transcripts = recogniser.transcribe([features, ...])             # [frames, 40] each
     posteriors = recogniser.posteriors([features, ...])              # [frames // 2, 29] each
     transcripts, posteriors = recogniser.recognise([features, ...])  # both at once
@@ -9,7 +9,7 @@
 `Recogniser.recognise` runs the whole-call model (equal to streaming it, the contract)
 over batches of recordings in length order, padded to `pad_multiple` frames so a corpus
 compiles a handful of programs, and decodes greedily and causally
-(`speechkit.ctc.decode`): every word carries the time the recogniser emitted it. One
+(`ctc_jax.decode`): every word carries the time the recogniser emitted it. One
 program gives both the words and the posteriors, so the two always agree.
 `cached_words` keeps a corpus's words in one `.npz` of plain arrays (read with
 `allow_pickle=False`), keyed by the bundle's parameter digest, so another recogniser
@@ -37,8 +37,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ctc_jax import bundle, decode, model, train
 from speechkit import arrays, asr, batching, checks, errors, files
-from speechkit.ctc import bundle, decode, model, train
 
 CACHE_FORMAT = 1
 # The padding of the cached corpus outputs: 10 s. The quick corpus's calls (11-35 s)
@@ -99,7 +99,7 @@ class Recogniser:
     ) -> list[np.ndarray]:
         """Each recording's log-probabilities of the 30 symbols per output frame, float32
         [valid frames, 30], from the whole-call network (the frames `transcribe` decodes
-        greedily and `speechkit.ctc.beam` decodes with a word model)."""
+        greedily and `ctc_jax.beam` decodes with a word model)."""
         found: list[np.ndarray | None] = [None] * len(features)
         for rows, batch in _batches(features, batch_size, pad_multiple):
             log_probs, mask = jax.device_get(self._log_probs(self.params, batch))
@@ -196,9 +196,7 @@ def _open_cache(path: str, digest: str, *fields: str) -> tuple[dict, list] | Non
     larger than the file (read with allow_pickle=False: never unpickled)."""
     if not os.path.exists(path):  # a link that leads nowhere too: replaced
         return None
-    size = arrays.regular_file_size(
-        path, what="a cache file (speechkit.ctc.recognise)", error=CacheError
-    )
+    size = arrays.regular_file_size(path, what="a cache file (ctc_jax.recognise)", error=CacheError)
     if size > min(CACHE_LIMIT, checks.available_memory()):
         return None
     try:

@@ -16,7 +16,8 @@ pools (`dialogue.VARIED_PHRASES` too), the distractors and statements, and the c
 answer templates with any of their fillers; a drawn sentence it recognises is drawn
 again. Sentences are compared as the recogniser spells them (`transcript`:
 `asr.normalise_words`d words joined by single spaces), so case and punctuation never hide a
-collision. Everything comes from the `np.random.Generator` passed in.
+collision. Everything comes from the `np.random.Generator` passed in. `dialogue` is
+MultiQT's call script generator (`multiqt_jax.datasets.dialogue`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
       -> stem: causal Conv1D, stride 2 (20 ms: the text stream's own rate)
       -> blocks: residual [causal depthwise Conv1D (dilated) -> pointwise Dense ->
          LayerNorm -> ReLU -> dropout]
-      -> LayerNorm -> Dense over `speechkit.ctc.symbols` (blank, a-z, ', unknown, space)
+      -> LayerNorm -> Dense over `ctc_jax.symbols` (blank, a-z, ', unknown, space)
     logits [B, Ta / 2, 30], one frame per 20 ms
 
 Every layer is causal, so output frame t sees audio up to the first 10 ms frame of its
@@ -17,13 +17,13 @@ accelerator.
 Streaming: the protocol of `speechkit.streaming` with the one input "audio":
 `CtcRecogniser.step` takes blocks of `n * 2` frames and returns n output frames; the
 spec is derived from the layers (`streaming_spec`); the step equals the whole call on
-any block partition (tests/speechkit/test_ctc.py).
+any block partition (tests/ctc_jax/test_model.py).
 
 Precision as `speechkit.accelerator`: "highest" (default) makes every convolution and
 dense layer an exact float32 matmul, so the stream equals the whole call on GPU too.
 
     >>> import jax, jax.numpy as jnp
-    >>> from speechkit.ctc import model
+    >>> from ctc_jax import model
     >>> net = model.CtcRecogniser(model.CtcConfig(channels=32, kernels=(3, 3), dilations=(1, 2)))
     >>> params = net.init(jax.random.key(0), {"audio": jnp.zeros((1, 100, 40))})
     >>> outputs, mask = net.apply(params, {"audio": jnp.zeros((1, 100, 40))})
@@ -41,8 +41,8 @@ import jax.numpy as jnp
 import numpy as np
 import sequence_layers.jax as sl
 
+from ctc_jax import symbols
 from speechkit import accelerator, checks, streaming
-from speechkit.ctc import symbols
 from speechkit.optim import parameter_count
 
 AUDIO_HOP_S = 0.01  # the log-mel frame period of the input
@@ -89,7 +89,7 @@ class CtcConfig:
 
     def parameter_parts(self) -> dict[str, tuple[int, int]]:
         """(arrays, scalars) of the parameters by the field that sizes them, in closed
-        form (equal to `CtcRecogniser(config).init`'s; tests/speechkit/test_ctc.py)."""
+        form (equal to `CtcRecogniser(config).init`'s; tests/ctc_jax/test_model.py)."""
         width = self.channels
         blocks = len(self.kernels)
         depthwise = sum(kernel * width + width for kernel in self.kernels)

@@ -6,8 +6,8 @@
 
 The format (a folder of bundle.json and params.npz, nothing executable) and its checks
 are `speechkit.bundle`'s. The task parts: the model config is a
-`speechkit.ctc.model.CtcConfig`, the labels the symbols in output order
-(`speechkit.ctc.symbols`; `num_symbols` of them), the features the audio front end
+`ctc_jax.model.CtcConfig`, the labels the symbols in output order
+(`ctc_jax.symbols`; `num_symbols` of them), the features the audio front end
 (40 log-mel at 10 ms, MultiQT's), the decoding settings a `DecodingConfig`.
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
+from ctc_jax import model, symbols
 from speechkit import bundle as bundle_lib
-from speechkit.ctc import model, symbols
 from speechkit.frontend import FeatureConfig
 
 TASK = "ctc_recogniser"
@@ -34,7 +34,7 @@ SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "qu
 @dataclasses.dataclass(frozen=True)
 class DecodingConfig:
     """How the recogniser's outputs are read: greedy causal decoding
-    (`speechkit.ctc.decode`), the only kind so far."""
+    (`ctc_jax.decode`), the only kind so far."""
 
     method: str = "greedy"
 
@@ -77,7 +77,7 @@ def _check_parts(config: model.CtcConfig, features: FeatureConfig, names, where:
     if list(names) != labels(config):
         raise bundle_lib.BundleError(
             f"{where}: labels: expected the {config.num_symbols} symbols of "
-            f"speechkit.ctc.symbols in order, got {len(names)} others"
+            f"ctc_jax.symbols in order, got {len(names)} others"
         )
     if features.num_mels != config.features:
         raise bundle_lib.BundleError(

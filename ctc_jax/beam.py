@@ -24,8 +24,8 @@ import os
 
 import numpy as np
 
+from ctc_jax import decode, symbols
 from speechkit import asr, checks, lm
-from speechkit.ctc import decode, symbols
 
 NEG_INF = -math.inf
 MAX_DELAY_S = 0.3  # the default longest wait of a completed word for finality

@@ -1,7 +1,7 @@
-"""The CTC recogniser's Grain side (`speechkit.ctc.input_pipeline`, and
-`speechkit.ctc.recognise`, which batches through `speechkit.batching`): the input
+"""The CTC recogniser's Grain side (`ctc_jax.input_pipeline`, and
+`ctc_jax.recognise`, which batches through `speechkit.batching`): the input
 pipeline, that training learns to spell, and the recogniser's cached words and
-posteriors. Apart from tests/speechkit/test_ctc.py, which the device check
+posteriors. Apart from tests/ctc_jax/test_model.py, which the device check
 (`benchmarks.gpu_check`) runs on a machine without Grain."""
 
 import dataclasses
@@ -12,8 +12,8 @@ import jax
 import numpy as np
 import pytest
 
+from ctc_jax import decode, input_pipeline, model, recognise, symbols, train
 from speechkit import asr
-from speechkit.ctc import decode, input_pipeline, model, recognise, symbols, train
 from speechkit.optim import OptimizerConfig
 
 SMALL = model.CtcConfig(channels=16, stem_kernel=3, kernels=(3, 3, 2), dilations=(1, 2, 4))

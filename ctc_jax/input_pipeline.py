@@ -5,12 +5,12 @@
     batch = next(iter(dataset))     # grain iterator: get_state() / set_state()
 
 A record needs `audio` float32 [frames, 40] (log-mel at 10 ms) and `text` (str or UTF-8
-bytes, `speechkit.ctc.symbols.normalise_text`d: lower-case words, one space between them). A
+bytes, `ctc_jax.symbols.normalise_text`d: lower-case words, one space between them). A
 batch (B = batch_size):
 
   audio       float32 [B, T, 40]   T: the longest example rounded up to `pad_multiple`
   audio_mask  bool    [B, T]
-  labels      int32   [B, T // 4]  symbol ids (`speechkit.ctc.symbols`), 0 on padding
+  labels      int32   [B, T // 4]  symbol ids (`ctc_jax.symbols`), 0 on padding
   label_mask  bool    [B, T // 4]
   example_mask bool   [B]          False on the filler rows of a last, partial batch
 
@@ -28,8 +28,8 @@ import dataclasses
 import grain.python as grain
 import numpy as np
 
+from ctc_jax import symbols
 from speechkit import batching, checks
-from speechkit.ctc import symbols
 
 LABEL_RATIO = 4  # 10 ms frames per label slot
 

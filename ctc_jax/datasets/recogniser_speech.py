@@ -20,6 +20,8 @@ transcript as the recogniser spells it: `asr.normalise_words`d words joined by s
 only `asr.ALPHABET` and " "), `utterance_id`, `speaker` ("engine:voice@warp"),
 `source` ("dialogue" or "general"), `sentences` int32, `duration` (s), `snr_db`,
 `noise`. No alignment and no recognition: a CTC recogniser needs only the transcript.
+`render` and `features` are MultiQT's (`multiqt_jax.datasets`): the recogniser hears the
+calls' voices and channel through the calls' front end.
 
     builder = RecogniserSpeech(config="quick", data_dir=DIR)  # ArrayRecord by default
     builder.download_and_prepare()
@@ -40,7 +42,8 @@ import time
 import numpy as np
 import tensorflow_datasets as tfds
 
-from multiqt_jax.datasets import recogniser_text, render
+from ctc_jax.datasets import recogniser_text
+from multiqt_jax.datasets import render
 from multiqt_jax.datasets.features import FEATURES
 from speechkit import asr, channel, corpus, frontend, tts
 
@@ -202,6 +205,9 @@ class RecogniserSpeech(corpus.ArrayRecordByDefault, tfds.core.GeneratorBasedBuil
 
     VERSION = tfds.core.Version("1.0.0")
     RELEASE_NOTES = {"1.0.0": "first version"}
+    # Where this builder lived before ctc_jax: corpora prepared then name it
+    # (`speechkit.prepared.builder_modules`) and are the same records.
+    FORMER_MODULES = ("multiqt_jax.datasets.recogniser_speech",)
     BUILDER_CONFIGS = [
         RecogniserSpeechConfig(
             size=size,

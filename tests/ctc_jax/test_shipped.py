@@ -6,8 +6,8 @@ import os
 import numpy as np
 import pytest
 
+from ctc_jax import bundle, decode, recognise
 from speechkit import frontend, tts
-from speechkit.ctc import bundle, decode, recognise
 
 # Neither in the recogniser's corpus nor in the calls: sentences a user might try.
 SENTENCES = (

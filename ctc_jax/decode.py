@@ -8,7 +8,7 @@
 Output frame t's best symbol is emitted when it is not blank and differs from the best
 symbol of the valid frame before (CTC's collapse of repeats); masked frames emit nothing
 and are skipped. It needs nothing after frame t, so `step` over blocks equals `greedy`
-over the whole stream (tests/speechkit/test_ctc.py). A character is emitted at the end of
+over the whole stream (tests/ctc_jax/test_model.py). A character is emitted at the end of
 its output frame, (t + 1) * hop_s: the time a live stream has delivered the audio of
 that frame's block. A word is the characters between word boundaries (SPACE); it is
 emitted with its last character, and its span runs from the start of its first
@@ -27,8 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ctc_jax import symbols
 from speechkit import asr
-from speechkit.ctc import symbols
 from speechkit.error_rates import error_rate
 
 
@@ -106,13 +106,13 @@ def _close(current: list, words: list, hop_s: float) -> None:
 
 def frame_time(frames: int, hop_s: float) -> float:
     """Seconds at the start of output frame `frames`, to the microsecond (the times of
-    `transcribe` and of `speechkit.ctc.beam`)."""
+    `transcribe` and of `ctc_jax.beam`)."""
     return round(float(frames) * hop_s, 6)
 
 
 def error_rates(references, hypotheses) -> dict[str, float]:
     """{"cer", "wer"} of hypothesis texts against reference texts (both normalised with
-    `speechkit.ctc.symbols.normalise_text`); CER counts the spaces between words as
+    `ctc_jax.symbols.normalise_text`); CER counts the spaces between words as
     characters."""
     references = [symbols.normalise_text(t) for t in references]
     hypotheses = [symbols.normalise_text(t) for t in hypotheses]

@@ -2,7 +2,7 @@
 policy, parameter counts in closed form, greedy decoding (streamed equals whole, emission
 times) and its bundle. Nothing here needs Grain: the device check (`benchmarks.gpu_check`)
 runs this file on a machine without it. The input pipeline, training and the recogniser's
-caches, which need it, are tests/speechkit/test_ctc_pipeline.py's."""
+caches, which need it, are tests/ctc_jax/test_input_pipeline.py's."""
 
 import dataclasses
 import functools
@@ -12,9 +12,9 @@ import jax
 import numpy as np
 import pytest
 
+from ctc_jax import decode, model, symbols, train
 from speechkit import accelerator, asr, streaming
 from speechkit.augment import MaskConfig
-from speechkit.ctc import decode, model, symbols, train
 
 HIGHEST = (jax.lax.Precision.HIGHEST, jax.lax.Precision.HIGHEST)
 
@@ -186,8 +186,8 @@ def _batch(audio):
 
 def test_a_bundle_round_trips_and_refuses_a_config_that_does_not_fit(tmp_path):
 
+    from ctc_jax import bundle
     from speechkit.bundle import BundleError
-    from speechkit.ctc import bundle
 
     net, params, audio = _setup()
     folder = bundle.save(tmp_path / "bundle", net, params, corpus="toy")

@@ -1,4 +1,4 @@
-"""speechkit.ctc.beam: prefix probabilities equal a brute-force sum over every CTC path,
+"""ctc_jax.beam: prefix probabilities equal a brute-force sum over every CTC path,
 width 1 without a word model gives greedy's transcript, streaming over any block
 partition equals the whole stream, final words are never revoked, and the word model
 moves the choice between words the audio leaves open."""
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctc_jax import beam, decode, symbols
 from speechkit import lm
-from speechkit.ctc import beam, decode, symbols
 
 HOP_S = 0.02
 PLAIN = beam.BeamConfig(width=1, alpha=0.0, beta=0.0, prune_log_prob=None)

@@ -6,7 +6,7 @@
         state, batch, jax.random.key(1))
     emit, symbol, mask = jax.jit(functools.partial(predict, net))(state.params, batch)
 
-Batches are `speechkit.ctc.input_pipeline` batches: audio float32 [B, T, 40],
+Batches are `ctc_jax.input_pipeline` batches: audio float32 [B, T, 40],
 audio_mask bool [B, T], labels int32 [B, N] symbol ids, label_mask bool [B, N],
 example_mask bool [B]. The loss is `optax.ctc_loss` summed over the batch's examples and
 divided by their characters (nats per character), with SpecAugment-style masks on the
@@ -19,9 +19,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ctc_jax import decode, symbols
 from speechkit import accelerator
 from speechkit.augment import MaskConfig, spec_augment
-from speechkit.ctc import decode, symbols
 from speechkit.optim import OptimizerConfig, TrainState
 
 

@@ -2,14 +2,16 @@
 the recogniser_speech builder on `smoke` size (real synthesis, no recognition)."""
 
 import functools
+import json
 
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
+from ctc_jax.datasets import recogniser_speech, recogniser_text
 from experiments import build_data
-from multiqt_jax.datasets import dialogue, recogniser_speech, recogniser_text, synthetic_calls
-from speechkit import asr, tts
+from multiqt_jax.datasets import dialogue, synthetic_calls
+from speechkit import asr, prepared, tts
 
 QUICK_GENERAL = 60  # quick train utterances whose general text is drawn too (~10 s)
 
@@ -136,6 +138,32 @@ def test_configs_default_to_array_record_and_hold_the_heldout_engine_out(tmp_pat
     jobs = recogniser_speech.jobs("smoke", "train", festival.builder_config.render_config)
     assert {job.engine for job in jobs} == {"espeak", "festival"}
     assert "recogniser" not in build_data.DEFAULT_CORPORA  # `make demo` does not build it
+
+
+@pytest.mark.parametrize(
+    "module", ["ctc_jax.datasets.recogniser_speech", "multiqt_jax.datasets.recogniser_speech"]
+)
+def test_a_corpus_prepared_before_the_builder_moved_to_ctc_jax_still_opens(tmp_path, module):
+    """The builder lived in multiqt_jax.datasets: the corpora it prepared there name that
+    module (dataset_info.json's moduleName) and are opened as its own; no other is."""
+    version = tmp_path / "recogniser_speech" / "smoke" / "1.0.0"
+    version.mkdir(parents=True)
+    features = "tensorflow_datasets.core.features.features_dict.FeaturesDict"
+    (version / "features.json").write_text(
+        json.dumps({"pythonClassName": features, "featuresDict": {"features": {}}})
+    )
+    info = version / "dataset_info.json"
+    info.write_text(json.dumps({"name": "recogniser_speech", "moduleName": module}))
+    prepared.check("recogniser_speech/smoke", str(tmp_path))
+    info.write_text(
+        json.dumps({"name": "recogniser_speech", "moduleName": "multiqt_jax.datasets.dialogue"})
+    )
+    with pytest.raises(
+        prepared.PreparedCorpusError,
+        match="expected 'ctc_jax.datasets.recogniser_speech' or "
+        "'multiqt_jax.datasets.recogniser_speech'",
+    ):
+        prepared.check("recogniser_speech/smoke", str(tmp_path))
 
 
 @pytest.fixture(scope="module")
