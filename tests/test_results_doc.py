@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from experiments.report import results_doc
+from experiments.report import results_doc, results_tables
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -60,3 +60,28 @@ def test_studies_json_needs_its_provenance(tmp_path):
     (root / results_doc.STUDIES).write_text("{}")
     with pytest.raises(results_doc.ProvenanceError, match="studies.json"):
         results_doc.render(root)
+
+
+def test_a_section_renders_its_templates_and_table_once_its_source_is_recorded():
+    section = results_tables.Section(
+        "toy",
+        "### Toy, {d[n]} runs",
+        intro="Took {d[seconds]:minutes}, {share:.0%} of it compiling.",
+        columns="a | b",
+        rows=lambda d: [(str(d["n"]), "x")],
+        names=lambda d: {"share": d["compile"] / d["seconds"]},
+    )
+    toy = {"path": "docs/results/toy.json", "date": "2027-01-01", "commit": "f" * 40}
+    provenance = {"sources": {"toy": {**toy, "command": "make toy"}}}
+    assert section(provenance, {}) == []
+    assert section(provenance, {"toy": {"n": 3, "seconds": 65, "compile": 13}}) == [
+        "### Toy, 3 runs",
+        "",
+        "Took 1 min 5 s, 20% of it compiling.",
+        "",
+        "| a | b |\n|---|---|\n| 3 | x |",
+        "",
+        "Source: [docs/results/toy.json](results/toy.json); 2027-01-01, commit `fffffff`; "
+        "`make toy`.",
+        "",
+    ]
