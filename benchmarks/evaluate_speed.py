@@ -89,19 +89,19 @@ def run_one(args) -> None:
     """The child: one way of scoring (`--way`) on the prepared corpus, on the compilation
     cache of its environment; writes {"evaluate_s", "scoring_s", "compilation"} to
     `--child_json`."""
-    from experiments import evaluate
+    from experiments.scoring import bundles
     from speechkit import compilation
 
     lengths, scans = WAYS[args.way]
     if scans == "unrolled":
         unrolled_scans()
     compilation.enable_cache()
-    settings = evaluate.Settings(
+    settings = bundles.Settings(
         bundle=args.bundle, dataset=DATASET, data_dir=args.data_dir, batch_size=args.batch_size
     )
     started = time.perf_counter()
     with compilation.Counter() as counted:
-        payload = evaluate.evaluate(settings, args.workdir, batch_lengths=lengths)
+        payload = bundles.evaluate(settings, args.workdir, batch_lengths=lengths)
     files.write_json(
         args.child_json,
         {
@@ -130,10 +130,10 @@ def _child(args, way: str, scratch: str, extra=()) -> dict:
 
 def prepare_corpus(folder: str, data_dir: str) -> float:
     """Builds the folder's corpus in `data_dir` (what `--manual_dir` does); seconds."""
-    from experiments import evaluate
+    from experiments.scoring import corpora
 
     started = time.perf_counter()
-    evaluate.prepare(evaluate.corpus_builder(DATASET, data_dir), folder)
+    corpora.prepare(corpora.corpus_builder(DATASET, data_dir), folder)
     return time.perf_counter() - started
 
 

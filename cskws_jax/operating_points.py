@@ -11,7 +11,7 @@ for a system false-alarm budget, chosen on labelled held-out data (offline, NumP
 
 `detections` and `truth` are the padded dicts of `metrics.detection_scores` (start, end,
 score, label, valid [B, D]; start, end, label, valid [B, G]; seconds), e.g. those
-`experiments.evaluators.detection.evaluate` returns. Each detection's outcome (a hit or
+`experiments.scoring.evaluators.detection.evaluate` returns. Each detection's outcome (a hit or
 a false alarm) is that of `metrics.pooled_matches` at IoU `DET_IOU` (0.05, as FRR in
 docs/metrics.md): matching is greedy in score order within a keyword, so a score
 threshold never changes the outcome of a detection it keeps, and one matching gives every

@@ -13,11 +13,11 @@ AF-KWS models the trained model as a bundle (`WORKDIR/<model>/bundle`, see
 `cskws_jax.bundle`; run it with `python -m cskws_jax.detect`); rerunning resumes, and
 finished models are not redone.
 
-Evaluations (`config.evals`, `experiments.evals`): every model is also scored on each
+Evaluations (`config.evals`, `experiments.scoring.evals`): every model is also scored on each
 declared split with the same parameters (files in `WORKDIR/<model>/<name>/`), and its
 results.json entry gains `<name>` (`experiments.scoring.keywords.OTHER_SPLIT_REPORTED`,
 with its own "intervals" and "allowed_false_alarms") and the mAP ratio to the test split
-(`experiments.evals.transfer_key`: "transfer" for the presets' "heldout", the
+(`experiments.scoring.evals.transfer_key`: "transfer" for the presets' "heldout", the
 synthetic_kws split spoken by a synthesiser never heard in train or test; None when the
 test mAP is 0); results.json gains `<name>_engine` (that synthesiser, or None). Saved
 scores without an evaluation are recomputed (training resumes from its last checkpoint,
@@ -57,7 +57,8 @@ from cskws_jax import baselines, bundle, input_pipeline, losses, model, train
 from cskws_jax.config import Measured
 from cskws_jax.datasets import synthetic_kws
 from cskws_jax.datasets.features import FEATURES
-from experiments import common, evals, training
+from experiments import common, training
+from experiments.scoring import evals
 from experiments.scoring import keywords as scoring
 from speechkit import batching, checks, errors, files, prepared
 from speechkit.optim import OptimizerConfig, TrainState
@@ -99,7 +100,7 @@ def corpus_keywords(name: str, data_dir: str) -> list[str]:
 
 
 def evaluation_sources(config, keywords) -> dict:
-    """{evaluation name: data source} of `config.evals` (`experiments.evals`); an optional
+    """{evaluation name: data source} of `config.evals` (`experiments.scoring.evals`); an optional
     evaluation whose split its corpus lacks is logged and left out. Another corpus must
     have the run's keywords, in order (`experiments.evaluate` maps differing ones)."""
     data_dir = common.data_dir(config)

@@ -34,8 +34,9 @@ from cskws_jax import models as kws_models
 from cskws_jax import operating_points
 from cskws_jax.config import Measured, OperatingPoint
 from cskws_jax.datasets import keyword_free  # noqa: F401 (registers the builder)
-from experiments import common, evaluate, ship_files
+from experiments import common, ship_files
 from experiments.report import card as card_lib
+from experiments.scoring import bundle_keywords, bundles, corpora
 from experiments.scoring import keywords as kws_scoring
 from speechkit import corpus, dataclass_json, files
 from speechkit.bundle import MANIFEST
@@ -85,9 +86,9 @@ def score(bundle: str, evaluation: Evaluation, data_dir: str, folder: str, batch
     """(outcomes, engine of each utterance [utterances], `folder`) of `bundle` on
     `evaluation`, scored into `folder` (detections.npz; reused when scored.json says the
     same parameters, peak decoding and split made it)."""
-    builder = evaluate.corpus_builder(evaluation.dataset, data_dir)
-    evaluate.prepare(builder, None)
-    source = evaluate.split_source(builder, evaluation.split, slices=True)
+    builder = corpora.corpus_builder(evaluation.dataset, data_dir)
+    corpora.prepare(builder, None)
+    source = corpora.split_source(builder, evaluation.split, slices=True)
     _, _, info = kws_bundle.load(bundle)
     manifest = files.read_json(os.path.join(bundle, MANIFEST))
     peaks = dataclasses.replace(info.decoding, operating_points=())
@@ -100,8 +101,8 @@ def score(bundle: str, evaluation: Evaluation, data_dir: str, folder: str, batch
     record = os.path.join(folder, "scored.json")
     if files.read_json(record) != key:
         log(f"scoring {evaluation.label}: {len(source)} utterances")
-        settings = evaluate.Settings(batch_size=batch_size)
-        evaluate.evaluate_kws(bundle, builder, source, settings, folder, evaluation.split)
+        settings = bundles.Settings(batch_size=batch_size)
+        bundle_keywords.evaluate_kws(bundle, builder, source, settings, folder, evaluation.split)
         files.write_json(record, key)
     found = kws_scoring.saved_outcomes(folder, len(info.labels))
     return found, corpus.record_engines(source), folder

@@ -25,11 +25,11 @@ argmax per 40 ms frame) and after `multiqt_jax.decode.smooth` with `config.smoot
 summary holds the raw scores and, under "smoothed", the smoothed ones with the rule and
 its latency ("smoothing": fields, latency_frames, latency_ms); the table prints both.
 
-Evaluations (`config.evals`, `experiments.evals`): every fold's model is also scored on
+Evaluations (`config.evals`, `experiments.scoring.evals`): every fold's model is also scored on
 all calls of each declared split, raw and smoothed; a model's summary gains `<name>` (the
 same summary over folds, with "smoothed") and its transfer ratios (`<name>` mean /
 in-engine mean of TIMESTEP and INSTANCE F1, None where the in-engine mean is 0; under
-`experiments.evals.transfer_key`, "transfer" for the presets' "heldout": calls from
+`experiments.scoring.evals.transfer_key`, "transfer" for the presets' "heldout": calls from
 scripts of their own spoken only by a synthesiser never heard in training), and
 results.json `<name>_engine` (that synthesiser, or None) and `<name>_calls`. The table
 prints an "on <name>" row under each model. Saved scores lacking an evaluation are
@@ -50,26 +50,15 @@ import ml_collections
 import numpy as np
 from jax.experimental import multihost_utils
 
-from ctc_jax import bundle as ctc_bundle
-from ctc_jax.recognise import Recogniser, cached_outputs, features_digest
-from experiments import common, evals, folds, training
-from experiments.evaluators import transcription
-from experiments.scoring import calls
+from experiments import common, folds, training
+from experiments.scoring import calls, evals, text_inputs
+from experiments.scoring.evaluators import transcription
 from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model, train
 from multiqt_jax.datasets import render, synthetic_calls
-from multiqt_jax.datasets.features import (
-    RecognisedBy,
-    WithPosteriors,
-    recognised_words,
-    record_call_id,
-    spoken_words,
-)
+from multiqt_jax.datasets.features import RecognisedBy, recognised_words, spoken_words
 from speechkit import augment, batching, checks, errors, files, prepared, tts
 from speechkit.optim import OptimizerConfig, TrainState
 
-CTC = "ctc"  # config.text_recogniser: ctc_jax's recogniser (config.ctc_bundle)
-CTC_POSTERIORS = "ctc_posteriors"  # the same recogniser's 20 ms character posteriors
-CTC_TEXT = (CTC, CTC_POSTERIORS)  # the text_recogniser values that run config.ctc_bundle
 TRAINED_FOLDS = "trained_folds"  # a summary's fold ids, where config.folds chose some
 NEURAL = {"multimodal": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
 BASELINES = ("rf", "fnn")
@@ -93,7 +82,7 @@ def load_corpus(config):
     source = prepared.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
     source = evals.of_engines(source, config.get("engines") or "", "config.engines")
     recogniser = text_recogniser(config)
-    if recogniser in CTC_TEXT:
+    if recogniser in text_inputs.CTC_TEXT:
         source = with_ctc(config, source, f"synthetic_calls/{name}", "train")
     elif recogniser:
         builder = synthetic_calls.SyntheticCalls(config=name, data_dir=data_dir)
@@ -109,58 +98,16 @@ def load_corpus(config):
 
 
 def with_ctc(config, source, corpus: str, split: str):
-    """`source` with the CTC recogniser `config.ctc_bundle`'s text (`ctc_text`): its words,
-    and for text_recogniser "ctc_posteriors" also its character posteriors."""
-    posteriors = text_recogniser(config) == CTC_POSTERIORS
-    return ctc_text(source, corpus, split, common.data_dir(config), config.ctc_bundle, posteriors)
-
-
-def ctc_text(source, corpus: str, split: str, data_dir: str, recogniser: str, posteriors: bool):
-    """`source` (split `split` of `corpus`) with the words of the CTC recogniser bundle at
-    `recogniser` in its asr_* fields and, with `posteriors`, its character posteriors as
-    the records' `text_posteriors` (what the text input then reads): recognised from the
-    calls' stored features (no synthesis again) in one pass, once, and cached in
-    DATA_DIR/<dataset>/<ctc_words|ctc_posteriors>/<split>-<calls digest>-<parameter
-    digest>.npz (`ctc_cache_path`), so corpora holding the same calls (the MultiQT
-    tasks) share it."""
-    records = (source[i] for i in range(len(source)))  # each record read once
-    features = {record_call_id(r): r["audio"] for r in records}
-    loaded = ctc_recogniser(recogniser)
-    calls = features_digest(features)
-    place = (data_dir, corpus, split, calls, loaded.digest)
-    words_path = ctc_cache_path(*place, "ctc_words")
-    posteriors_path = ctc_cache_path(*place, "ctc_posteriors") if posteriors else None
-    paths = (words_path, posteriors_path)
-    words, found = _ctc_outputs(loaded, features, paths, f"{corpus} {split}")
-    if not posteriors:
-        return RecognisedBy(source, words)
-    return WithPosteriors(RecognisedBy(source, words), found)
-
-
-def ctc_cache_path(data_dir, corpus: str, split: str, calls: str, recogniser: str, kind: str):
-    """Where `ctc_text` keeps a recogniser's outputs ("ctc_words" or "ctc_posteriors") for
-    the calls of digest `calls` (`ctc_jax.recognise.features_digest`): beside the
-    dataset's configs, named by the split and both digests."""
-    dataset = corpus.split("/")[0]
-    return os.path.join(data_dir, dataset, kind, f"{split}-{calls[:16]}-{recogniser[:12]}.npz")
-
-
-def _ctc_outputs(loaded: Recogniser, features: dict, paths: tuple, what: str):
-    """(words, posteriors or None) of the recogniser for the calls' `features` {call id:
-    [frames, 40]}, cached at `paths` (words path, posteriors path or None;
-    `ctc_jax.recognise.cached_outputs`; process 0 writes them, the others wait)."""
-    found = None
-    if jax.process_index() == 0:
-        found = cached_outputs(loaded, features, *paths)
-    if jax.process_count() > 1:
-        multihost_utils.sync_global_devices(f"ctc outputs {what}")
-    if found is None:
-        found = cached_outputs(loaded, features, *paths)
-    return found
+    """`source` with the CTC recogniser `config.ctc_bundle`'s text
+    (`experiments.scoring.text_inputs.ctc_text`): its words, and for text_recogniser
+    "ctc_posteriors" also its character posteriors."""
+    posteriors = text_recogniser(config) == text_inputs.CTC_POSTERIORS
+    data_dir = common.data_dir(config)
+    return text_inputs.ctc_text(source, corpus, split, data_dir, config.ctc_bundle, posteriors)
 
 
 def text_scores(source) -> dict | None:
-    """CER, WER and emission lag (`experiments.evaluators.transcription`) of the words the
+    """CER, WER and emission lag (`experiments.scoring.evaluators.transcription`) of the words the
     text models read (the records' asr_* fields, those of `config.text_recogniser` where
     set) against the words said, over every call of `source`; None for calls without the
     words said (annotated corpora)."""
@@ -174,15 +121,8 @@ def text_scores(source) -> dict | None:
     return transcription.evaluate(heard, said)
 
 
-@functools.cache
-def ctc_recogniser(path: str) -> Recogniser:
-    """The CTC recogniser bundle at `path` ("": the shipped one,
-    `ctc_jax.bundle.SHIPPED`), loaded once per process."""
-    return Recogniser.load(os.path.expanduser(path or ctc_bundle.SHIPPED))
-
-
 def evaluation_sources(config) -> dict:
-    """{evaluation name: (source, index)} of `config.evals` (`experiments.evals`); an
+    """{evaluation name: (source, index)} of `config.evals` (`experiments.scoring.evals`); an
     optional evaluation whose split is absent (or, with `config.text_recogniser`, any of
     the run's own corpus: its calls would need their slow synthesiser again) is logged
     and left out."""
@@ -193,14 +133,14 @@ def evaluation_sources(config) -> dict:
         sources = prepared.data_source(corpus, data_dir=common.data_dir(config))
         missing = evaluation.split not in sources
         recogniser = text_recogniser(config)
-        if recogniser and recogniser not in CTC_TEXT and corpus == own:
+        if recogniser and recogniser not in text_inputs.CTC_TEXT and corpus == own:
             missing, why = True, f"config.text_recogniser={config.text_recogniser!r}"
         else:
             why = f"{corpus} has no {evaluation.split!r} split (has {sorted(sources)})"
         if not missing:
             where = f"config.evals.{evaluation.name}.engines"
             source = evals.of_engines(sources[evaluation.split], evaluation.engines, where)
-            if recogniser in CTC_TEXT:
+            if recogniser in text_inputs.CTC_TEXT:
                 source = with_ctc(config, source, corpus, evaluation.split)
             found[evaluation.name] = (source, input_pipeline.CorpusIndex.read(source))
         elif evaluation.optional:
@@ -392,12 +332,13 @@ def text_recogniser(config) -> str:
     recognised ones; "ctc_posteriors": the same recogniser, the text input its 20 ms
     character posteriors (the paper's input; causal, nothing to alter)."""
     name = config.text_recogniser
-    if name and name not in CTC_TEXT and name not in render.RECOGNISER_VARIANTS:
+    if name and name not in text_inputs.CTC_TEXT and name not in render.RECOGNISER_VARIANTS:
         raise ValueError(
-            f"config.text_recogniser: expected '', {CTC!r}, {CTC_POSTERIORS!r} or one of "
+            f"config.text_recogniser: expected '', {text_inputs.CTC!r}, "
+            f"{text_inputs.CTC_POSTERIORS!r} or one of "
             f"{tuple(render.RECOGNISER_VARIANTS)}, got {name!r}"
         )
-    if name == CTC_POSTERIORS and (
+    if name == text_inputs.CTC_POSTERIORS and (
         config.text_stream != "causal" or config.text_substitution_rate or config.text_lag_s
     ):
         raise ValueError(

@@ -7,7 +7,7 @@ Trains `ctc_jax.model.CtcRecogniser` on the train split of `config.dataset` (a
 `recogniser_speech` corpus, built first when missing) with the one training loop
 (`experiments.training.run_loop`: checkpoints, resume after a kill with the same
 batches), then decodes greedily and causally (`ctc_jax.decode`) and scores with
-`experiments.evaluators.transcription`: the corpus's validation split, and every split
+`experiments.scoring.evaluators.transcription`: the corpus's validation split, and every split
 of `config.evals` (by default the MultiQT calls, in-engine and held-out engine), where
 pocketsphinx's words on the same audio (the records' `asr_*` fields, emitted as a live
 system has them) are scored the same way beside it. Beside greedy decoding ("ctc"), the
@@ -40,8 +40,9 @@ import numpy as np
 
 from ctc_jax import beam, bundle, decode, input_pipeline, model, train
 from ctc_jax.recognise import Recogniser
-from experiments import common, evals, training
-from experiments.evaluators import transcription
+from experiments import common, training
+from experiments.scoring import evals
+from experiments.scoring.evaluators import transcription
 from speechkit import asr, augment, files, lm, prepared, streaming
 from speechkit.optim import OptimizerConfig
 

@@ -10,7 +10,7 @@ built when missing; a rerun resumes): `experiments.cskws` (AF-KWS: the card's sc
 the run's own, with its bootstrap intervals and operating points) or `experiments.multiqt`
 (one model, `config.folds` one fold: the card scores that fold's bundle again on its
 fold's calls and on the held-out engine's, raw and smoothed, with 95 % bootstrap
-intervals over calls, `experiments.evaluators.tracking.bootstrap_intervals`). Then it
+intervals over calls, `experiments.scoring.evaluators.tracking.bootstrap_intervals`). Then it
 scores the bundle on `config.smoke_check` (built when missing: the tests rebuild that
 corpus and score the shipped model on it again), writes the card
 (`experiments.report.card`) beside the bundle, and copies bundle.json, params.npz,
@@ -33,9 +33,10 @@ import ml_collections
 
 from cskws_jax import models as kws_models
 from cskws_jax.datasets import synthetic_kws
-from experiments import common, cskws, evaluate, leave_one_out, multiqt, ship_files
-from experiments.evaluators import tracking
+from experiments import common, cskws, leave_one_out, multiqt, ship_files
 from experiments.report import card as card_lib
+from experiments.scoring import bundle_calls, bundle_keywords, bundles, corpora
+from experiments.scoring.evaluators import tracking
 from multiqt_jax import bundle as calls_bundle
 from multiqt_jax import input_pipeline
 from multiqt_jax import models as calls_models
@@ -55,10 +56,10 @@ def smoke_score(folder: str, corpus: str, data_dir: str) -> dict:
     builder = synthetic_kws.SyntheticKws(
         config=corpus.split("/", 1)[1], data_dir=data_dir, file_format="array_record"
     )
-    evaluate.prepare(builder, None)
+    corpora.prepare(builder, None)
     with tempfile.TemporaryDirectory() as scratch:
-        payload = evaluate.evaluate_kws(
-            folder, builder, evaluate.split_source(builder, "test"), evaluate.Settings(), scratch
+        payload = bundle_keywords.evaluate_kws(
+            folder, builder, corpora.split_source(builder, "test"), bundles.Settings(), scratch
         )
     scores = payload["scores"]
     return {"corpus": corpus, "split": "test", "mAP": scores["mAP"], "AP@0.05": scores["AP@0.05"]}
@@ -72,13 +73,13 @@ def calls_smoke_score(folder: str, corpus: str, data_dir: str, ctc_bundle: str =
     builder = synthetic_calls.SyntheticCalls(
         config=corpus.split("/", 1)[1], data_dir=data_dir, file_format="array_record"
     )
-    evaluate.prepare(builder, None)
-    split = evaluate.CROSS_VALIDATED_SPLIT
-    payload = evaluate.evaluate_calls(
+    corpora.prepare(builder, None)
+    split = corpora.CROSS_VALIDATED_SPLIT
+    payload = bundle_calls.evaluate_calls(
         folder,
         builder,
-        evaluate.split_source(builder, split),
-        evaluate.Settings(data_dir=data_dir, ctc_bundle=ctc_bundle),
+        corpora.split_source(builder, split),
+        bundles.Settings(data_dir=data_dir, ctc_bundle=ctc_bundle),
         corpus,
         split,
     )
@@ -214,20 +215,20 @@ def calls_scores(folder: str, builder, dataset: str, config, fold: int) -> dict:
     precision, recall and F1 with 95 % bootstrap intervals of the F1s over calls, its
     labels raw and smoothed by the bundle's own rule."""
     info = calls_bundle.load(folder)[2]
-    settings = evaluate.Settings(
+    settings = bundles.Settings(
         data_dir=common.data_dir(config),
         num_folds=config.num_folds,
         min_frames=info.decoding.smoothing.min_frames,
         ctc_bundle=config.ctc_bundle,
     )
     found = {}
-    splits = {"test": evaluate.CROSS_VALIDATED_SPLIT, "heldout": "heldout"}
+    splits = {"test": corpora.CROSS_VALIDATED_SPLIT, "heldout": "heldout"}
     for name, split in splits.items():
         if split not in builder.info.splits:
             continue
-        source = evaluate.split_source(builder, split)
+        source = corpora.split_source(builder, split)
         index = input_pipeline.CorpusIndex.read(source)
-        scored, (_, count), _ = evaluate.score_calls_bundle(
+        scored, (_, count), _ = bundle_calls.score_calls_bundle(
             fold, folder, source, index, dataset, split, settings, config.task, per_call=True
         )
         frames = (

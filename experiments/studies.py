@@ -26,15 +26,15 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from experiments import common, cskws, evals, multiqt
-from experiments.evaluators import tracking
+from experiments import common, cskws, multiqt
 from experiments.report import studies_md
 from experiments.report.claims import claims
 from experiments.report.figures import study_figures
 from experiments.report.markdown import mean_std_text
 from experiments.report.models import KWS_MODELS, NEURAL, fold_summary
-from experiments.scoring import calls, latency
+from experiments.scoring import calls, evals, latency
 from experiments.scoring import keywords as kws_scoring
+from experiments.scoring.evaluators import tracking
 from multiqt_jax import decode, input_pipeline, labels
 from speechkit import augment, error_rates, files
 

@@ -10,7 +10,7 @@ Batches are `multiqt_jax.input_pipeline` batches (labels at 10 ms). The model em
 frame per `audio_stride` 10 ms frames; output frame t sees audio up to frame
 t * audio_stride, so its target is the label of that frame (`output_labels`).
 `train_step` and `predict` have no Python side effects, so they can be `vmap`-ed over
-stacked fold states and sharded (experiments); `experiments.evaluators.tracking` scores
+stacked fold states and sharded (experiments); `experiments.scoring.evaluators.tracking` scores
 `predict`'s labels.
 """
 

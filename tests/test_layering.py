@@ -11,6 +11,9 @@ nothing is imported, so the check costs milliseconds and sees imports inside fun
     cskws_jax                    imports no other task package
     (the three task packages)    import neither experiments nor benchmarks
     experiments, benchmarks      may import everything below them
+    experiments.scoring          imports no runner (experiments.multiqt, .cskws,
+                                 .recogniser, .studies, .ship) nor the command line
+                                 experiments.evaluate: they all score through it
 
 so the imports between multiqt_jax and ctc_jax close no circle: ctc_jax's corpora read
 multiqt_jax's corpora, multiqt_jax reads ctc_jax's recogniser, which reads neither.
@@ -28,6 +31,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 TASKS = ("multiqt_jax", "cskws_jax", "ctc_jax")
 PACKAGES = ("metrics", "speechkit", *TASKS, "experiments", "benchmarks")
 TOP = ("experiments", "benchmarks")
+RUNNERS = tuple(
+    f"experiments.{name}" for name in ("multiqt", "cskws", "recogniser", "studies", "ship")
+)
 # part (a package or a subpackage; a module follows the longest part that holds it) ->
 # the project modules its modules may not import, each with everything under it
 FORBIDDEN: dict[str, frozenset[str]] = {
@@ -37,6 +43,8 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "cskws_jax": frozenset({"multiqt_jax", "ctc_jax", *TOP}),
     "ctc_jax": frozenset({"multiqt_jax", "cskws_jax", *TOP}),
     "ctc_jax.datasets": frozenset({"multiqt_jax", "cskws_jax", *TOP}),
+    "experiments": frozenset(),
+    "experiments.scoring": frozenset({*RUNNERS, "experiments.evaluate"}),
 }
 # part -> the modules under a forbidden one that it may import all the same
 EXCEPTIONS: dict[str, frozenset[str]] = {"ctc_jax.datasets": frozenset({"multiqt_jax.datasets"})}
@@ -132,6 +140,25 @@ def test_a_broken_layer_is_named_with_file_line_and_import(source_tree):
         "cskws_jax/sub/bad.py:2: `from multiqt_jax.streaming import StreamRunner` "
         "(cskws_jax may not import multiqt_jax)",
         "cskws_jax/sub/bad.py:3: `import benchmarks` (cskws_jax may not import benchmarks)",
+    ]
+
+
+def test_scoring_imports_no_runner(source_tree):
+    """Imports inside functions count too (ast.walk: the top level first)."""
+    files = {
+        "experiments/scoring/bundles.py": (
+            "from experiments import common\nfrom experiments.scoring import calls\n"
+            "def f():\n    from experiments import multiqt\n"
+            "import experiments.evaluate\n"
+        ),
+        "experiments/ship.py": "from experiments import multiqt\nfrom experiments import scoring\n",
+    }
+    tmp_path = source_tree(files, PACKAGES)
+    assert layering_violations(tmp_path) == [
+        "experiments/scoring/bundles.py:5: `import experiments.evaluate` "
+        "(experiments.scoring may not import experiments.evaluate)",
+        "experiments/scoring/bundles.py:4: `from experiments import multiqt` "
+        "(experiments.scoring may not import experiments.multiqt)",
     ]
 
 

@@ -49,7 +49,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # warm_start); config.model must match its architecture.
     config.init = ""
 
-    # What every trained model is also scored on (`experiments.evals`): name -> a split of
+    # What every trained model is also scored on (`experiments.scoring.evals`): name -> a split of
     # a corpus ("" = this run's). "heldout": the split spoken only by a synthesiser never
     # heard in training (skipped where the corpus has none).
     config.evals = ml_collections.ConfigDict()
@@ -111,7 +111,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # (cskws_jax.config.Measured; detect reports them): "" for none, e.g. "final".
     config.eval.measure_on = ""
     # Resamples of the test utterances behind the 95 % intervals of mAP, AP@0.05, FRR@5
-    # and FRR@25 (experiments.evaluators.detection.bootstrap_intervals; about 10 s per
+    # and FRR@25 (experiments.scoring.evaluators.detection.bootstrap_intervals; about 10 s per
     # model at the quick size on CPU, mostly compilation).
     config.eval.bootstrap_resamples = {"smoke": 20, "quick": 200, "full": 200}[preset]
     if preset in ("smoke", "quick"):  # CPU-sized detector

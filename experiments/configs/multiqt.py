@@ -70,7 +70,7 @@ def get_config(preset: str = "quick") -> ml_collections.ConfigDict:
     # "scan"; auto: sequential on CPU, vmap elsewhere.
     config.fold_form = "auto"
 
-    # What every trained model is also scored on (`experiments.evals`): name -> a split of
+    # What every trained model is also scored on (`experiments.scoring.evals`): name -> a split of
     # a corpus ("" = this run's). "heldout": the split spoken only by a synthesiser never
     # heard in training (skipped where the corpus has none).
     config.evals = ml_collections.ConfigDict()

@@ -62,7 +62,7 @@ def kws_card(name: str, entry: dict, run: dict, left_out: list[dict] | None = No
     and the whole run) and "command"; `left_out`: its recipe's leave-one-engine-out rows
     (`experiments.leave_one_out`), if any."""
     splits = {"test": _split_scores(entry)}
-    for key, value in entry.items():  # the evaluations (experiments.evals)
+    for key, value in entry.items():  # the evaluations (experiments.scoring.evals)
         if isinstance(value, dict) and "mAP" in value and "intervals" in value:
             splits[key] = _split_scores(value)
     points = entry.get("operating_points", {})

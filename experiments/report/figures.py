@@ -282,7 +282,7 @@ def timeline_figure(timeline: dict, path: str) -> None:
 def kws_figures(workdir: str, models: list[str], paths: dict) -> None:
     """Each model's pooled precision-recall (to paths["pr"]) and DET curves (FRR against
     false alarms per hour, to paths["frr"]) from its `detection_curves.json`
-    (`experiments.evaluators.detection`)."""
+    (`experiments.scoring.evaluators.detection`)."""
     pr, pr_axes = plt.subplots(figsize=(5, 4))
     frr, frr_axes = plt.subplots(figsize=(5, 4))
     for name in models:

@@ -3,8 +3,8 @@ documents, and a MultiQT model's scores over folds as {"mean", "std"}."""
 
 from __future__ import annotations
 
-from experiments.evals import HELDOUT
-from experiments.evaluators import tracking
+from experiments.scoring.evals import HELDOUT
+from experiments.scoring.evaluators import tracking
 
 NEURAL = ("multimodal", "audio", "text")  # the MultiQT models the studies train
 KWS_MODELS = ("afkws", "afkws_no_unknown")  # the AF-KWS models the studies train

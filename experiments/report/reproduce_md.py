@@ -394,7 +394,7 @@ def kws_table(results: dict) -> list[str]:
             "",
             "[lo, hi]: 95 % percentile bootstrap interval over test utterances (utterances "
             "resampled with replacement, the detector fixed; "
-            "`experiments.evaluators.detection.bootstrap_intervals`): how much the score "
+            "`experiments.scoring.evaluators.detection.bootstrap_intervals`): how much the score "
             "moves with which utterances made up a test split this size.",
         ]
     if results:

@@ -4,7 +4,7 @@ raw and after causal smoothing, and the summaries over folds that results.json h
     batching = calls.CallBatching(batch_size=4, causal_text=True)
     batches = calls.eval_batches(source, indices, index, batching)
     scored = calls.score(predict, batches, num_classes=7, smoothers=calls.smoothers(smoothing))
-    scored["raw"], scored["smoothed"]             # `experiments.evaluators.tracking` scores
+    scored["raw"], scored["smoothed"]             # `experiments.scoring.evaluators.tracking` scores
 
 `predict(batch)` -> (predicted int32 [B, To], gold, mask) on the model's 40 ms clock:
 `multiqt_jax.train.predict` with a model's parameters, a baseline's sliding labels, or
@@ -24,7 +24,7 @@ from jax.experimental import multihost_utils
 
 import metrics
 from experiments import common
-from experiments.evaluators import tracking
+from experiments.scoring.evaluators import tracking
 from multiqt_jax import bundle as calls_bundle
 from multiqt_jax import decode, input_pipeline, model
 from multiqt_jax import train as calls_train
@@ -122,7 +122,7 @@ def score(
     hop_s: float | None = None,
 ) -> dict:
     """{"raw": scores, name: scores for each of `smoothers`} of `predict` over `batches`
-    (`experiments.evaluators.tracking.evaluate_smoothed`); with `latency`, each also holds
+    (`experiments.scoring.evaluators.tracking.evaluate_smoothed`); with `latency`, each also holds
     the tracking latencies of its found instances in output frames, with `per_call` each
     call's counts ("per_call", for `tracking.bootstrap_intervals`), with `hop_s` (seconds
     per predicted frame, `output_hop_s`) the early question frames ("early_frames")."""

@@ -13,7 +13,7 @@ RTF, bootstrap intervals, DET curves and operating points.
 with its parameters, a baseline's, or one whose labels were mapped onto another keyword
 list (`experiments.evaluate`). The runner (`experiments.cskws`), `experiments.evaluate`
 and the studies all score through this module; its core is
-`experiments.evaluators.detection`.
+`experiments.scoring.evaluators.detection`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import metrics
 from cskws_jax import bundle as kws_bundle
 from cskws_jax import input_pipeline, operating_points
 from cskws_jax import streaming as kws_streaming
-from experiments.evals import transfer_key
-from experiments.evaluators import detection
 from experiments.scoring import latency
+from experiments.scoring.evals import transfer_key
+from experiments.scoring.evaluators import detection
 from speechkit import batching, files
 
 REPORTED = ("mAP", "AP@0.05", "AP@0.75", "FRR@5", "FRR@25")

@@ -9,7 +9,7 @@ import pytest
 import tensorflow_datasets as tfds
 
 from cskws_jax import baselines, input_pipeline, model, train
-from experiments.evaluators import detection
+from experiments.scoring.evaluators import detection
 
 SMALL = model.AfKwsConfig(
     num_keywords=20,

@@ -40,8 +40,8 @@ def check_multiqt_heldout():
     """check(summary, num_folds): a MultiQT model's results.json entry holds its scores
     on the held-out engine's calls (raw and smoothed, every fold, all in [0, 1]) and the
     transfer ratios of their means to the in-engine ones."""
-    from experiments.evaluators import tracking
     from experiments.scoring import calls
+    from experiments.scoring.evaluators import tracking
 
     def check(summary: dict, num_folds: int) -> None:
         heldout = summary["heldout"]

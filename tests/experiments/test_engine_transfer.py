@@ -66,7 +66,7 @@ def test_an_evaluation_can_score_a_slice_of_a_split(smoke_build):
     """A development half to choose settings on, the other half scored once."""
     import tensorflow_datasets as tfds
 
-    from experiments import evals
+    from experiments.scoring import evals
 
     data_dir = str(smoke_build[0])
     sources = tfds.data_source("synthetic_kws/smoke", data_dir=data_dir)

@@ -1,5 +1,6 @@
-"""experiments.evaluate: trained bundles scored on another corpus, end to end, and the
-keyword matching between a bundle and a corpus."""
+"""experiments.evaluate and its library, experiments.scoring.bundles: trained bundles
+scored on another corpus, end to end, and the keyword matching between a bundle and a
+corpus."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from cskws_jax import model as kws_model
 from cskws_jax import operating_points
 from cskws_jax import train as kws_train
 from experiments import evaluate
-from experiments.evaluators import tracking
+from experiments.scoring import bundle_calls, bundle_keywords, bundles, corpora
 from experiments.scoring import keywords as kws_scoring
+from experiments.scoring.evaluators import tracking
 from multiqt_jax import bundle as calls_bundle
 from multiqt_jax import labels, model
 from speechkit import audio_io
@@ -86,7 +88,7 @@ def settings(bundle, dataset, data_dir, manual_dir, **overrides):
         "batch_size": 2,
         "num_folds": 5,
     }
-    return evaluate.Settings(**{**values, **overrides})
+    return bundles.Settings(**{**values, **overrides})
 
 
 def test_a_kws_bundle_is_scored_on_a_folder_corpus_from_the_command_line(
@@ -154,7 +156,7 @@ def test_a_bundles_operating_points_are_measured_on_the_corpus(
     path = save_tiny_kws_bundle(tmp_path / "ordered" / "bundle", keywords, decoding)
     run = settings(path, "folder_kws/shipped", tmp_path / "tfds", kws_folder)
     workdir = tmp_path / "out"
-    results = evaluate.evaluate(run, str(workdir))
+    results = bundles.evaluate(run, str(workdir))
     assert results == json.loads((workdir / "results.json").read_text())
     assert results["keywords"]["scored"] == ["hundred", "people"]
 
@@ -192,30 +194,30 @@ def test_a_bundles_operating_points_are_measured_on_the_corpus(
 
 
 def test_scored_thresholds_follow_the_keyword_mapping():
-    match = evaluate.KeywordMatch.of(("a", "b", "c"), ("c", "x", "a"), "shared")
-    assert evaluate.scored_thresholds((0.1, 0.2, 0.3), match) == (0.1, 0.3)
-    with pytest.raises(evaluate.EvaluationError, match="thresholds: 2 values"):
-        evaluate.scored_thresholds((0.1, 0.2), match)
+    match = bundle_keywords.KeywordMatch.of(("a", "b", "c"), ("c", "x", "a"), "shared")
+    assert bundle_keywords.scored_thresholds((0.1, 0.2, 0.3), match) == (0.1, 0.3)
+    with pytest.raises(corpora.EvaluationError, match="thresholds: 2 values"):
+        bundle_keywords.scored_thresholds((0.1, 0.2), match)
 
 
 def test_strict_keywords_refuse_a_mismatch(tmp_path, kws_folder, kws_bundle_path):
     strict = settings(
         kws_bundle_path, "folder_kws/shipped", tmp_path / "tfds", kws_folder, keywords="strict"
     )
-    with pytest.raises(evaluate.EvaluationError, match=r"only in the bundle: \['weather'\]"):
-        evaluate.evaluate(strict, str(tmp_path / "out"))
+    with pytest.raises(corpora.EvaluationError, match=r"only in the bundle: \['weather'\]"):
+        bundles.evaluate(strict, str(tmp_path / "out"))
     assert not (tmp_path / "out" / "results.json").exists()
 
 
 def test_keyword_match_maps_both_sides_onto_the_shared_keywords():
-    match = evaluate.KeywordMatch.of(("a", "b", "c"), ("c", "x", "a"), "shared")
+    match = bundle_keywords.KeywordMatch.of(("a", "b", "c"), ("c", "x", "a"), "shared")
     assert match.scored == ("a", "c")
     assert (match.bundle_only, match.corpus_only) == (("b",), ("x",))
     np.testing.assert_array_equal(match.bundle_to_scored, [0, -1, 1])
     np.testing.assert_array_equal(match.corpus_to_scored, [1, -1, 0])
-    with pytest.raises(evaluate.EvaluationError, match="no keyword in common"):
-        evaluate.KeywordMatch.of(("a",), ("b",), "shared")
-    found = evaluate.scored_detections(
+    with pytest.raises(corpora.EvaluationError, match="no keyword in common"):
+        bundle_keywords.KeywordMatch.of(("a",), ("b",), "shared")
+    found = bundle_keywords.scored_detections(
         {"label": np.array([[0, 1, 2]]), "valid": np.array([[True, True, False]])},
         match.bundle_to_scored,
     )
@@ -225,7 +227,7 @@ def test_keyword_match_maps_both_sides_onto_the_shared_keywords():
         "keyword_label": np.array([0, 1, 2, 0], np.int32),
         "keyword_valid": np.array([True, True, True, False]),
     }
-    remapped = evaluate.ScoredKeywordSource([record], match.corpus_to_scored)[0]
+    remapped = bundle_keywords.ScoredKeywordSource([record], match.corpus_to_scored)[0]
     np.testing.assert_array_equal(remapped["keyword_label"], [1, 0, 0, 1])
     np.testing.assert_array_equal(remapped["keyword_valid"], [True, False, True, False])
 
@@ -267,7 +269,7 @@ def test_multiqt_fold_bundles_are_scored_on_an_annotated_calls_folder(
             corpus=corpus,
         )
     run = settings(tmp_path / "multimodal", "annotated_calls/questions", tmp_path / "tfds", calls)
-    results = evaluate.evaluate(run, str(tmp_path / "out"))
+    results = bundles.evaluate(run, str(tmp_path / "out"))
     assert results == json.loads((tmp_path / "out" / "results.json").read_text())
     assert (results["task"], results["split"], results["calls"]) == ("multiqt", "train", 3)
     assert [b["fold"] for b in results["bundles"]] == [0, 1]
@@ -288,9 +290,9 @@ def test_multiqt_fold_bundles_are_scored_on_an_annotated_calls_folder(
         assert 0 <= early["overall"] <= 1 and sum(early["predicted"]) > 0
     # On a split that cross-validation never drew folds from (synthetic_calls' "heldout",
     # spoken by the held-out engine), every fold bundle sees every call.
-    builder = evaluate.corpus_builder("annotated_calls/questions", str(tmp_path / "tfds"))
-    source = evaluate.split_source(builder, "train")
-    other_split = evaluate.evaluate_calls(
+    builder = corpora.corpus_builder("annotated_calls/questions", str(tmp_path / "tfds"))
+    source = corpora.split_source(builder, "train")
+    other_split = bundle_calls.evaluate_calls(
         str(tmp_path / "multimodal"), builder, source, run, "annotated_calls/questions", "heldout"
     )
     assert [b["scored_calls"] for b in other_split["bundles"]] == [3, 3]
@@ -307,16 +309,16 @@ def test_missing_marks_one_modality_of_a_multimodal_model_missing_in_every_call(
 
     both = types.SimpleNamespace(config=types.SimpleNamespace(modalities=("audio", "text")))
     batch = {"audio": np.zeros((3, 8, 40), np.float32)}
-    assert evaluate.with_missing(predict, both, "", "b") is predict
-    evaluate.with_missing(predict, both, "text", "b")(batch)
-    evaluate.with_missing(predict, both, "audio", "b")(batch)
+    assert bundle_calls.with_missing(predict, both, "", "b") is predict
+    bundle_calls.with_missing(predict, both, "text", "b")(batch)
+    bundle_calls.with_missing(predict, both, "audio", "b")(batch)
     np.testing.assert_array_equal(seen[0], [[True, False]] * 3)
     np.testing.assert_array_equal(seen[1], [[False, True]] * 3)
     audio = types.SimpleNamespace(config=types.SimpleNamespace(modalities=("audio",)))
-    with pytest.raises(evaluate.EvaluationError, match="only a multimodal model"):
-        evaluate.with_missing(predict, audio, "text", "b")
-    with pytest.raises(evaluate.EvaluationError, match="expected '', 'audio' or 'text'"):
-        evaluate.with_missing(predict, both, "video", "b")
+    with pytest.raises(corpora.EvaluationError, match="only a multimodal model"):
+        bundle_calls.with_missing(predict, audio, "text", "b")
+    with pytest.raises(corpora.EvaluationError, match="expected '', 'audio' or 'text'"):
+        bundle_calls.with_missing(predict, both, "video", "b")
 
 
 def test_a_bundle_of_one_task_refuses_a_corpus_of_the_other(tmp_path, kws_bundle_path):
@@ -324,23 +326,23 @@ def test_a_bundle_of_one_task_refuses_a_corpus_of_the_other(tmp_path, kws_bundle
     calls.mkdir()
     _write_call(calls, "call0", 0, fold=0)
     run = settings(kws_bundle_path, "annotated_calls/questions", tmp_path / "tfds", calls)
-    with pytest.raises(evaluate.EvaluationError, match="needs a keyword corpus"):
-        evaluate.evaluate(run, str(tmp_path / "out"))
+    with pytest.raises(corpora.EvaluationError, match="needs a keyword corpus"):
+        bundles.evaluate(run, str(tmp_path / "out"))
 
 
 def test_a_keyword_corpus_split_may_be_a_slice(smoke_build):
     """`--split=heldout[50%:]`: the half the lever screen leaves for the final check; a
     call corpus is scored whole (its folds), and a bad slice is named."""
     data_dir = str(smoke_build[0])
-    builder = evaluate.corpus_builder("synthetic_kws/smoke", data_dir)
-    whole = evaluate.split_source(builder, "heldout")
-    half = evaluate.split_source(builder, "heldout[50%:]", slices=True)
+    builder = corpora.corpus_builder("synthetic_kws/smoke", data_dir)
+    whole = corpora.split_source(builder, "heldout")
+    half = corpora.split_source(builder, "heldout[50%:]", slices=True)
     assert len(half) == len(whole) - len(whole) // 2
     assert half[0]["utterance_id"] == whole[len(whole) // 2]["utterance_id"]
-    with pytest.raises(evaluate.EvaluationError, match=r"--split: 'heldout\[:x\]'"):
-        evaluate.split_source(builder, "heldout[:x]", slices=True)
-    with pytest.raises(evaluate.EvaluationError, match="no 'dev' split"):
-        evaluate.split_source(builder, "dev[:50%]", slices=True)
-    calls = evaluate.corpus_builder("synthetic_calls/questions-smoke", data_dir)
-    with pytest.raises(evaluate.EvaluationError, match="a call corpus is scored whole"):
-        evaluate.split_source(calls, "train[:50%]")
+    with pytest.raises(corpora.EvaluationError, match=r"--split: 'heldout\[:x\]'"):
+        corpora.split_source(builder, "heldout[:x]", slices=True)
+    with pytest.raises(corpora.EvaluationError, match="no 'dev' split"):
+        corpora.split_source(builder, "dev[:50%]", slices=True)
+    calls = corpora.corpus_builder("synthetic_calls/questions-smoke", data_dir)
+    with pytest.raises(corpora.EvaluationError, match="a call corpus is scored whole"):
+        corpora.split_source(calls, "train[:50%]")

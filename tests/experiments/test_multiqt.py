@@ -99,8 +99,8 @@ def test_fold_scores_are_gathered_in_fold_order_under_the_given_names():
 
 def test_early_frames_travel_with_the_folds_and_pool_over_them():
     import metrics
-    from experiments.evaluators import tracking
     from experiments.scoring import calls
+    from experiments.scoring.evaluators import tracking
 
     def scores(early, predicted):
         counts = metrics.EarlyFrameCounts(np.array(early), np.array(predicted))
@@ -161,8 +161,8 @@ def test_evaluation_summary_transfer_and_cache_check():
 
 
 def test_evaluations_come_from_the_config_and_refuse_taken_names():
-    from experiments import evals
     from experiments.configs import multiqt as presets
+    from experiments.scoring import evals
 
     config = presets.get_config("smoke")
     (heldout,) = evals.evaluations(config)
@@ -223,9 +223,9 @@ def test_the_ctc_recogniser_gives_the_text_of_every_split(reference, tmp_path):
     assert 0 < ours["wer"] < 0.9 and ours["words"] == theirs["words"] > 0
     assert theirs["wer"] >= 0.9 and theirs["cer"] > ours["cer"]
     # Other tests' recognisers share the smoke corpus folder: look for this one's files.
-    from experiments import multiqt
+    from experiments.scoring import text_inputs
 
-    digest = multiqt.ctc_recogniser(str(folder)).digest[:12]
+    digest = text_inputs.ctc_recogniser(str(folder)).digest[:12]
     for kind in ("ctc_words", "ctc_posteriors"):
         cached = sorted((data_dir / "synthetic_calls" / kind).glob(f"*-{digest}.npz"))
         assert [p.name.split("-")[0] for p in cached] == ["heldout", "train"], kind

@@ -13,10 +13,11 @@ import soundfile
 from cskws_jax import bundle, detect
 from cskws_jax import export as kws_export
 from cskws_jax import operating_points as op
-from experiments import common, cskws, evaluate, reproduce
+from experiments import common, cskws, reproduce
 from experiments.configs import cskws as cskws_config
 from experiments.configs import reproduce as reproduce_config
 from experiments.report import models, reproduce_md
+from experiments.scoring import bundles
 from experiments.scoring import keywords as kws_scoring
 from multiqt_jax import labels, track
 from speechkit import files, tts
@@ -176,7 +177,7 @@ def check_the_trained_models_work_outside_the_runner(workdir, tmp, capsys) -> No
         assert segment["label"] in labels.QUESTION_CLASSES[1:]
         assert 0 <= segment["start"] < segment["end"] <= segment["emitted"]
 
-    run = evaluate.Settings(
+    run = bundles.Settings(
         bundle=str(kws_bundle),
         dataset="folder_kws/shipped",
         split="",
@@ -186,7 +187,7 @@ def check_the_trained_models_work_outside_the_runner(workdir, tmp, capsys) -> No
         batch_size=2,
         num_folds=5,
     )
-    payload = evaluate.evaluate(run, str(tmp / "evaluated"))
+    payload = bundles.evaluate(run, str(tmp / "evaluated"))
     assert payload["scores"]["test_hours"] == pytest.approx(speech.duration / 3600, abs=0.02 / 3600)
     assert 0 <= payload["scores"]["mAP"] <= 1
     budgets = payload["operating_points"]["budgets"]

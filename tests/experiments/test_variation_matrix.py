@@ -7,8 +7,9 @@ import json
 import pytest
 
 from cskws_jax.datasets import synthetic_kws, text
-from experiments import evals, variation_matrix
+from experiments import variation_matrix
 from experiments.configs import variation_matrix as configs
+from experiments.scoring import evals
 from multiqt_jax.datasets import synthetic_calls
 from speechkit import corpus, tts
 

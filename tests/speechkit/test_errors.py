@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cskws_jax.datasets import folder_kws, libritop20
-from experiments import evaluate
+from experiments.scoring import corpora
 from multiqt_jax.datasets import annotated_calls
 from speechkit import audio_io, bundle, corpus, errors, stream_inputs
 
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
         folder_kws.FolderKwsError,
         libritop20.LibriSpeechError,
         annotated_calls.AnnotationError,
-        evaluate.EvaluationError,
+        corpora.EvaluationError,
     ],
 )
 def test_named_input_errors_are_invalid_input(error):

@@ -92,9 +92,9 @@ def test_evaluate_help_needs_no_training_stack_and_fits_a_screen():
 
 
 def test_evaluate_help_names_every_option():
-    from experiments import evaluate
+    from experiments.scoring import bundles
 
-    for field in dataclasses.fields(evaluate.Settings):
+    for field in dataclasses.fields(bundles.Settings):
         assert f"--{field.name.replace('_', '-')}" in commands.EVALUATE_USAGE, field.name
 
 

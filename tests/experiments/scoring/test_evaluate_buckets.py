@@ -1,6 +1,7 @@
-"""Length buckets of the evaluation batches (issue 60): `experiments.evaluate` pads its
-batches to a few lengths (`speechkit.batching.bucket_length`), masked, so that a folder
-compiles a few programs; the scores are those of batches padded to their own lengths."""
+"""Length buckets of the evaluation batches (issue 60):
+`experiments.scoring.bundles.evaluate` pads its batches to a few lengths
+(`speechkit.batching.bucket_length`), masked, so that a folder compiles a few programs;
+the scores are those of batches padded to their own lengths."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ import pytest
 
 from cskws_jax import bundle as kws_bundle
 from cskws_jax import model as kws_model
-from experiments import evaluate
-from experiments.scoring import calls
+from experiments.scoring import bundles, calls, corpora
 from experiments.scoring import keywords as kws_scoring
 from multiqt_jax import bundle as calls_bundle
 from multiqt_jax import input_pipeline, labels
@@ -56,8 +56,8 @@ def kws_case(tmp_path_factory, tiny_afkws_config):
     return bundle, folder, root / "tfds"
 
 
-def _settings(bundle, dataset, data_dir, manual_dir="") -> evaluate.Settings:
-    return evaluate.Settings(
+def _settings(bundle, dataset, data_dir, manual_dir="") -> bundles.Settings:
+    return bundles.Settings(
         bundle=str(bundle),
         dataset=dataset,
         data_dir=str(data_dir),
@@ -106,8 +106,8 @@ def test_pad_steps_pads_with_masked_zeros_and_keeps_other_fields():
 def test_keyword_batches_take_few_shapes_and_score_as_exact_ones(kws_case, tmp_path):
     bundle, folder, data_dir = kws_case
     dataset = "folder_kws/shipped"
-    evaluate.evaluate(_settings(bundle, dataset, data_dir, folder), str(tmp_path / "built"))
-    source = evaluate.split_source(evaluate.corpus_builder(dataset, str(data_dir)), "test")
+    bundles.evaluate(_settings(bundle, dataset, data_dir, folder), str(tmp_path / "built"))
+    source = corpora.split_source(corpora.corpus_builder(dataset, str(data_dir)), "test")
 
     def shapes(lengths):
         found = kws_scoring.evaluation_batches(
@@ -119,7 +119,7 @@ def test_keyword_batches_take_few_shapes_and_score_as_exact_ones(kws_case, tmp_p
     results, compiled = {}, {}
     for lengths in batching.LENGTHS:
         with compilation.Counter() as counted:
-            results[lengths] = evaluate.evaluate(
+            results[lengths] = bundles.evaluate(
                 _settings(bundle, dataset, data_dir), str(tmp_path / lengths), lengths
             )
         compiled[lengths] = counted.programs_by_name["jit(detect)"]
@@ -174,10 +174,10 @@ def test_calls_take_few_shapes_and_score_as_exact_ones(tmp_path, tiny_multiqt_co
     for lengths in batching.LENGTHS:
         settings = _settings(bundle, dataset, data_dir, folder if lengths == "exact" else "")
         settings = dataclasses.replace(settings, batch_size=1)
-        results[lengths] = evaluate.evaluate(settings, str(tmp_path / lengths), lengths)
+        results[lengths] = bundles.evaluate(settings, str(tmp_path / lengths), lengths)
     without_timings = [{k: v for k, v in r.items() if k != "seconds"} for r in results.values()]
     assert without_timings[0] == without_timings[1]
-    source = evaluate.split_source(evaluate.corpus_builder(dataset, str(data_dir)), "train")
+    source = corpora.split_source(corpora.corpus_builder(dataset, str(data_dir)), "train")
     index = input_pipeline.CorpusIndex.read(source)
 
     def shapes(lengths):

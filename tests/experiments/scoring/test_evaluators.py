@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import metrics
-from experiments.evaluators import detection, tracking
+from experiments.scoring.evaluators import detection, tracking
 
 
 def _label_batches(rng, count=3, classes=4):

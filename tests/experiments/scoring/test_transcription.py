@@ -3,7 +3,7 @@ a minimum-edit alignment pairs."""
 
 import pytest
 
-from experiments.evaluators import transcription
+from experiments.scoring.evaluators import transcription
 from speechkit.asr import TimedWord
 
 

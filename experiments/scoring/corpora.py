@@ -1,0 +1,86 @@
+"""The corpora a bundle is scored on (`experiments.scoring.bundles`): a TFDS builder by
+name, built when needed, and one split of it, whole or a TFDS slice.
+
+    builder = corpora.corpus_builder("folder_kws/shipped", data_dir)
+    corpora.prepare(builder, manual_dir="/data/my_keywords")
+    source = corpora.split_source(builder, "test", slices=True)
+
+A corpus, split or bundle that cannot be scored is an `EvaluationError` (the command
+line's exit status 2).
+"""
+
+from __future__ import annotations
+
+import tensorflow_datasets as tfds
+
+from cskws_jax.datasets import folder_kws, keyword_free, libritop20, synthetic_kws  # noqa: F401
+from experiments import common
+from experiments.scoring import evals
+from multiqt_jax.datasets import annotated_calls, synthetic_calls  # noqa: F401 (registers)
+from speechkit import errors, prepared
+
+CROSS_VALIDATED_SPLIT = "train"  # the call corpora's split that experiments.multiqt folds
+BATCH_LENGTHS = "buckets"  # evaluation batches padded to a few lengths (speechkit.batching)
+
+log = common.logger("evaluate")
+
+
+class EvaluationError(errors.InvalidInput):
+    """A bundle and a corpus that cannot be scored together; the message says why."""
+
+
+def corpus_builder(name: str, data_dir: str):
+    """The TFDS builder of corpus `name` (e.g. "folder_kws/shipped") in `data_dir`."""
+    try:
+        return prepared.builder(name, data_dir=data_dir)
+    except (tfds.core.registered.DatasetNotFoundError, ValueError) as err:
+        raise EvaluationError(f"--dataset={name}: {err}") from None
+
+
+def prepare(builder, manual_dir: str | None) -> None:
+    """Builds the corpus: from `manual_dir` when one is given (always anew, the folder may
+    have changed), else only when it is not prepared yet (synthetic corpora)."""
+    if manual_dir:
+        builder.download_and_prepare(
+            download_config=tfds.download.DownloadConfig(
+                manual_dir=manual_dir,
+                download_mode=tfds.download.GenerateMode.REUSE_CACHE_IF_EXISTS,
+            )
+        )
+    elif not builder.is_prepared():
+        log(f"{builder.info.full_name}: not prepared in {builder.data_dir}, building it")
+        builder.download_and_prepare()
+
+
+def split_source(builder, split: str, *, slices: bool = False):
+    """The data source of one split of a prepared corpus, whole or, with `slices` (a
+    keyword corpus), a TFDS slice of it ("heldout[50%:]", as `experiments.scoring.evals`
+    reads them)."""
+    sources = builder.as_data_source()
+    base = evals.base_split(split)
+    if base not in sources:
+        raise EvaluationError(f"{builder.name}: no {base!r} split (has {sorted(sources)})")
+    if base == split:
+        return sources[split]
+    if not slices:  # a call corpus: a slice would cut across its cross-validation folds
+        raise EvaluationError(f"--split: a call corpus is scored whole, got {split!r}")
+    try:
+        return builder.as_data_source(split=split)
+    except ValueError as err:
+        raise EvaluationError(f"--split: {split!r} of {builder.name}: {err}") from None
+
+
+def check_corpus_kind(builder, kws: bool, dataset: str) -> None:
+    """An EvaluationError unless the corpus is of the bundle's kind: a keyword corpus for
+    a cskws bundle (`kws`), a call corpus for a multiqt one."""
+    features = builder.info.features
+    if kws and "keyword_label" not in features:
+        raise EvaluationError(
+            f"--dataset={dataset}: a cskws bundle needs a keyword corpus (synthetic_kws, "
+            "libritop20, folder_kws)"
+        )
+    if not kws and "labels" not in features:
+        raise EvaluationError(
+            f"--dataset={dataset}: a multiqt bundle needs a call corpus (annotated_calls, "
+            "synthetic_calls)"
+        )
