@@ -57,7 +57,8 @@ from cskws_jax import baselines, bundle, input_pipeline, losses, model, train
 from cskws_jax.config import Measured
 from cskws_jax.datasets import synthetic_kws
 from cskws_jax.datasets.features import FEATURES
-from experiments import common, training
+from experiments import common, corpora, training
+from experiments.scoring import corpora as scoring_corpora
 from experiments.scoring import evals
 from experiments.scoring import keywords as scoring
 from speechkit import batching, checks, errors, files, prepared
@@ -75,23 +76,14 @@ def load_corpus(config):
     `config.engines`, only the records those engines spoke."""
     data_dir = common.data_dir(config)
     name = config.dataset
-    built = synthetic_kws.SyntheticKws.builder_configs
-    if config.build_missing and name.startswith("synthetic_kws/"):
-        size = name.split("/", 1)[1]
-        if size in built:
-            builder = synthetic_kws.SyntheticKws(
-                config=size, data_dir=data_dir, file_format="array_record"
-            )
-            builder.download_and_prepare()
+    if config.build_missing:
+        corpora.build_missing(name, synthetic_kws.SyntheticKws, data_dir)
     keywords = corpus_keywords(name, data_dir)
-    sources = prepared.data_source(name, data_dir=data_dir)
-    for split in ("train", "test"):
-        if split not in sources:
-            raise ValueError(f"{name}: no {split!r} split (has {sorted(sources)})")
+    sources = corpora.splits(name, data_dir, ("train", "test"))
     engines = config.get("engines") or ""
     return {
-        split: evals.of_engines(sources[split], engines, "config.engines")
-        for split in ("train", "test")
+        split: evals.of_engines(source, engines, "config.engines")
+        for split, source in sources.items()
     }, keywords
 
 
@@ -100,11 +92,10 @@ def corpus_keywords(name: str, data_dir: str) -> list[str]:
 
 
 def evaluation_sources(config, keywords) -> dict:
-    """{evaluation name: data source} of `config.evals` (`experiments.scoring.evals`); an optional
-    evaluation whose split its corpus lacks is logged and left out. Another corpus must
-    have the run's keywords, in order (`experiments.evaluate` maps differing ones)."""
+    """{evaluation name: data source} of `config.evals`
+    (`experiments.scoring.corpora.evaluation_sources`). Another corpus must have the
+    run's keywords, in order (`experiments.evaluate` maps differing ones)."""
     data_dir = common.data_dir(config)
-    found = {}
     for evaluation in evals.evaluations(config):
         corpus = evaluation.corpus(config.dataset)
         if corpus != config.dataset and corpus_keywords(corpus, data_dir) != keywords:
@@ -112,26 +103,7 @@ def evaluation_sources(config, keywords) -> dict:
                 f"config.evals.{evaluation.name}: {corpus}'s keywords are not the run's "
                 f"(score a bundle on it with python -m experiments.evaluate instead)"
             )
-        source = evals.split_of(
-            evaluation, corpus, prepared.data_source(corpus, data_dir=data_dir), log, data_dir
-        )
-        if source is not None:
-            where = f"config.evals.{evaluation.name}.engines"
-            found[evaluation.name] = evals.of_engines(source, evaluation.engines, where)
-    return found
-
-
-def split_engine(dataset: str, split: str, data_dir: str) -> str | None:
-    """The synthesiser that alone speaks `split` of `dataset`: a synthetic_kws corpus's
-    held-out engine for its "heldout" split (or a slice of it; a corpus of your own
-    keywords says it in its metadata); None otherwise."""
-    if evals.base_split(split) != "heldout" or not dataset.startswith("synthetic_kws/"):
-        return None
-    name = dataset.split("/", 1)[1]  # a size, or a size-engine set ("quick-festival")
-    built = synthetic_kws.SyntheticKws.builder_configs.get(name)
-    if built is not None:
-        return built.render_config.heldout_engine
-    return prepared.builder(dataset, data_dir=data_dir).info.metadata.get("heldout_engine")
+    return scoring_corpora.evaluation_sources(config, config.dataset, log)
 
 
 class Candidate:
@@ -490,9 +462,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     }
     for evaluation in evals.evaluations(config):
         if evaluation.name in sources:
-            corpus = evaluation.corpus(config.dataset)
-            payload[f"{evaluation.name}_engine"] = evals.kept_engine(evaluation) or split_engine(
-                corpus, evaluation.split, common.data_dir(config)
+            payload[f"{evaluation.name}_engine"] = scoring_corpora.split_engine(
+                evaluation, config.dataset, common.data_dir(config)
             )
     files.write_json(os.path.join(workdir, "results.json"), payload)
     print(scoring.table(results, others))

@@ -50,13 +50,14 @@ import ml_collections
 import numpy as np
 from jax.experimental import multihost_utils
 
-from experiments import common, folds, training
+from experiments import common, corpora, folds, training
 from experiments.scoring import calls, evals, text_inputs
+from experiments.scoring import corpora as scoring_corpora
 from experiments.scoring.evaluators import transcription
 from multiqt_jax import baselines, bundle, decode, input_pipeline, labels, model, train
 from multiqt_jax.datasets import render, synthetic_calls
 from multiqt_jax.datasets.features import RecognisedBy, recognised_words, spoken_words
-from speechkit import augment, batching, checks, errors, files, prepared, tts
+from speechkit import augment, batching, checks, errors, files, tts
 from speechkit.optim import OptimizerConfig, TrainState
 
 TRAINED_FOLDS = "trained_folds"  # a summary's fold ids, where config.folds chose some
@@ -70,22 +71,18 @@ def load_corpus(config):
     """(source, index): the calls of the train split (every call, with its fold) and their
     `input_pipeline.CorpusIndex`; with `config.text_recogniser`, that recogniser's words
     in place of the corpus's."""
-    data_dir = common.data_dir(config)
-    name = corpus_name(config)
+    data_dir, corpus = common.data_dir(config), own_corpus(config)
     if config.build_missing and jax.process_index() == 0:
-        builder = synthetic_calls.SyntheticCalls(
-            config=name, data_dir=data_dir, file_format="array_record"
-        )
-        builder.download_and_prepare()
+        corpora.build_missing(corpus, synthetic_calls.SyntheticCalls, data_dir)
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices("corpus ready")
-    source = prepared.data_source(f"synthetic_calls/{name}", data_dir=data_dir)["train"]
+    source = corpora.splits(corpus, data_dir, ("train",))["train"]
     source = evals.of_engines(source, config.get("engines") or "", "config.engines")
     recogniser = text_recogniser(config)
     if recogniser in text_inputs.CTC_TEXT:
-        source = with_ctc(config, source, f"synthetic_calls/{name}", "train")
+        source = with_ctc(config, source, corpus, "train")
     elif recogniser:
-        builder = synthetic_calls.SyntheticCalls(config=name, data_dir=data_dir)
+        builder = synthetic_calls.SyntheticCalls(config=corpus_name(config), data_dir=data_dir)
         words = None  # process 0 recognises; the others read its cache
         if jax.process_index() == 0:
             words = builder.variant_words(config.text_recogniser, "train")
@@ -122,31 +119,25 @@ def text_scores(source) -> dict | None:
 
 
 def evaluation_sources(config) -> dict:
-    """{evaluation name: (source, index)} of `config.evals` (`experiments.scoring.evals`); an
-    optional evaluation whose split is absent (or, with `config.text_recogniser`, any of
-    the run's own corpus: its calls would need their slow synthesiser again) is logged
-    and left out."""
-    own = f"synthetic_calls/{corpus_name(config)}"
-    found = {}
-    for evaluation in evals.evaluations(config):
-        corpus = evaluation.corpus(own)
-        sources = prepared.data_source(corpus, data_dir=common.data_dir(config))
-        missing = evaluation.split not in sources
-        recogniser = text_recogniser(config)
+    """{evaluation name: (source, index)} of `config.evals`
+    (`experiments.scoring.corpora.evaluation_sources`), with their
+    `input_pipeline.CorpusIndex`; with `config.text_recogniser` a pocketsphinx variant's,
+    those of the run's own corpus are left out (their calls would need their slow
+    synthesiser again), with "ctc" the recogniser's text read in (`with_ctc`)."""
+    own = own_corpus(config)
+    recogniser = text_recogniser(config)
+
+    def leave_out(evaluation, corpus) -> str | None:
         if recogniser and recogniser not in text_inputs.CTC_TEXT and corpus == own:
-            missing, why = True, f"config.text_recogniser={config.text_recogniser!r}"
-        else:
-            why = f"{corpus} has no {evaluation.split!r} split (has {sorted(sources)})"
-        if not missing:
-            where = f"config.evals.{evaluation.name}.engines"
-            source = evals.of_engines(sources[evaluation.split], evaluation.engines, where)
-            if recogniser in text_inputs.CTC_TEXT:
-                source = with_ctc(config, source, corpus, evaluation.split)
-            found[evaluation.name] = (source, input_pipeline.CorpusIndex.read(source))
-        elif evaluation.optional:
-            log(f"config.evals.{evaluation.name}: skipped, {why}")
-        else:
-            raise ValueError(f"config.evals.{evaluation.name}: {why}")
+            return f"config.text_recogniser={config.text_recogniser!r}"
+        return None
+
+    declared = {evaluation.name: evaluation for evaluation in evals.evaluations(config)}
+    found = {}
+    for name, source in scoring_corpora.evaluation_sources(config, own, log, leave_out).items():
+        if recogniser in text_inputs.CTC_TEXT:
+            source = with_ctc(config, source, declared[name].corpus(own), declared[name].split)
+        found[name] = (source, input_pipeline.CorpusIndex.read(source))
     return found
 
 
@@ -157,17 +148,9 @@ def corpus_name(config) -> str:
     return tts.corpus_config_name(f"{config.task}-{config.size}", config.engine_set, variation)
 
 
-def split_engine(config, evaluation: evals.Evaluation) -> str | None:
-    """The synthesiser that alone speaks an evaluation's calls: the one engine it keeps
-    (`engines`), or the run's synthetic corpus's held-out engine for its "heldout" split;
-    None otherwise."""
-    kept = evals.kept_engine(evaluation)
-    if kept:
-        return kept
-    if evaluation.dataset or evaluation.split != "heldout":
-        return None
-    built = synthetic_calls.SyntheticCalls.builder_configs[corpus_name(config)]
-    return built.render_config.heldout_engine
+def own_corpus(config) -> str:
+    """The run's corpus, by its TFDS name: synthetic_calls/`corpus_name`."""
+    return f"synthetic_calls/{corpus_name(config)}"
 
 
 def model_config(config, name: str, num_classes: int) -> model.MultiQTConfig:
@@ -564,7 +547,7 @@ class FoldTrainer:
                 smoothing=smoothing_config(self.config),
                 text_recogniser=self.config.text_recogniser,
             ),
-            corpus=f"synthetic_calls/{corpus_name(self.config)}",
+            corpus=own_corpus(self.config),
         )
 
     def _save_timeline(self, params, record_index: int) -> None:
@@ -624,10 +607,12 @@ class FoldScorer:
             splits[name] = (source, np.arange(len(source)), index)
         scored = {}
         for split, (source, indices, index) in splits.items():
-            batches = calls.eval_batches(source, indices, index, self.batching)
-            found = calls.score(
+            found = calls.score_calls(
                 predict,
-                batches,
+                source,
+                indices,
+                index,
+                self.batching,
                 num_classes=self.num_classes,
                 smoothers=self.smoothers,
                 hop_s=hop_s,
@@ -784,7 +769,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     }
     for evaluation in evaluations:
         if evaluation.name in others:
-            payload[f"{evaluation.name}_engine"] = split_engine(config, evaluation)
+            payload[f"{evaluation.name}_engine"] = scoring_corpora.split_engine(
+                evaluation, own_corpus(config), common.data_dir(config)
+            )
             payload[f"{evaluation.name}_calls"] = len(others[evaluation.name][0])
     if writer:
         files.write_json(os.path.join(workdir, "results.json"), payload)

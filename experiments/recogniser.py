@@ -40,7 +40,8 @@ import numpy as np
 
 from ctc_jax import beam, bundle, decode, input_pipeline, model, train
 from ctc_jax.recognise import Recogniser
-from experiments import common, training
+from experiments import common, corpora, training
+from experiments.scoring import corpora as scoring_corpora
 from experiments.scoring import evals
 from experiments.scoring.evaluators import transcription
 from speechkit import asr, augment, files, lm, prepared, streaming
@@ -53,38 +54,11 @@ def load_corpus(config) -> dict:
     """{"train", "validation"}: the data sources of `config.dataset` (built first when it
     is a recogniser_speech corpus and `config.build_missing`)."""
     data_dir = common.data_dir(config)
-    name = config.dataset
-    if config.build_missing and name.startswith("recogniser_speech/"):
+    if config.build_missing:
         from ctc_jax.datasets import recogniser_speech
 
-        builder = recogniser_speech.RecogniserSpeech(
-            config=name.split("/", 1)[1], data_dir=data_dir, file_format="array_record"
-        )
-        builder.download_and_prepare()
-    sources = prepared.data_source(name, data_dir=data_dir)
-    for split in ("train", "validation"):
-        if split not in sources:
-            raise ValueError(f"{name}: no {split!r} split (has {sorted(sources)})")
-    return {split: sources[split] for split in ("train", "validation")}
-
-
-def evaluation_sources(config) -> dict:
-    """{evaluation name: data source} of `config.evals`; an optional one whose corpus or
-    split is missing is logged and left out."""
-    data_dir, found = common.data_dir(config), {}
-    for evaluation in evals.evaluations(config):
-        corpus = evaluation.corpus(config.dataset)
-        try:
-            sources = prepared.data_source(corpus, data_dir=data_dir)
-        except Exception as err:  # noqa: BLE001 - TFDS raises several kinds for "not built"
-            if not evaluation.optional:
-                raise
-            log(f"config.evals.{evaluation.name}: {corpus} not readable ({type(err).__name__})")
-            continue
-        source = evals.split_of(evaluation, corpus, sources, log)
-        if source is not None:
-            found[evaluation.name] = source
-    return found
+        corpora.build_missing(config.dataset, recogniser_speech.RecogniserSpeech, data_dir)
+    return corpora.splits(config.dataset, data_dir, ("train", "validation"))
 
 
 def _texts(values) -> list[str]:
@@ -266,7 +240,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     evals.evaluations(config)  # checked before any training
     net = model.CtcRecogniser(common.build(model.CtcConfig, config.model, "config.model"))
     sources = load_corpus(config)
-    sources.update(evaluation_sources(config))
+    sources.update(scoring_corpora.evaluation_sources(config, config.dataset, log))
     log(", ".join(f"{name}: {len(source)} records" for name, source in sources.items()))
     started = time.perf_counter()
     frames = input_pipeline.lengths(sources["train"])
@@ -297,7 +271,7 @@ def score_bundle(config: ml_collections.ConfigDict, workdir: str) -> dict:
     without training (see the module docstring); writes `WORKDIR/results.json` and the
     word model `WORKDIR/words.arpa`."""
     os.makedirs(workdir, exist_ok=True)
-    sources = evaluation_sources(config)
+    sources = scoring_corpora.evaluation_sources(config, config.dataset, log)
     validation = _built_split(config, "validation")
     if validation is not None:
         sources = {"validation": validation, **sources}

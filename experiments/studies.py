@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import os
 import time
 
@@ -112,18 +113,16 @@ class CallScorer:
         for fold in range(self.config.num_folds):
             predict, net, _ = calls.load_predictor(os.path.join(folder, f"bundle-fold{fold}"))
             hop_s = calls.output_hop_s(net)
-            test = np.flatnonzero(self.fold_ids == fold)
-            batches = calls.eval_batches(self.source, test, self.index, self.batching)
-            if snr_db is not None:
-                batches = [
-                    _noisy(batch, self._noise_key(fold, position), float(snr_db))
-                    for position, batch in enumerate(batches)
-                ]
-            scored = calls.score(
+            noise = None if snr_db is None else functools.partial(self._noisy, fold, float(snr_db))
+            scored = calls.score_calls(
                 _with_present(predict, present),
-                batches,
+                self.source,
+                np.flatnonzero(self.fold_ids == fold),
+                self.index,
+                self.batching,
                 num_classes=self.num_classes,
                 smoothers=smoothers,
+                alter=noise,
                 latency=True,
             )
             by_length = {k: scored["raw" if k == 1 else k] for k in smoothing}
@@ -145,8 +144,10 @@ class CallScorer:
         }
         return {"per_fold": per_fold, "summary": summary}
 
-    def _noise_key(self, fold: int, position: int):
-        return jax.random.key(self.config.seed * 100_003 + fold * 1009 + position)
+    def _noisy(self, fold: int, snr_db: float, position: int, batch: dict) -> dict:
+        """Batch `position` of fold `fold`'s test calls with its audio at `snr_db`."""
+        key = jax.random.key(self.config.seed * 100_003 + fold * 1009 + position)
+        return _noisy(batch, key, snr_db)
 
 
 def _with_present(predict, present):

@@ -74,8 +74,8 @@ def score_calls_bundle(
     one MultiQT bundle (`fold` None: not a fold bundle). Only on the split its
     cross-validation drew folds from (its training corpus's "train") does a fold bundle
     see just its own held-out fold; any other split was never trained on. `options` go
-    to `experiments.scoring.calls.score` (e.g. per_call=True); the early question frames
-    are counted on the bundle's output clock. `batch_lengths` as
+    to `experiments.scoring.calls.score_calls` (e.g. per_call=True); the early question
+    frames are counted on the bundle's output clock. `batch_lengths` as
     `experiments.scoring.bundles.evaluate`."""
     predict, net, info = calls.load_predictor(path)
     if tuple(info.labels) != labels.classes(task):
@@ -98,9 +98,12 @@ def score_calls_bundle(
         lengths=batch_lengths,
     )
     smoothing = decode.SmoothingConfig(min_frames=settings.min_frames)
-    scored = calls.score(
+    scored = calls.score_calls(
         predict,
-        calls.eval_batches(source, chosen, index, batching),
+        source,
+        chosen,
+        index,
+        batching,
         num_classes=len(info.labels),
         smoothers=calls.smoothers(smoothing),
         hop_s=calls.output_hop_s(net),

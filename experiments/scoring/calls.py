@@ -2,15 +2,18 @@
 raw and after causal smoothing, and the summaries over folds that results.json holds.
 
     batching = calls.CallBatching(batch_size=4, causal_text=True)
-    batches = calls.eval_batches(source, indices, index, batching)
-    scored = calls.score(predict, batches, num_classes=7, smoothers=calls.smoothers(smoothing))
+    scored = calls.score_calls(
+        predict, source, indices, index, batching,
+        num_classes=7, smoothers=calls.smoothers(smoothing),
+    )
     scored["raw"], scored["smoothed"]             # `experiments.scoring.evaluators.tracking` scores
 
 `predict(batch)` -> (predicted int32 [B, To], gold, mask) on the model's 40 ms clock:
 `multiqt_jax.train.predict` with a model's parameters, a baseline's sliding labels, or
 `load_predictor(bundle folder)`. The runner (`experiments.multiqt`), `experiments.evaluate`
-and the studies all score through this module; its core is the tracking evaluator.
-Folds scored by several processes are gathered as pytrees (`gather_folds`).
+and the studies all score a fold's calls through `score_calls`, each choosing the calls,
+batching, smoothers and predictor; its core is the tracking evaluator. Folds scored by
+several processes are gathered as pytrees (`gather_folds`).
 """
 
 from __future__ import annotations
@@ -111,21 +114,32 @@ def smoothers(settings: decode.SmoothingConfig) -> dict:
     return {SMOOTHED: smoother(settings)}
 
 
-def score(
+def score_calls(
     predict,
-    batches,
+    source,
+    indices,
+    index,
+    batching: CallBatching,
     *,
     num_classes: int,
     smoothers: dict,
+    alter=None,
     latency: bool = False,
     per_call: bool = False,
     hop_s: float | None = None,
 ) -> dict:
-    """{"raw": scores, name: scores for each of `smoothers`} of `predict` over `batches`
-    (`experiments.scoring.evaluators.tracking.evaluate_smoothed`); with `latency`, each also holds
-    the tracking latencies of its found instances in output frames, with `per_call` each
-    call's counts ("per_call", for `tracking.bootstrap_intervals`), with `hop_s` (seconds
-    per predicted frame, `output_hop_s`) the early question frames ("early_frames")."""
+    """{"raw": scores, name: scores for each of `smoothers`} of `predict` on the calls
+    `indices` of `source` (`index`: its `multiqt_jax.input_pipeline.CorpusIndex`), batched
+    by `batching` (`eval_batches`): one fold's test calls, or every call of an
+    evaluation's split (`experiments.scoring.evaluators.tracking.evaluate_smoothed`).
+    `alter(position, batch)` -> the batch scored in its place (e.g. with noise in its
+    audio). With `latency`, each also holds the tracking latencies of its found instances
+    in output frames, with `per_call` each call's counts ("per_call", for
+    `tracking.bootstrap_intervals`), with `hop_s` (seconds per predicted frame,
+    `output_hop_s`) the early question frames ("early_frames")."""
+    batches = eval_batches(source, indices, index, batching)
+    if alter is not None:
+        batches = [alter(position, batch) for position, batch in enumerate(batches)]
     return tracking.evaluate_smoothed(
         predict,
         batches,

@@ -1,9 +1,13 @@
-"""The corpora a bundle is scored on (`experiments.scoring.bundles`): a TFDS builder by
-name, built when needed, and one split of it, whole or a TFDS slice.
+"""The corpora models are scored on. A bundle's (`experiments.scoring.bundles`): a TFDS
+builder by name, built when needed, and one split of it, whole or a TFDS slice; a
+runner's evaluations (`config.evals`, `experiments.scoring.evals`): each one's split, and
+the synthesiser that alone speaks it.
 
     builder = corpora.corpus_builder("folder_kws/shipped", data_dir)
     corpora.prepare(builder, manual_dir="/data/my_keywords")
     source = corpora.split_source(builder, "test", slices=True)
+    others = corpora.evaluation_sources(config, "synthetic_kws/quick", log)
+    engine = corpora.split_engine(evaluation, "synthetic_kws/quick", data_dir)
 
 A corpus, split or bundle that cannot be scored is an `EvaluationError` (the command
 line's exit status 2).
@@ -84,3 +88,59 @@ def check_corpus_kind(builder, kws: bool, dataset: str) -> None:
             f"--dataset={dataset}: a multiqt bundle needs a call corpus (annotated_calls, "
             "synthetic_calls)"
         )
+
+
+def evaluation_sources(config, own: str, log, leave_out=None) -> dict:
+    """{evaluation name: data source} of `config.evals` (`evals.evaluations`) for a run on
+    corpus `own` (its TFDS name): each evaluation's split of its corpus, whole or a TFDS
+    slice, only the records of its `engines`. An optional evaluation whose corpus cannot
+    be read or lacks the split is logged (`log`) and left out, a required one is an error;
+    so is one for which `leave_out(evaluation, corpus)` gives a reason (a runner's own
+    rule; None: none)."""
+    data_dir, found = common.data_dir(config), {}
+    for evaluation in evals.evaluations(config):
+        corpus, where = evaluation.corpus(own), f"config.evals.{evaluation.name}"
+        why = leave_out(evaluation, corpus) if leave_out else None
+        if why and not evaluation.optional:
+            raise ValueError(f"{where}: {why}")
+        if why:
+            log(f"{where}: skipped, {why}")
+            continue
+        try:
+            sources = prepared.data_source(corpus, data_dir=data_dir)
+        except Exception as err:  # noqa: BLE001 - TFDS raises several kinds for "not built"
+            if not evaluation.optional:
+                raise
+            log(f"{where}: {corpus} not readable ({type(err).__name__})")
+            continue
+        source = evals.split_of(evaluation, corpus, sources, log, data_dir)
+        if source is not None:
+            found[evaluation.name] = evals.of_engines(
+                source, evaluation.engines, f"{where}.engines"
+            )
+    return found
+
+
+SYNTHETIC = {
+    "synthetic_calls": synthetic_calls.SyntheticCalls,
+    "synthetic_kws": synthetic_kws.SyntheticKws,
+}
+
+
+def split_engine(evaluation: evals.Evaluation, own: str, data_dir: str) -> str | None:
+    """The synthesiser that alone speaks an evaluation's records (`own`: the run's corpus):
+    the one engine it keeps (`engines`), or a synthetic corpus's (synthetic_calls,
+    synthetic_kws) held-out engine for its "heldout" split or a slice of it (a corpus of
+    your own keywords says it in its metadata); None otherwise."""
+    kept = evals.kept_engine(evaluation)
+    if kept:
+        return kept
+    corpus = evaluation.corpus(own)
+    family, _, name = corpus.partition("/")
+    if evals.base_split(evaluation.split) != "heldout" or family not in SYNTHETIC:
+        return None
+    built = SYNTHETIC[family].builder_configs.get(name)
+    if built is not None:
+        return built.render_config.heldout_engine
+    metadata = prepared.builder(corpus, data_dir=data_dir).info.metadata or {}
+    return metadata.get("heldout_engine")

@@ -9,8 +9,9 @@ once), optionally only the records some engines spoke (`engines="festival"`: the
 leave-one-engine-out protocol on a corpus all engines speak, `speechkit.corpus.
 EngineSubset`): `dataset` "" is the run's own corpus (any other
 TFDS name, e.g. "annotated_calls/questions", is read from the same data folder), and an
-`optional` evaluation whose split the corpus lacks is skipped with a log line instead of
-an error. A model's results.json entry holds each evaluation's scores under its name and
+`optional` evaluation whose corpus cannot be read or lacks the split is skipped with a
+log line instead of an error (`experiments.scoring.corpora.evaluation_sources` reads
+them). A model's results.json entry holds each evaluation's scores under its name and
 the ratio of its score to the in-corpus one under `transfer_key(name)`. The presets
 declare one: "heldout", the split spoken only by a synthesiser never heard in training.
 """
