@@ -20,7 +20,7 @@ import time
 from cskws_jax import bundle as kws_bundle
 from ctc_jax import bundle as ctc_bundle
 from experiments import common
-from experiments.scoring import bundle_calls, bundle_keywords, corpora
+from experiments.scoring import bundle_calls, bundle_keywords, corpora, evals
 from multiqt_jax import bundle as calls_bundle
 from multiqt_jax.datasets.features import NUM_FOLDS
 from speechkit import batching, files
@@ -47,6 +47,9 @@ class Settings:
     num_folds: int = _option(NUM_FOLDS, "folds of the bundles' cross-validation")
     min_frames: int = _option(3, "MultiQT: frames a class must hold when smoothed (1: off)")
     missing: str = _option("", "MultiQT: mark this modality missing in every call (audio, text)")
+    engines: str = _option(
+        "", "keyword corpus: only the utterances these engines spoke (comma-separated, e.g. piper)"
+    )
     ctc_bundle: str = _option(
         "", "MultiQT: the CTC recogniser of a bundle trained on its text (default: the shipped)"
     )
@@ -89,6 +92,13 @@ def evaluate(settings: Settings, workdir: str, batch_lengths: str = corpora.BATC
     corpora.prepare(builder, settings.manual_dir)
     split = settings.split or ("test" if kws else "train")
     source = corpora.split_source(builder, split, slices=kws)
+    if settings.engines:
+        if not kws:
+            raise corpora.EvaluationError("--engines: a call corpus is scored whole (its folds)")
+        try:
+            source = evals.of_engines(source, settings.engines, "--engines")
+        except ValueError as err:
+            raise corpora.EvaluationError(str(err)) from None
     started = time.perf_counter()
     if kws:
         result = bundle_keywords.evaluate_kws(
@@ -111,6 +121,7 @@ def evaluate(settings: Settings, workdir: str, batch_lengths: str = corpora.BATC
         "bundle": os.path.abspath(settings.bundle),
         "dataset": settings.dataset,
         "split": split,
+        **({"engines": settings.engines} if settings.engines else {}),
         **result,
         "seconds": time.perf_counter() - started,
     }

@@ -4,6 +4,7 @@ corpus."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -346,3 +347,32 @@ def test_a_keyword_corpus_split_may_be_a_slice(smoke_build):
     calls = corpora.corpus_builder("synthetic_calls/questions-smoke", data_dir)
     with pytest.raises(corpora.EvaluationError, match="a call corpus is scored whole"):
         corpora.split_source(calls, "train[:50%]")
+
+
+def test_a_keyword_corpus_is_scored_on_the_utterances_of_some_engines(smoke_build, tmp_path):
+    """`--engines=piper`: the heldout split's Piper utterances alone (all of them there);
+    an engine that spoke none of them, or a call corpus, is refused by name."""
+    from cskws_jax import models as kws_models
+    from multiqt_jax import models as calls_models
+
+    data_dir = str(smoke_build[0])
+    bundle = kws_models.path("afkws-top20")
+    run = bundles.Settings(
+        bundle=bundle, dataset="synthetic_kws/smoke", split="heldout", data_dir=data_dir
+    )
+    whole = bundles.evaluate(run, str(tmp_path / "whole"))
+    piper = bundles.evaluate(dataclasses.replace(run, engines="piper"), str(tmp_path / "piper"))
+    assert piper["engines"] == "piper" and "engines" not in whole
+    assert piper["utterances"] == whole["utterances"]
+    for key in ("mAP", "AP@0.05", "FRR@5", "FRR@25"):  # RTF is a wall-clock figure
+        assert piper["scores"][key] == whole["scores"][key]
+    with pytest.raises(corpora.EvaluationError, match="--engines: .*espeak"):
+        bundles.evaluate(dataclasses.replace(run, engines="espeak"), str(tmp_path / "none"))
+    calls = dataclasses.replace(
+        run,
+        bundle=calls_models.path("multiqt-questions-audio"),
+        dataset="synthetic_calls/questions-smoke",
+        split="",
+    )
+    with pytest.raises(corpora.EvaluationError, match="a call corpus is scored whole"):
+        bundles.evaluate(dataclasses.replace(calls, engines="piper"), str(tmp_path / "calls"))
