@@ -8,39 +8,11 @@ step, parameters baked in, polymorphic in batch size (and the forward in length)
     state = export.initial_state(step, batch_size=1)
     heads, out_mask, state = step.call(block, block_mask, state)   # block [b, 4 * 5, F]
 
-`export_forward` is `AfKws.__call__` for features float32 [b, stride * t, F] and mask
-bool [b, stride * t] (b and t symbolic: any batch, any whole number of output frames;
-pad a stream with masked frames to a multiple of the output stride) -> ({"heatmap" [b, t,
-C], "length", "offset" [b, t]}, out_mask [b, t]). `export_step` is `AfKws.step` for
-blocks of stride * block_outputs frames (b symbolic; the block length is fixed, since
-sequence-layers' step checks it with a Fraction that a symbolic length does not
-support), with the state as a flat list of arrays
-(sequence-layers' state classes cannot be serialized): (block, block_mask, state) ->
-(heads [b, n, ...], out_mask [b, n], state). The initial state is zeros of the state's
-shapes (`initial_state`; checked when exporting). Loading a serialized module runs no
-Python code from it: it is StableHLO, compiled by XLA, and `read` refuses one holding a
-custom call (native code called by name) off
-`speechkit.stablehlo_checks.ALLOWED_CUSTOM_CALLS`. tests/cskws_jax/test_export.py checks
-both against the live model after a round trip through bytes. The parts both tasks'
-exports share are speechkit's: the flat state, `write` and the export folder
-(`speechkit.export`), its format (`speechkit.export_format`), `read` and reading a
-folder back (`speechkit.export_read`), the command line (`speechkit.export_cli`).
-
     python -m cskws_jax.export BUNDLE OUT_DIR [--block-outputs 5] [--platforms cpu,cuda]
 
-OUT_DIR gets forward.stablehlo, step.stablehlo, their ONNX twins forward.onnx and
-step.onnx, frontend.onnx (the log-mel front end of one block's samples) and detector.onnx
-(the step and peak decoding: `onnx_signatures`, `export_onnx`), and export.json (labels,
-front end, decoding settings with the bundle's operating points, block size, the model
-facts: `model_facts`, the sha256 of each module and field:
-`speechkit.export.write_folder`); `read_folder` reads it back without the model code
-(the light install), checked before any module runs (checksums, module files inside the
-folder, the custom-call allowlist, the modules' signatures against the fields:
-`signatures`, the front end's hop against the model's: `check_hop`), and `python -m
-cskws_jax.detect OUT_DIR AUDIO...` runs the exported step on audio (`--backend onnx`:
-the ONNX front end and detector in onnxruntime, `OnnxDetector`).
-
-Serializing needs the `flatbuffers` package (an optional dependency of jax.export).
+The folder (StableHLO, ONNX, export.json) is read back by `read_folder`, and ONNX run by
+`OnnxDetector`. Specification (signatures, checks, folder): docs/models.md#stablehlo-exports;
+files and running them: docs/usage.md#export.
 """
 
 from __future__ import annotations

@@ -8,28 +8,9 @@ whole-utterance evaluation batches, both padded and masked.
     # optional: indices=[...] (records of the source; all when None)
     batch = next(iter(train))      # grain iterators: get_state() / set_state()
 
-A batch (B = batch_size, T frames of 10 ms, E = max_events):
-  audio         float32 [B, T, 64]  log-mel
-  audio_mask    bool    [B, T]
-  start, end    float32 [B, E]  seconds from the start of the crop / utterance
-  label         int32   [B, E]  keyword class 0..K-1, or K (= num_keywords) for the
-                                *unknown* class (every other word; only when
-                                `unknown_class`)
-  valid         bool    [B, E]
-  duration      float32 [B]     seconds of real audio in the row (0 on filler rows)
-  example_mask  bool    [B]     False on the filler rows of a last, partial batch
-  record        int32   [B]     index of the record in the source (-1 on filler rows)
-
-Training crops are `crop_s` long, as in the AF-KWS paper: a shorter utterance is
-repeated (its words with it) until it fills the crop, from a random first frame (a time
-shift; `shift_repeats`); a longer one is cropped at a random frame. A word cut by the
-crop's edge is kept, clipped to the crop, when at least `min_visible` of it is inside,
-and dropped otherwise (it is not in the audio the model sees). Evaluation batches hold
-whole utterances, padded to a multiple of `pad_multiple` frames, in length order, events
-unchanged. Same seed -> same batches. The epoch plan (shuffled by (seed, epoch), no
-bucketing), padding and Grain dataset are `speechkit.batching`'s; this module adds the
-records' events (`record_events`), the crops (`crop`, `whole`) and the batch fields
-(`collate`).
+A batch holds `audio` [B, T, 64] log-mel with `audio_mask`, padded events (`start`,
+`end`, `label`, `valid`; the unknown class is K), `duration`, `example_mask` and
+`record`. Specification (batch fields, crop rules): docs/corpora.md#batches.
 """
 
 from __future__ import annotations

@@ -1,42 +1,17 @@
 """AF-KWS: an anchor-free (CenterNet-style, 1-D) keyword detector, in flax.linen.
 
-    log-mel [B, T, 64] (10 ms) -> [cepstral smoothing, `envelope`] -> [causal per-band
-    normalisation, `normalise`] -> [2-D convolutions over (time, band), `frequency_stem`]
-    -> stem -> residual stages (causal Conv1D, total stride `output_stride`) -> three
-    per-frame heads:
-        heatmap  [B, To, C]  centre logits per class (keywords + the unknown class)
-        length   [B, To]     keyword length in output frames
-        offset   [B, To]     sub-frame centre offset in [0, 1)
+A causal Conv1D backbone over 64 log-mel frames (10 ms) with three per-frame heads at
+`output_stride`: "heatmap" (centre logits per keyword, plus the *unknown* class),
+"length" and "offset". Output frame t describes position t - `delay`, a bounded
+look-ahead; `AfKws.step` streams by `speechkit.streaming`'s protocol, equal to the whole
+call. Detections come from `cskws_jax.decode`.
 
-C = num_keywords + 1 with the auxiliary *unknown* class (every other word), else
-num_keywords (the ablation). Detections come from `cskws_jax.decode`.
+    net = model.AfKws(model.AfKwsConfig(num_keywords=20))
+    features = jnp.zeros((1, 400, 64))
+    params = net.init(jax.random.key(0), {"audio": features})
+    heads, mask = net.apply(params, {"audio": features})   # heatmap [1, 100, 21]
 
-Streaming with bounded look-ahead, by the protocol of `speechkit.streaming` with one
-input, "audio": the backbone is causal, and output frame t describes position t - `delay`
-(frames of `output_stride`): the model sees `delay` output frames of future audio and
-emits them that much later. The whole call feeds `delay * output_stride` zero frames
-after the audio (as a stream is flushed at its end) and drops the first `delay` outputs,
-so its outputs line up with positions 0..To-1. `AfKws.step` runs the same backbone block
-by block (blocks of `output_stride` frames) and carries the frame masks through the
-look-ahead (and the normaliser's running means, `speechkit.normalise`);
-`AfKws.streaming_spec` derives block size and receptive field from the backbone's own
-layers, latency = `delay`. tests/cskws_jax/test_model.py checks the
-contract over random partitions.
-
-Precision (`precision`, see `speechkit.accelerator`): "highest" (the default) runs every
-convolution and dense layer, in `__call__` and in `step`, as exact float32 matmuls, so
-streamed and offline heads (and so detections) agree on GPU and TPU too, where JAX's
-default float32 matmul is TF32 or bfloat16. "high" / "default" are faster settings for
-training.
-
-    >>> import jax, jax.numpy as jnp
-    >>> from cskws_jax import model
-    >>> net = model.AfKws(model.AfKwsConfig(num_keywords=20))
-    >>> features = jnp.zeros((1, 400, 64))
-    >>> params = net.init(jax.random.key(0), {"audio": features})
-    >>> heads, mask = net.apply(params, {"audio": features})
-    >>> {k: v.shape for k, v in heads.items()}, mask.shape
-    ({'heatmap': (1, 100, 21), 'length': (1, 100), 'offset': (1, 100)}, (1, 100))
+Specification (layers, heads, look-ahead, streaming, precision): docs/models.md#af-kws.
 """
 
 from __future__ import annotations

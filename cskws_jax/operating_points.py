@@ -5,85 +5,12 @@ for a system false-alarm budget, chosen on labelled held-out data (offline, NumP
     curves = det_curves(found)              # {"pooled": Curve, "per_keyword": [Curve, ...]}
     points = choose(found, (1, 5, 25), split="synthetic_kws/quick:test")
     measure(other_found, points[1].thresholds)    # FA/h and miss rate they give elsewhere
-    measure(pooled([final_found, other_found]), points[1].thresholds)   # on both together
-    choose(found, (1, 5, 25), rule="fitted_tail")  # another rule (RULES; see below)
+    choose(found, (1, 5, 25), rule="fitted_tail")  # another rule of RULES
     compare_rules(dev_found, final_found, (1, 5, 25))  # every rule, chosen on dev, read on final
 
-`detections` and `truth` are the padded dicts of `metrics.detection_scores` (start, end,
-score, label, valid [B, D]; start, end, label, valid [B, G]; seconds), e.g. those
-`experiments.scoring.evaluators.detection.evaluate` returns. Each detection's outcome (a hit or
-a false alarm) is that of `metrics.pooled_matches` at IoU `DET_IOU` (0.05, as FRR in
-docs/metrics.md): matching is greedy in score order within a keyword, so a score
-threshold never changes the outcome of a detection it keeps, and one matching gives every
-threshold's counts.
-
-DET curve: a list of detections in score order is cut only between different scores
-(equal scores are kept or dropped together, as in docs/metrics.md); each cut keeps the
-detections scoring >= its threshold and has `FA/h = false alarms / hours` and
-`miss rate = 1 - hits / ground truths` (NaN without ground truth). The first point is the
-cut before everything (threshold inf, FA/h 0, miss rate 1 or NaN). Per keyword: that keyword's
-detections; pooled: all keywords with one shared threshold (the curve FRR@k reads).
-
-The rule for a system budget of B false alarms per hour (`keyword_thresholds`): each of
-the C keywords gets an equal share B / C, and its threshold is its lowest cut with
-`FA/h <= B / C`, i.e. the lowest score that cut keeps: a threshold never reaches below
-the scores seen. If only the empty cut fits, the threshold is the smallest float32 above
-the keyword's highest score (nothing passes on the data); a keyword without any
-detection gets `ABOVE_ALL`, above every probability (the scores are probabilities;
-nothing is known of its false alarms, so none of its detections is admitted).
-
-Why equal shares: the keywords' false alarms then add up to at most B per hour on the
-data by construction,
-each keyword's threshold depends on its own detections only, and no keyword with many
-confident false alarms can use up the budget of the others. The cost: on little audio a
-share allows few or no false alarms (`allowed_false_alarms(B / C, hours)` of them; 0 when
-B / C * hours < 1, and then each threshold sits above the keyword's best-scoring false
-alarm), so report those counts next to the budgets. Thresholds chosen on data and read on
-the same data meet the budget by construction and look optimistic; `measure` them on
-other data (e.g. another synthesiser's split).
-
-Two other rules (`choose(..., rule=...)`, `RULES`) read the false alarms' scores as
-logits, `logit(s) = ln(s / (1 - s))` (scores must be probabilities in [0, 1]; they are
-clipped to [1e-12, 1 - 1e-12] first), and place thresholds between or above the scores
-seen, where equal shares only reach the scores seen:
-
-`pooled_offsets` (`pooled_offset_thresholds`): keyword k's offset m_k is the median logit
-of its false alarms, and a detection's normalised score is z = logit(s) - m_k. One pooled
-threshold tau is the lowest distinct z of a false alarm (all keywords together) whose cut
-`z >= tau` keeps at most `allowed_false_alarms(B, hours)` false alarms, so the total FA/h
-<= B on the data by construction (if even the highest z breaks it, tau is just above it
-and no false alarm passes). Keyword k's threshold is sigmoid(m_k + tau), moved if float
-rounding needs it into the gap of its scores that the cut leaves (above its highest
-dropped false alarm, at most its lowest kept one), in float32. Every keyword's threshold
-thus sits at the same quantile of its own false-alarm scores, estimated from all of them
-at once: the budget is spread in proportion to each keyword's false alarms, and a keyword
-with few of them still gets a threshold between them when the pooled budget allows it.
-A keyword without false alarms gets equal shares' threshold (it adds none on the data at
-any threshold). The quantiles are comparable when the keywords' false-alarm logits differ
-by a shift (the same shape); the total on the data holds whatever they are. It does not
-aim at the miss rate: a keyword with many false alarms gets a larger part of the budget.
-
-`fitted_tail` (`fitted_tail_thresholds`, `tail_fits`): each keyword keeps its equal share
-B / C, and its false alarms' FA/h above a logit t is modelled by an exponential tail (a
-generalised Pareto tail of shape 0) fitted by maximum likelihood to its top m false
-alarms, m = min(n, max(MIN_TAIL, ceil(TAIL_FRACTION * n))) of its n: anchor u = the m-th
-highest logit, scale beta = the mean excess over u of the m - 1 above it (the Hill
-estimator on logits), rate(t) = m / hours * exp(-(t - u) / beta) FA/h for t >= u. A keyword
-with fewer than MIN_TAIL false alarms (m = n) borrows the pooled scale of all keywords:
-the sum of their excesses over the sum of their m - 1. Its threshold is the logit where
-the rate equals its share, t = u + beta * ln(m / (share * hours)), whenever the share
-allows fewer than m false alarms on the data, and otherwise (the empirical curve is well
-measured there) equal shares' cut. It extrapolates below one false alarm per data set, so
-shares under 1 / hours get distinct thresholds, and on average the fitted rate is met on
-new data where the tail is exponential in logit (as for logistic logits, or Beta scores
-near 1); the budget on the chosen data is not guaranteed. Fallbacks: a keyword without
-false alarms gets equal shares' threshold (its lowest detection, or ABOVE_ALL); with no
-scale to borrow (no keyword has two false alarms) equal shares' cut, and with scale 0 (all
-of its tail tied) just above the tie.
-
-Both are monotone in the budget (a larger budget never raises any keyword's threshold)
-and deterministic. `compare_rules` tabulates all three: chosen on one set, measured on it
-and on another.
+`detections` and `truth` are the padded dicts of `metrics.detection_scores`. Rules in
+brief: docs/models.md#choosing-thresholds-for-a-false-alarm-budget; specification
+(matching, DET cuts, each rule's formulas and fallbacks): docs/models.md#the-rules-precisely.
 """
 
 from __future__ import annotations

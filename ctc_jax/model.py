@@ -1,34 +1,16 @@
 """A causal character CTC recogniser over MultiQT's front end, in flax.linen.
 
-    audio [B, Ta, 40] log-mel, 10 ms
-      -> stem: causal Conv1D, stride 2 (20 ms: the text stream's own rate)
-      -> blocks: residual [causal depthwise Conv1D (dilated) -> pointwise Dense ->
-         LayerNorm -> ReLU -> dropout]
-      -> LayerNorm -> Dense over `ctc_jax.symbols` (blank, a-z, ', unknown, space)
-    logits [B, Ta / 2, 30], one frame per 20 ms
+40 log-mel frames (10 ms) -> a causal strided Conv1D stem (20 ms, the text stream's own
+rate) -> residual causal dilated depthwise-separable blocks -> logits over the 30
+`ctc_jax.symbols`. Nothing looks ahead; the default is sized for a 2-core CPU, `FULL`
+for an accelerator. `CtcRecogniser.step` streams by `speechkit.streaming`'s protocol,
+equal to the whole call.
 
-Every layer is causal, so output frame t sees audio up to the first 10 ms frame of its
-block (`speechkit.streaming.InputSpec`); the recogniser waits for nothing, and how late
-it emits a character is what it learnt (CTC lets a character's spike come after the
-sound). The depthwise-separable blocks keep a receptive field of seconds cheap; the
-default is sized for a 2-core CPU (~0.9 M parameters, 3.6 s of context) and `FULL` for an
-accelerator.
+    net = model.CtcRecogniser(model.CtcConfig(channels=32, kernels=(3, 3), dilations=(1, 2)))
+    params = net.init(jax.random.key(0), {"audio": jnp.zeros((1, 100, 40))})
+    outputs, mask = net.apply(params, {"audio": jnp.zeros((1, 100, 40))})  # logits [1, 50, 30]
 
-Streaming: the protocol of `speechkit.streaming` with the one input "audio":
-`CtcRecogniser.step` takes blocks of `n * 2` frames and returns n output frames; the
-spec is derived from the layers (`streaming_spec`); the step equals the whole call on
-any block partition (tests/ctc_jax/test_model.py).
-
-Precision as `speechkit.accelerator`: "highest" (default) makes every convolution and
-dense layer an exact float32 matmul, so the stream equals the whole call on GPU too.
-
-    >>> import jax, jax.numpy as jnp
-    >>> from ctc_jax import model
-    >>> net = model.CtcRecogniser(model.CtcConfig(channels=32, kernels=(3, 3), dilations=(1, 2)))
-    >>> params = net.init(jax.random.key(0), {"audio": jnp.zeros((1, 100, 40))})
-    >>> outputs, mask = net.apply(params, {"audio": jnp.zeros((1, 100, 40))})
-    >>> outputs["logits"].shape, model.streaming_spec(net.config).output_hop_s
-    ((1, 50, 30), 0.02)
+Specification (layers, streaming, precision): docs/models.md#the-character-recogniser.
 """
 
 from __future__ import annotations

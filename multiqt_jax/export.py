@@ -8,31 +8,11 @@ step, parameters baked in, polymorphic in batch size (and the forward in length)
     state = export.initial_state(step, batch_size=1)
     outputs, out_mask, state = step.call(block, block_mask, present, state)
 
-Inputs are dicts as the model's (`multiqt_jax.model.MultiQT`), with the config's
-modalities: "audio" float32 [b, 4 t, 40] log-mel at 10 ms and / or "text" float32
-[b, 2 t, V] character posteriors at 20 ms (4 and 2: the encoders' strides, the input
-frames per 40 ms output frame), masks bool [b, frames] under the same names, and
-`present` bool [b, 2] (audio, text available; False marks a modality missing, as
-modality dropout trains it). `export_forward` is `MultiQT.__call__` (b and t symbolic:
-any batch, any whole number of output frames; pad a call with masked frames to whole
-output frames) -> ({"logits" [b, t, C]}, out_mask [b, t]). `export_step` is
-`MultiQT.step` for blocks of `block_outputs` output frames (b symbolic, the block fixed),
-the state a flat list of arrays, its last argument (`speechkit.export.export_step`):
-(block, block_mask, present, state) -> ({"logits" [b, n, C]}, out_mask [b, n], state).
-tests/multiqt_jax/test_export.py checks both against the live model after a round trip
-through bytes.
-
     python -m multiqt_jax.export BUNDLE OUT_DIR [--block-outputs 5] [--platforms cpu,cuda]
 
-OUT_DIR gets forward.stablehlo, step.stablehlo, their ONNX twins forward.onnx and
-step.onnx, frontend.onnx (the audio front end of one block; `onnx_signatures`,
-`export_onnx`) and export.json (labels, front end, decoding, model config, block size,
-the model facts: `model_facts`, the sha256 of each module and field:
-`speechkit.export.write_folder`), everything `python -m multiqt_jax.track OUT_DIR
-CALL...` needs instead of the bundle (`read_folder`: read without the model code, the
-light install, and checked before any module runs, see `speechkit.export_read`; the modules'
-signatures against the fields are `signatures`, the front end's hop against the model's
-`check_hop`). Serializing needs the `flatbuffers` package.
+The folder (StableHLO, ONNX, export.json) is read back by `read_folder`. Specification
+(input dicts, signatures, checks, folder): docs/models.md#stablehlo-exports; files and
+running them: docs/usage.md#export.
 """
 
 from __future__ import annotations

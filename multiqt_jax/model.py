@@ -1,45 +1,17 @@
 """MultiQT: a multimodal streaming question tracker (Havtorn et al. 2020), in flax.linen.
 
-Two causal convolutional encoders land on one output clock:
+Causal Conv1D encoders over audio (40 log-mel, 10 ms) and text (29 character columns,
+20 ms) meet on one 40 ms output clock, are fused (`concat`, `sum`, `gated`, `tensor`)
+and classified per frame. `modalities` gives audio-only and text-only models;
+`modality_dropout` and `present` drop or mark a missing modality. `MultiQT.step` streams
+by `speechkit.streaming`'s protocol, equal to the whole call.
 
-    audio [B, Ta, 40] log-mel, 10 ms    -- f_a: causal Conv1D stack --\
-                                                                      fuse -> g -> h -> logits
-    text  [B, Ts, 29] characters, 20 ms -- f_s: causal Conv1D stack --/
+    net = model.MultiQT(model.MultiQTConfig(num_classes=4))
+    inputs = {"audio": jnp.zeros((1, 400, 40)), "text": jnp.zeros((1, 200, 29))}
+    params = net.init(jax.random.key(0), inputs)
+    outputs, mask = net.apply(params, inputs)   # outputs["logits"] [1, 100, 4]
 
-`prod(audio_strides) * 10 ms == prod(text_strides) * 20 ms` is the output hop (40 ms by
-default). Fusion: `concat` (default), `sum`, `gated` (a learnt sigmoid mix) or `tensor`
-(outer product of the projected encodings, each with a constant 1 appended). g is a
-per-frame dense stack, h the output layer over the classes (background included), so
-the whole model is causal: output frame t sees audio and text up to time t * hop (the
-first frame of its block; `speechkit.streaming.InputSpec`).
-
-The same code gives audio-only and text-only models (`modalities`). Training may drop one
-modality per example (`modality_dropout`); at inference a modality can be marked missing
-per example (`present`), which zeroes its encoding exactly as in modality dropout.
-
-Streaming: the protocol of `speechkit.streaming` with inputs "audio" and "text":
-`MultiQT.step` takes blocks of `n * block` frames of each input (4 audio and 2 text frames
-per output frame by default) and returns n output frames; `MultiQT.streaming_spec`
-derives block sizes and receptive fields from the encoders' own layers (latency 0:
-causal), and `speechkit.streaming.BlockRunner` runs it block by block. Step-by-step
-outputs equal the whole call's on any block partition (tests/multiqt_jax/test_model.py).
-
-Precision (`precision`, see `speechkit.accelerator`): "highest" (the default) runs every
-convolution and dense layer, in `__call__` and in `step`, as exact float32 matmuls, so
-the contract holds on GPU and TPU too, where JAX's default float32 matmul is TF32 or
-bfloat16 and stream and offline would differ by up to ~4e-4. "high" / "default" are
-faster settings for training.
-
-    >>> import jax, jax.numpy as jnp
-    >>> from multiqt_jax import model
-    >>> config = model.MultiQTConfig(num_classes=4)
-    >>> net = model.MultiQT(config)
-    >>> audio, text = jnp.zeros((1, 400, 40)), jnp.zeros((1, 200, 29))
-    >>> inputs = {"audio": audio, "text": text}
-    >>> params = net.init(jax.random.key(0), inputs)
-    >>> outputs, mask = net.apply(params, inputs)
-    >>> outputs["logits"].shape, model.streaming_spec(config).output_hop_s
-    ((1, 100, 4), 0.04)
+Specification (clock, fusion, streaming, precision): docs/models.md#multiqt.
 """
 
 from __future__ import annotations

@@ -1,54 +1,18 @@
 """TFDS builder `folder_kws`: a user's own recordings with keyword intervals, from `manual_dir`.
 
 For scoring a trained detector on real audio (`python -m experiments.evaluate`): one
-split, "test", holding every annotated file. Layout of the manual folder (subfolders
-are walked too; an utterance's id is its path under manual_dir without the suffix):
-
-    <manual_dir>/<dir>/<name>.wav        audio: .wav, .flac or .ogg, any sample rate and
-                                         channel count (mixed to mono, resampled to 16 kHz)
-    <manual_dir>/<dir>/<name>.json       its keyword intervals, a JSON list (below), or
-    <manual_dir>/<dir>/keywords.json     one file per folder: {"<name>.wav": [intervals],
-                                         ...} for the audio files of that folder
-    <manual_dir>/keyword_list.json       config "from_folder" only: {"keywords": [...]}
-
-An interval is `{"keyword": "people", "start": 1.20, "end": 1.61}`, seconds from the
-start of the file, 0 <= start < end <= the audio's duration (an end up to
-`TIME_TOLERANCE_S` later is clipped). An empty list is a file with no keyword in it
-(its detections are all false alarms). Every audio file needs its intervals from exactly
-one of its `<name>.json` and its folder's keywords.json; two audio files with one name
-and different suffixes in a folder, two overlapping intervals in a file, and more than
-`features.MAX_KEYWORDS` intervals in a file are refused. Every violation (bad JSON, an
-unknown keyword, start >= end, an interval past the audio, audio without annotation, an
-annotation without audio, unreadable / empty / non-finite audio) raises `FolderKwsError`
-naming the file and the entry ("a.json: intervals[2] ..." or "keywords.json: 'a.wav'[0] ...").
-
-Symbolic links to folders are followed (link a folder of recordings in, and its files
-are read as if they were there), but each folder is read once (`walk_folders`): a link
-to a folder that holds it (a loop, `spk1/loop -> .` or `up -> ..`) or a second path to
-one folder (two links to it, or a link to a folder also under manual_dir) is a
-`FolderKwsError` naming the link, never recordings counted twice.
-
-Keywords (class ids follow their order, `info.metadata["keywords"]`): config "shipped"
-is the project's 20 (`cskws_jax.keywords.load_keywords`, as `synthetic_kws`);
-"from_folder" reads `<manual_dir>/keyword_list.json`; or your own
-`FolderKwsConfig(name=..., keywords=(...))`. A keyword must be written exactly as in
-the list.
-
-Records follow `cskws_jax.datasets.features` (64 log-mel at 10 ms by the same front
-end as the other KWS corpora) with no other words (`other_start` empty: annotations
-name keywords only), `text` empty, `speaker` the folder under manual_dir, `snr_db` and
-`aligned_fraction` NaN (recorded audio; intervals given, not aligned).
-
-    import tensorflow_datasets as tfds
-    from cskws_jax.datasets import folder_kws
+split, "test", holding every annotated file (audio beside a JSON list of keyword
+intervals per file or per folder). Configs: "shipped" (the project's 20 keywords),
+"from_folder" (`<manual_dir>/keyword_list.json`), or `FolderKwsConfig`.
 
     builder = folder_kws.FolderKws(config="shipped", data_dir="/data/tfds")
     builder.download_and_prepare(
         download_config=tfds.download.DownloadConfig(manual_dir="/data/my_keywords"))
     test = tfds.data_source("folder_kws/shipped", data_dir="/data/tfds")["test"]
 
-A changed folder needs a fresh build: delete `<data_dir>/folder_kws/<config>` first
-(TFDS reuses a prepared dataset of the same version).
+Specification (folder layout, interval rules, links, records):
+docs/corpora.md#recordings-with-keyword-intervals-folder_kws; usage:
+docs/usage.md#scoring-a-model-on-your-recordings.
 """
 
 from __future__ import annotations

@@ -2,41 +2,7 @@
 
 LibriTop-20 (the AF-KWS benchmark) spots the 20 most frequent words with at least two
 syllables in LibriSpeech. Nothing is downloaded: `manual_dir` holds LibriSpeech and word
-alignments for every utterance.
-
-    <manual_dir>/LibriSpeech/<subset>/<speaker>/<chapter>/   (or <manual_dir>/<subset>/...)
-        <speaker>-<chapter>.trans.txt       lines "UTTID WORD WORD ...", upper case
-        <uttid>.flac                        16 kHz mono audio
-        <speaker>-<chapter>.alignment.txt   optional, see below
-
-Subsets become splits by name: `train-*` -> "train", `dev-*` -> "validation",
-`test-*` -> "test"; a split with no subset is absent. Word alignments, per utterance:
-
-  * `<speaker>-<chapter>.alignment.txt` (in the chapter folder, else found by name
-    anywhere under manual_dir), lines
-
-        UTTID ",WORD1,WORD2,,WORD3," "0.490,0.890,1.000,1.450,1.900,2.100"
-
-    tokens (empty = silence) and each token's END time in seconds, as many times as
-    tokens; a token starts where the one before it ended, the first at 0.
-  * `<uttid>.TextGrid` (found by name anywhere under manual_dir): Montreal Forced
-    Aligner output, Praat's long "ooTextFile" format, a tier "words" of intervals
-    (empty text = silence).
-
-An utterance with both uses the .alignment.txt line. The aligned words must be the
-transcript's (case-insensitive); a word may end at most `TIME_TOLERANCE_S` after the
-audio (and is clipped to it). Every violation raises `LibriSpeechError` naming the file
-and line; nothing is dropped.
-
-Keywords: the config's `keywords` (lower case; class ids follow their order), or derived
-(`derive_keywords`, the default config "top20"): the `num_keywords` most frequent words
-of the train transcripts with >= `min_syllables` syllables in pocketsphinx's shipped CMU
-dictionary (first pronunciation); words missing from the dictionary are skipped, ties go
-to the alphabetically first word. The list is in `info.metadata["keywords"]`.
-Records: `cskws_jax.datasets.features.kws_features()`, keyed by utterance id.
-
-    import tensorflow_datasets as tfds
-    from cskws_jax.datasets import libritop20
+alignments (.alignment.txt or Montreal Forced Aligner .TextGrid) for every utterance.
 
     builder = libritop20.LibriTop20(config="top20", data_dir="/data/tfds")
     builder.download_and_prepare(
@@ -44,8 +10,8 @@ Records: `cskws_jax.datasets.features.kws_features()`, keyed by utterance id.
     train = tfds.data_source("libritop20/top20", data_dir="/data/tfds")["train"]
     keywords = builder.info.metadata["keywords"]
 
-    mine = libritop20.LibriTop20Config(name="mine", keywords=("little", "people"))
-    builder = libritop20.LibriTop20(config=mine, data_dir="/data/tfds")
+Specification (folder layout, alignment formats, splits, keyword derivation):
+docs/corpora.md#libritop-20.
 """
 
 from __future__ import annotations

@@ -1,35 +1,18 @@
 """TFDS builder `synthetic_kws`: continuous synthetic speech with keywords, made here.
 
 Each utterance is 2-10 s of text sampled from pocketsphinx's trigram model with 0-3 of
-the 20 keywords (`cskws_jax.keywords`), spoken by one of several synthesisers
-(`render.KwsRenderConfig.engines`: espeak-ng and Piper by default, a speaker drawn per
-utterance), with word intervals from forced alignment cross-checked against the
-engine's own word timings (`render.word_intervals`), then a room, a microphone, noise,
-gain and optionally a telephone line (`render.KwsRenderConfig.channel`). The `test`
-split is spoken by voices never used in `train`; the `heldout` split by the held-out
-engine (`KwsRenderConfig.heldout_engine`, Piper by default), never heard in `train` or
-`test`: scores on it measure transfer to another synthesiser. An utterance with a word
-whose interval cannot be trusted (source "estimate") is redrawn. Configs are sizes:
-
-    smoke   tests, seconds          quick   the main job's default    full   ~15 hours
-    medium  quick's test and heldout utterances, 4x its training utterances (a superset)
-    large   medium's training utterances, 15x quick's test and 4x its heldout ones
-
-each also as `<size>-festival` (`speechkit.tts.ENGINE_SETS`: Festival, from Debian
-packages, joins espeak-ng for train and test; Piper stays held out), and for the
-leave-one-engine-out protocol (`render.LEAVE_ONE_OUT`) as `<size>-no-espeak` and
-`<size>-no-festival` (all three engines, espeak-ng or Festival held out) and
-`<size>-pip-no-espeak` (Piper trains, espeak-ng held out).
+the 20 keywords (`cskws_jax.keywords`), spoken by one of several synthesisers, with word
+intervals from forced alignment cross-checked against the engine's own word timings,
+then a room, a microphone, noise, gain and optionally a telephone line. Splits `train`,
+`test` (voices never used in `train`) and `heldout` (the held-out engine). Configs are
+sizes (smoke, quick, medium, large, full) and engine sets (`-festival`, `-no-espeak`, ...).
 
     builder = SyntheticKws(config="quick", data_dir=DIR, file_format="array_record")
     builder.download_and_prepare()
     source = tfds.data_source("synthetic_kws/quick", data_dir=DIR)  # train, test, heldout
 
-Records follow `cskws_jax.datasets.features` (64 log-mel at 10 ms, padded keyword
-intervals, other words for the unknown class, text, duration). Same size and seed ->
-identical records: every utterance draws from its own `(seed, split, index, attempt)`
-generator, whatever the worker count. An utterance outside `duration_s` is redrawn
-(next attempt) - never cut.
+Records follow `cskws_jax.datasets.features`; same size and seed -> identical records
+(specification: docs/corpora.md#keyword-spotting-corpora-cs-kws).
 """
 
 from __future__ import annotations

@@ -1,32 +1,14 @@
 """Sentences for the synthetic keyword-spotting corpus, sampled from an n-gram model.
 
-Text is sampled word by word (`speechkit.lm.sample_words`) from pocketsphinx's shipped
-en-us trigram model over its most probable alphabetic words (`vocabulary_size`, plus the
-keywords), so utterances read like varied, loosely grammatical English. Each sentence
-holds a drawn number of keywords (0-3), reached while sampling: once the sentence has
-them, keywords get probability zero; while some are missing, keyword probabilities are
-multiplied by `keyword_boost` and the sentence may not end. If `max_words` is reached
-first, the missing keywords are inserted at random positions. Everything comes from the
-`np.random.Generator` passed in (one sentence: ~0.1 s).
+Text is sampled word by word from pocketsphinx's shipped en-us trigram model, each
+sentence holding a drawn number of keywords (0-3). `TextConfig` can vary it
+(`VARIED_TEXT`: keywords at the edges, adjacent keywords, `confusable_words` as
+fillers); `TextConfig()` draws exactly the sentences it always drew. `text_report`
+measures these shares over a corpus's texts. Everything comes from the
+`np.random.Generator` passed in.
 
-Varied text (`VARIED_TEXT`; every option is off in `TextConfig()`, which draws exactly
-the sentences it always drew) adds what continuous speech has and the plain sampler
-rarely gives:
-
-- `edge_keyword_probability`: an utterance with keywords starts with one (the model
-  picks which keyword opens the sentence), and, drawn separately, ends with one (drawn
-  from the model's next-word probabilities over the keywords, appended after the
-  sentence);
-- `adjacent_keywords_probability`: an utterance with >= 2 keywords has two in a row
-  (the word after its first keyword is forced to be a keyword);
-- `confusable_filler_probability`: one non-keyword word is replaced by a word that
-  shares a keyword's first syllable but is not that keyword (`confusable_words`: "above"
-  or "abuse" for "about", "some" or "summer" for "something").
-
-An utterance always holds exactly its drawn number of keywords. When the placements
-drawn need more keywords than it has (start and end with one keyword; start, end and a
-pair with two), one of them, chosen at random, is dropped. `text_report` measures these
-shares over a corpus's texts.
+Specification (sampling, each option's rule, measured shares):
+docs/corpora.md#keyword-spotting-corpora-cs-kws.
 """
 
 from __future__ import annotations

@@ -1,36 +1,18 @@
 """TFDS builder `recogniser_speech`: transcribed utterances that train the causal
 character recogniser whose outputs become MultiQT's text input.
 
-Disjoint from everything MultiQT is scored on: the text comes from
-`recogniser_text` (the "lm" half of the dialogue phrase pools, answers and statements of
-its own, and general English from pocketsphinx's trigram model; every sentence a call can
-hold is redrawn), spoken only by the training engines of the engine set
-(`render.RenderConfig.training_engines`: espeak-ng alone by default, with `-festival`
-also Festival; never the held-out engine) with their call voices (`render.ROLE_VOICES`,
-both roles, a speaker drawn per utterance), through the calls' channel
-(`render.CALL_CHANNEL`: room or handset, pink, white or babble noise, wide-band line),
-under a seed of its own. Configs are sizes, each also as `<size>-festival`
-(`speechkit.tts.ENGINE_SETS`):
-
-    smoke   16 + 6 utterances (tests)   quick   ~3.6 h of train audio   full   10x quick
-
-Splits `train` and `validation` (the same engines and voices, other utterances). Every
-record: `audio` float32 [frames, 40] log-mel at 10 ms (`features.FEATURES`), `text` (the
-transcript as the recogniser spells it: `asr.normalise_words`d words joined by single spaces,
-only `asr.ALPHABET` and " "), `utterance_id`, `speaker` ("engine:voice@warp"),
-`source` ("dialogue" or "general"), `sentences` int32, `duration` (s), `snr_db`,
-`noise`. No alignment and no recognition: a CTC recogniser needs only the transcript.
-`render` and `features` are MultiQT's (`multiqt_jax.datasets`): the recogniser hears the
-calls' voices and channel through the calls' front end.
+Disjoint from everything MultiQT is scored on (text from `recogniser_text`), spoken by
+the engine set's training engines with the calls' voices and channel, as MultiQT's front
+end hears them. Configs are sizes (smoke, quick, full), each also as `<size>-festival`;
+splits `train` and `validation`.
 
     builder = RecogniserSpeech(config="quick", data_dir=DIR)  # ArrayRecord by default
     builder.download_and_prepare()
     source = tfds.data_source("recogniser_speech/quick", data_dir=DIR)  # train, validation
 
-Utterance `index` of a split draws its text from `np.random.default_rng([seed, k,
-index])` and its rendering from another stream k (`STREAMS`), so the same index is the
-same utterance at every size and worker count (sizes nest) and the text can be drawn
-without audio (`utterance_text`). `corpus_report` gives a split's build-report entry.
+`utterance_text` draws an utterance's text without audio; `corpus_report` gives a split's
+build-report entry. Specification (text, speech, sizes, record fields, seeding):
+docs/corpora.md#the-recognisers-corpus-recogniser_speech.
 """
 
 from __future__ import annotations

@@ -1,31 +1,16 @@
 """TFDS builder `synthetic_calls`: emergency-call-like dialogues, made on this machine.
 
-Configs are `{task}-{size}`: task `questions` or `symptoms`, size `smoke` (tests,
-seconds), `quick` (the main job's default) or `full`; and `{task}-{size}-festival`, the
-same calls with Festival (Debian packages) joining espeak-ng as a training engine
-(`speechkit.tts.ENGINE_SETS`). Both tasks label the same calls:
-each call is rendered once (synthesis, channel, recognition, features) into a cache
-beside the dataset and both configs read it. Written as ArrayRecord, read with
-`tfds.data_source`, no TensorFlow needed:
+Configs are `{task}-{size}` (task `questions` or `symptoms`; size `smoke`, `quick` or
+`full`) and `{task}-{size}-festival`; both tasks label the same calls, rendered once into
+a cache. Calls are spoken by the training engines; a `heldout` split by the held-out
+engine (Piper by default). Written as ArrayRecord, read with `tfds.data_source`:
 
     builder = SyntheticCalls(config="questions-smoke", data_dir=DIR, file_format="array_record")
     builder.download_and_prepare()
     source = tfds.data_source("synthetic_calls/questions-smoke", data_dir=DIR)
 
-Calls are spoken by the training engines (`render.RenderConfig.engines` without the
-held-out one, taking turns call by call); with `heldout_engine` set (Piper by default)
-a `heldout` split holds further calls, from scripts of their own, spoken only by that
-engine: models trained on the `train` split's folds are scored on it to measure how
-they transfer to a synthesiser they never heard.
-
-Every record: `audio` float32 [frames, 40] log-mel at 10 ms (`features.FEATURES`),
-`labels` int32 [frames] class ids at 10 ms, the recognised words (`asr_word`,
-`asr_start`, `asr_end`, `asr_emitted` in seconds; the input pipeline turns them into
-character frames), the words said at their synthesised times (`spoken_word`,
-`spoken_start`, `spoken_end`: the oracle transcript of the studies), `transcript`,
-`fold` (0-4, for 5-fold CV), `call_id`, `duration` (s),
-`snr_db`, `noise`, `speakers` ("|"-joined `speechkit.tts` speaker names).
-Same seed and size -> identical records.
+Specification (engines, channel, scripts, record fields):
+docs/corpora.md#synthetic-calls-multiqt.
 """
 
 from __future__ import annotations
