@@ -6,7 +6,7 @@ r"""What a refactor must not move: the runners' input pipelines and results, fin
 `pipelines` prints, as JSON, the SHA-256 of the first `--batches` (20) batches of every
 input pipeline the runners build on the smoke corpora in DIR (`python -m
 experiments.build_data --size=smoke --data_dir=DIR`): MultiQT's training batches of folds
-0 and 4 (`experiments.multiqt.FoldTrainer`) and its evaluation batches of fold 0 and of
+0 and 4 (`experiments.multiqt_folds.FoldTrainer`) and its evaluation batches of fold 0 and of
 each evaluation (`experiments.scoring.calls.eval_batches`), for both tasks; CS-KWS's
 training crops with and without the unknown class (`experiments.cskws.training_batches`)
 and its evaluation batches of the test split and of each evaluation. `compare` walks two
@@ -42,7 +42,7 @@ def digest(batches, count: int = 20) -> str:
 
 def pipelines(data_dir: str, count: int = 20) -> dict[str, str]:
     """{pipeline name: `digest`} of every runner's pipelines on the smoke corpora."""
-    from experiments import cskws, folds, multiqt
+    from experiments import cskws, folds, multiqt, multiqt_folds, multiqt_setup
     from experiments.configs import cskws as kws_presets
     from experiments.configs import multiqt as calls_presets
     from experiments.scoring import calls
@@ -52,21 +52,21 @@ def pipelines(data_dir: str, count: int = 20) -> dict[str, str]:
     for task in ("questions", "symptoms"):
         config = calls_presets.get_config("smoke")
         config.data_dir, config.task, config.build_missing = data_dir, task, False
-        source, index = multiqt.load_corpus(config)
+        source, index = multiqt_setup.load_corpus(config)
         fold_ids = index.folds % config.num_folds
-        counts = multiqt.record_frame_counts(source, len(multiqt.labels.classes(task)))
+        counts = multiqt_folds.record_frame_counts(source, len(multiqt.labels.classes(task)))
         with tempfile.TemporaryDirectory() as workdir:
-            trainer = multiqt.FoldTrainer(
+            trainer = multiqt_folds.FoldTrainer(
                 "multimodal", config, source, index, fold_ids, folds.fold_mesh(), workdir, counts
             )
             for fold in (0, 4):
                 found[f"multiqt-{task}-train-fold{fold}"] = digest(trainer.datasets[fold], count)
-        batching = multiqt.call_batching(config)
+        batching = multiqt_setup.call_batching(config)
         test = np.flatnonzero(fold_ids == 0)
         found[f"multiqt-{task}-eval-fold0"] = digest(
             calls.eval_batches(source, test, index, batching), count
         )
-        for name, (other, other_index) in multiqt.evaluation_sources(config).items():
+        for name, (other, other_index) in multiqt_setup.evaluation_sources(config).items():
             found[f"multiqt-{task}-eval-{name}"] = digest(
                 calls.eval_batches(other, np.arange(len(other)), other_index, batching), count
             )

@@ -33,7 +33,15 @@ import ml_collections
 
 from cskws_jax import models as kws_models
 from cskws_jax.datasets import synthetic_kws
-from experiments import common, cskws, leave_one_out, multiqt, ship_files
+from experiments import (
+    common,
+    cskws,
+    leave_one_out,
+    multiqt,
+    multiqt_folds,
+    multiqt_setup,
+    ship_files,
+)
 from experiments.report import card as card_lib
 from experiments.scoring import bundle_calls, bundle_keywords, bundles, corpora
 from experiments.scoring.evaluators import tracking
@@ -152,7 +160,7 @@ def leave_one_out_rows(config, workdir: str) -> list[dict]:
             row = leave_one_out.kws_row(payload)
             seconds = payload["models"]["afkws"]["seconds"]
         else:
-            model = multiqt.row_name(config.models, config)
+            model = multiqt_setup.row_name(config.models, config)
             payload, seconds = _trained(leave_one_out.cell(config, heldout), folder, model)
             row = leave_one_out.calls_row(payload, model)
         rows.append(
@@ -164,20 +172,20 @@ def leave_one_out_rows(config, workdir: str) -> list[dict]:
 def calls_model(config, workdir: str, started: float):
     """(payload, bundle folder, card) of a shipped MultiQT model (`experiments.multiqt`,
     one model of one fold)."""
-    chosen = multiqt.trained_folds(config)
-    if len(chosen) != 1 or config.models not in multiqt.NEURAL:
+    chosen = multiqt_folds.trained_folds(config)
+    if len(chosen) != 1 or config.models not in multiqt_setup.NEURAL:
         raise errors.InvalidInput(
-            f"a shipped MultiQT model is one MultiQT model ({', '.join(multiqt.NEURAL)}) of "
+            f"a shipped MultiQT model is one MultiQT model ({', '.join(multiqt_setup.NEURAL)}) of "
             f"one fold: got config.models={config.models!r}, config.folds={config.folds!r}"
         )
     data_dir = common.data_dir(config)
-    name = multiqt.corpus_name(config)
+    name = multiqt_setup.corpus_name(config)
     builder = synthetic_calls.SyntheticCalls(
         config=name, data_dir=data_dir, file_format="array_record"
     )
     dataset = f"synthetic_calls/{name}"
     corpus_seconds = _prepared(builder, dataset, data_dir)
-    model = multiqt.row_name(config.models, config)
+    model = multiqt_setup.row_name(config.models, config)
     payload, training_seconds = _trained(config, workdir, model)
     folder = os.path.join(workdir, model, f"bundle-fold{chosen[0]}")
     scores = calls_scores(folder, builder, dataset, config, chosen[0])
@@ -237,7 +245,9 @@ def calls_scores(folder: str, builder, dataset: str, config, fold: int) -> dict:
         found[name] = {"calls": count, "hours": float(frames.sum()) / 100 / 3600}
         if name == "test":  # the calls the fold's model trained on
             fold_ids = index.folds % config.num_folds
-            found[name]["training_calls"] = len(multiqt.training_calls(fold_ids, fold, config))
+            found[name]["training_calls"] = len(
+                multiqt_folds.training_calls(fold_ids, fold, config)
+            )
         for stream, scores in scored.items():
             each = scores.pop("per_call")
             intervals = tracking.bootstrap_intervals(each, resamples=RESAMPLES, seed=config.seed)

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from experiments import common, cskws, multiqt
+from experiments import common, cskws, multiqt, multiqt_setup
 from experiments.report import studies_md
 from experiments.report.claims import claims
 from experiments.report.figures import study_figures
@@ -100,7 +100,7 @@ class CallScorer:
         self.config, self.source, self.index = config, source, index
         self.fold_ids = index.folds % config.num_folds
         self.num_classes = len(labels.classes(config.task))
-        self.batching = multiqt.call_batching(config)
+        self.batching = multiqt_setup.call_batching(config)
 
     def score(self, folder: str, *, snr_db=None, present=None, smoothing=(1,)) -> dict:
         """{"per_fold": [{min_frames: scores}], "summary": {min_frames: row}} of the fold
@@ -237,7 +237,7 @@ class Studies:
     def calls(self) -> CallScorer:
         if self._calls is None:
             _, _, base = self.runs.multiqt("base")
-            source, index = multiqt.load_corpus(base)
+            source, index = multiqt_setup.load_corpus(base)
             self._calls = CallScorer(base, source, index)
         return self._calls
 
@@ -282,17 +282,17 @@ class Studies:
         for label, name, overrides in streams:
             models = ",".join(NEURAL) if name == "base" else "multimodal,text"
             results, _, config = self.runs.multiqt(name, overrides, models=models)
-            options = multiqt.text_alterations(config)
-            heard = multiqt.load_corpus(config)[0] if config.text_recogniser else source
+            options = multiqt_setup.text_alterations(config)
+            heard = multiqt_setup.load_corpus(config)[0] if config.text_recogniser else source
             said = [_word_list(heard[i], options) for i in range(len(heard))]
             row = {
                 "stream": label,
                 "variant": name,
-                "causal": multiqt.causal_text(config),
+                "causal": multiqt_setup.causal_text(config),
                 "wer": error_rates.error_rate(spoken, said),
             }
             for model_name in ("multimodal", "text"):
-                row[model_name] = fold_summary(results, multiqt.row_name(model_name, config))
+                row[model_name] = fold_summary(results, multiqt_setup.row_name(model_name, config))
             rows.append(row)
             log(
                 f"asr_quality: {label}: WER {row['wer']:.3f}, text-only TIMESTEP F1 "
@@ -628,7 +628,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     payload = {
         "preset": config.preset,
         "corpora": {
-            "multiqt": f"synthetic_calls/{multiqt.corpus_name(config.multiqt)}",
+            "multiqt": f"synthetic_calls/{multiqt_setup.corpus_name(config.multiqt)}",
             "cskws": config.cskws.dataset,
             # the unknown_class study's larger corpora
             "cskws_larger": unknown_class_corpora(config)[1:] if "unknown_class" in names else [],

@@ -168,7 +168,7 @@ def calls_facts(config, builder, dataset: str, seconds: dict, command: str) -> d
     """`calls_card`'s `run` facts of an `experiments.multiqt` run of one model and fold on
     `dataset`, a synthetic_calls corpus whose builder is `builder`: `seconds` {"corpus",
     "run"}, `command` the command that reruns it."""
-    from experiments import multiqt  # here: the card's page needs none of it
+    from experiments import multiqt_folds, multiqt_setup  # here: the card's page needs none of it
     from multiqt_jax import labels
 
     render = builder.builder_config.render_config
@@ -182,11 +182,11 @@ def calls_facts(config, builder, dataset: str, seconds: dict, command: str) -> d
             "calls": {split: value.num_examples for split, value in builder.info.splits.items()},
         },
         "training": {
-            "fold": multiqt.trained_folds(config)[0],
+            "fold": multiqt_folds.trained_folds(config)[0],
             "num_folds": config.num_folds,
             "steps": config.train.steps,
             "batch_size": config.train.batch_size,
-            "text": multiqt.text_recogniser(config) if config.models != "audio" else None,
+            "text": multiqt_setup.text_recogniser(config) if config.models != "audio" else None,
         },
         "seconds": seconds,
         "command": command,

@@ -13,7 +13,7 @@ import numpy as np
 
 from cskws_jax import operating_points
 from cskws_jax.datasets import render as kws_render
-from experiments import multiqt
+from experiments import multiqt_setup
 from experiments.report import figures
 from experiments.report.layout import multiqt_folder, multiqt_tasks, task_config
 from experiments.report.markdown import (
@@ -143,7 +143,7 @@ def _figure_path(workdir: str, name: str) -> str:
 
 def _corpus(config, task: str) -> str:
     """The calls corpus (builder config) of a MultiQT task."""
-    return multiqt.corpus_name(task_config(config, task))
+    return multiqt_setup.corpus_name(task_config(config, task))
 
 
 def _text_stream_line(stream: dict | None, kind: str) -> str:
@@ -339,7 +339,7 @@ def _engine_sentence(engine: str | None, where: str) -> str:
 def class_instances(config, task: str) -> tuple[dict[str, float], int]:
     """({class: labelled instances per call}, calls) of a task's train split, from the
     corpus's label frames: what a model of that task gets to learn from."""
-    source = multiqt.load_corpus(task_config(config, task))[0]
+    source = multiqt_setup.load_corpus(task_config(config, task))[0]
     classes = labels.classes(task)
     counts = np.zeros(len(classes))
     for i in range(len(source)):

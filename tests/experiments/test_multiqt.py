@@ -235,35 +235,35 @@ def test_the_ctc_recogniser_gives_the_text_of_every_split(reference, tmp_path):
     "change", ["text_stream=offline", "text_lag_s=0.5", "text_substitution_rate=0.2"]
 )
 def test_posteriors_refuse_what_alters_words(change):
-    from experiments import multiqt
+    from experiments import multiqt_setup
     from experiments.configs import multiqt as multiqt_configs
 
     config = multiqt_configs.get_config("smoke")
     config.text_recogniser = "ctc_posteriors"
-    assert multiqt.text_recogniser(config) == "ctc_posteriors"
+    assert multiqt_setup.text_recogniser(config) == "ctc_posteriors"
     field, value = change.split("=")
     setattr(config, field, type(config[field])(value))
     with pytest.raises(ValueError, match="'ctc_posteriors' needs text_stream='causal'"):
-        multiqt.text_recogniser(config)
+        multiqt_setup.text_recogniser(config)
 
 
 def test_epochs_give_every_fold_its_steps_in_full_batches():
-    from experiments import multiqt
+    from experiments import multiqt_folds
 
     # Batches of 2 from 3 calls: one per epoch (the third call waits for the next).
-    assert multiqt.epochs_for(30, 2, [np.arange(3), np.arange(4)]) == 30
-    assert multiqt.epochs_for(30, 2, [np.arange(8)]) == 8
+    assert multiqt_folds.epochs_for(30, 2, [np.arange(3), np.arange(4)]) == 30
+    assert multiqt_folds.epochs_for(30, 2, [np.arange(8)]) == 8
     with pytest.raises(ValueError, match="batch_size=4: fold 1 trains on only 3 call"):
-        multiqt.epochs_for(10, 4, [np.arange(5), np.arange(3)])
+        multiqt_folds.epochs_for(10, 4, [np.arange(5), np.arange(3)])
 
 
 def test_text_stream_must_be_causal_or_offline():
     from ml_collections import ConfigDict
 
-    from experiments import multiqt
+    from experiments import multiqt_setup
 
     with pytest.raises(ValueError, match=r"config.text_stream: expected one of .*'live'"):
-        multiqt.causal_text(ConfigDict({"text_stream": "live"}))
+        multiqt_setup.causal_text(ConfigDict({"text_stream": "live"}))
 
 
 @pytest.mark.slow
@@ -356,12 +356,14 @@ def test_chosen_folds_alone_are_trained_scored_and_named(reference, tmp_path):
 def test_chosen_folds_must_be_distinct_fold_ids(folds):
     import ml_collections
 
-    from experiments import multiqt
+    from experiments import multiqt_folds
 
     config = ml_collections.ConfigDict({"num_folds": 5, "folds": folds})
     with pytest.raises(ValueError, match="expected distinct fold ids below config.num_folds=5"):
-        multiqt.trained_folds(config)
-    assert multiqt.trained_folds(ml_collections.ConfigDict({"num_folds": 3, "folds": ""})) == [
+        multiqt_folds.trained_folds(config)
+    assert multiqt_folds.trained_folds(
+        ml_collections.ConfigDict({"num_folds": 3, "folds": ""})
+    ) == [
         0,
         1,
         2,
@@ -371,7 +373,7 @@ def test_chosen_folds_must_be_distinct_fold_ids(folds):
 def test_chosen_folds_get_the_full_runs_calls_weights_and_keys(smoke_build, tmp_path):
     """A trainer of folds "2,0" gives each fold the batches, class weights and step keys
     that the full cross-validation's trainer gives it (padding aside: module docstring)."""
-    from experiments import fingerprint, folds, multiqt
+    from experiments import fingerprint, folds, multiqt_folds, multiqt_setup
     from experiments.configs import multiqt as presets
 
     data_dir, _ = smoke_build
@@ -380,10 +382,10 @@ def test_chosen_folds_get_the_full_runs_calls_weights_and_keys(smoke_build, tmp_
         config = presets.get_config("smoke")
         config.data_dir, config.build_missing = str(data_dir), False
         config.num_folds, config.folds = FOLDS, chosen
-        source, index = multiqt.load_corpus(config)
+        source, index = multiqt_setup.load_corpus(config)
         fold_ids = index.folds % config.num_folds
-        counts = multiqt.record_frame_counts(source, 7)
-        return multiqt.FoldTrainer(
+        counts = multiqt_folds.record_frame_counts(source, 7)
+        return multiqt_folds.FoldTrainer(
             "multimodal", config, source, index, fold_ids, folds.fold_mesh(), workdir, counts
         )
 

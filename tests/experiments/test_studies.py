@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import common, cskws, multiqt, studies
+from experiments import common, cskws, multiqt_folds, multiqt_setup, studies
 from experiments.configs import cskws as cskws_config
 from experiments.configs import multiqt as multiqt_config
 from experiments.configs import studies as studies_config
@@ -17,21 +17,23 @@ from experiments.report import claims, figures, studies_md
 def test_training_calls_are_nested_seeded_subsets_of_the_other_folds():
     config = multiqt_config.get_config("smoke")
     fold_ids = np.arange(40) % 5
-    everything = multiqt.training_calls(fold_ids, 2, config)
+    everything = multiqt_folds.training_calls(fold_ids, 2, config)
     np.testing.assert_array_equal(everything, np.flatnonzero(fold_ids != 2))
     subsets = {}
     for fraction in (0.1, 0.25, 0.5):
         config.train_fraction = fraction
-        subsets[fraction] = multiqt.training_calls(fold_ids, 2, config)
+        subsets[fraction] = multiqt_folds.training_calls(fold_ids, 2, config)
         assert subsets[fraction].size == int(np.ceil(fraction * 32))
         assert (fold_ids[subsets[fraction]] != 2).all()
         assert np.all(np.diff(subsets[fraction]) > 0)  # corpus order
     assert set(subsets[0.1]) <= set(subsets[0.25]) <= set(subsets[0.5])
-    assert not np.array_equal(multiqt.training_calls(fold_ids, 3, config)[:3], subsets[0.5][:3])
+    assert not np.array_equal(
+        multiqt_folds.training_calls(fold_ids, 3, config)[:3], subsets[0.5][:3]
+    )
     for bad in (0.0, 1.5):
         config.train_fraction = bad
         with pytest.raises(ValueError, match="config.train_fraction"):
-            multiqt.training_calls(fold_ids, 2, config)
+            multiqt_folds.training_calls(fold_ids, 2, config)
 
 
 def test_training_utterances_are_nested_seeded_subsets():
@@ -49,24 +51,24 @@ def test_training_utterances_are_nested_seeded_subsets():
 
 def test_text_alterations_and_training_noise_are_checked_by_field_name():
     config = multiqt_config.get_config("smoke")
-    assert not multiqt.text_alterations(config).altered
-    assert multiqt.training_noise(config) is None
+    assert not multiqt_setup.text_alterations(config).altered
+    assert multiqt_folds.training_noise(config) is None
     config.text_words = "oracle"
     with pytest.raises(ValueError, match="config: TextAlterations.source"):
-        multiqt.text_alterations(config)
+        multiqt_setup.text_alterations(config)
     config.train.noise_snr_db = (20.0, 0.0)
     with pytest.raises(ValueError, match="config.train.noise_snr_db"):
-        multiqt.training_noise(config)
+        multiqt_folds.training_noise(config)
     config.train.noise_snr_db = (0.0, 20.0)
-    assert multiqt.training_noise(config) == (0.0, 20.0)
-    assert multiqt.text_recogniser(config) == ""
+    assert multiqt_folds.training_noise(config) == (0.0, 20.0)
+    assert multiqt_setup.text_recogniser(config) == ""
     config.text_recogniser = "perfect"
     expected = "config.text_recogniser: expected '', 'ctc', 'ctc_posteriors' or one of"
     with pytest.raises(ValueError, match=expected):
-        multiqt.text_recogniser(config)
+        multiqt_setup.text_recogniser(config)
     config.text_recogniser, config.text_words = "narrowband", "spoken"
     with pytest.raises(ValueError, match="needs text_words='recognised'"):
-        multiqt.text_recogniser(config)
+        multiqt_setup.text_recogniser(config)
 
 
 def test_noisy_audio_leaves_padding_at_zero():
@@ -75,7 +77,7 @@ def test_noisy_audio_leaves_padding_at_zero():
     mask[1, 20:] = False
     audio[1, 20:] = 0.0
     batch = {"audio": audio, "audio_mask": mask, "labels": np.zeros((2, 30), np.int32)}
-    out = multiqt.noisy_audio(batch, jax.random.key(0), (0.0, 20.0))
+    out = multiqt_folds.noisy_audio(batch, jax.random.key(0), (0.0, 20.0))
     noisy = np.asarray(out["audio"])
     assert not noisy[1, 20:].any() and (noisy[mask] > audio[mask]).all()
     assert out["labels"] is batch["labels"]

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cskws_jax.datasets import synthetic_kws, text
-from experiments import variation_matrix
+from experiments import multiqt_setup, variation_matrix
 from experiments.configs import variation_matrix as configs
 from experiments.scoring import evals
 from multiqt_jax.datasets import synthetic_calls
@@ -116,7 +116,7 @@ def test_the_matrix_holds_each_engine_out_once_per_variation_and_task(
         return _kws_payload(0.5, 0.25)
 
     def fake_calls(cell, workdir):
-        corpus_name = variation_matrix.multiqt.corpus_name(cell)
+        corpus_name = multiqt_setup.corpus_name(cell)
         seen.append(("questions", corpus_name, cell.engines, cell.evals.heldout.to_dict(), workdir))
         return _calls_payload(0.8, 0.6)
 
