@@ -1,4 +1,4 @@
-"""Keyword detection from Python, on audio that arrives in chunks (docs/api.md).
+"""Keyword detection from Python, on audio that arrives in chunks.
 
     detector = cskws_jax.Detector("afkws-top20", sample_rate=44_100)
     for chunk in chunks:                    # any sizes; float or int16; mono or [n, channels]
@@ -6,14 +6,11 @@
             print(hit.keyword, hit.start, hit.end, hit.score, hit.emitted)
     for hit in detector.close(): ...        # the end of the stream: what is still undecided
 
-`Detector` is `python -m cskws_jax.detect` (stj-detect) as a push API: the same model
-folders and options, and for the same audio the same detections, whatever the chunks
-(tests/test_api.py). Chunks at another rate than the model's (16 kHz) are resampled as
-they arrive (`speechkit.dsp.StreamResampler`), equal to what the command reads from a
-file of that rate; chunks are cut into the detector's blocks as the command cuts them
-(`speechkit.stream_resample`). It runs in the light install (`pip install '.[infer]'`)
-on export folders, a shipped model included (its export is used when the model code is
-missing).
+`Detector` is `python -m cskws_jax.detect` (stj-detect) as a push API: the same models
+and options, and for the same audio the same detections, whatever the chunks
+(tests/test_api.py). It runs in the light install on export folders.
+Specification (arguments, chunks, resampling, latency, backends):
+docs/api.md#cskws_jaxdetector.
 """
 
 from __future__ import annotations

@@ -5,17 +5,12 @@
     net, params, info = bundle.load("out/afkws/bundle")
     info.labels, info.features, info.decoding      # keywords, front end, PeakDecodingConfig
 
-The format (a folder of bundle.json and params.npz, nothing executable) and its
-checks are `speechkit.bundle`'s. The task parts: the model config is a
-`cskws_jax.config.AfKwsConfig` (with its tuple of `cskws_jax.config.Stage`), the decoding
-settings a `cskws_jax.config.PeakDecodingConfig`, the labels the keywords in class order
-(`num_keywords` of them), and the features the log-mel front end the model was trained on
-(`cskws_jax.datasets.features.FEATURES` for the project's corpora). `load` refuses a
-bundle of another task, and parameters whose shapes differ from what the config's model
-has; `python -m cskws_jax.detect` runs a bundle on audio files. The decoding settings
-may hold operating points (`cskws_jax.config.OperatingPoint`: per-keyword thresholds for a
-false-alarm budget, chosen by `cskws_jax.operating_points.choose`), each with one
-threshold per label; bundles saved before them load with none.
+The format (bundle.json and params.npz, nothing executable) and its checks are
+`speechkit.bundle`'s; this module is the task part: a `cskws_jax.config.AfKwsConfig`, the
+keywords in class order, the log-mel front end and a `cskws_jax.config.PeakDecodingConfig`
+with its operating points (`cskws_jax.config.OperatingPoint`). `python -m cskws_jax.detect`
+runs a bundle on audio files. Specification (fields, checks, what `load` refuses, older
+bundles): docs/architecture.md#data-contracts ("Model bundles"), docs/speechkit.md#bundle.
 """
 
 from __future__ import annotations

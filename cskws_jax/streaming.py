@@ -7,21 +7,10 @@
     detections, emitted = detector.detect(features, mask)     # or a whole batch at once
 
 `StreamDetector` is a `speechkit.streaming.BlockRunner` whose step is the model's step
-followed by peak decoding; `StreamDetector.from_step(config, spec, step, initial_state, ...)`
-takes the model's step (and its streaming spec) as a function instead (an exported step: `python -m
-cskws_jax.detect EXPORT_DIR`). A block holds `block_frames["audio"]` (= block_outputs *
-output_stride) log-mel frames of 10 ms; any multiple of output_stride works (each new
-size compiles once). `found` holds, for each output position decided in that step, the
-keyword peaks (`peak` bool [B, n, K]) with `score`, `start`, `end` (s) and `emitted` (s
-of audio consumed when the decision was made); `decided` bool [B, n] marks real
-positions. A position is decided once the heads of its `radius` right neighbours exist,
-i.e. `delay + radius` output frames after its own frame arrived (the runner's
-`spec.output_latency`): `latency_s` = (delay + radius + 1) output hops after the start of
-its frame. A stream ends with `flush_frames()` masked zero frames. The decisions are
-`decode.peaks` applied frame by frame, so concatenating every step's `found` along the
-position axis and keeping the best `max_detections` (`collect`) gives exactly
-`decode.decode` of the whole-utterance call (tests/cskws_jax/test_streaming.py);
-`detect` does all of that for a whole batch with `lax.scan` in jit.
+followed by peak decoding (`StreamDetector.from_step`: an exported step instead); its
+detections equal `decode.decode` of the whole utterance (`collect`). Specification
+(block sizes, the `found` fields, when a position is decided, flushing):
+docs/models.md#streaming-detection-streamdetector.
 """
 
 from __future__ import annotations

@@ -8,13 +8,11 @@
     found = detect_batch(test_batch)         # the detection format of metrics.detection_scores
     truth = ground_truth(test_batch)
 
-Training batches are `cskws_jax.input_pipeline` crops (events: keywords 0..K-1 and the
-unknown class K); evaluation batches (`test_batch` above) are whole utterances without
-the unknown class (`input_pipeline.PipelineConfig(unknown_class=False)`);
-`experiments.scoring.evaluators.detection` scores a whole test set.
-Augmentation works on the log-mel features (the crops already shift the audio in
-time): a random gain (a constant in the log domain) and additive noise mixed in the
-energy domain at a random SNR per example.
+Training batches are `cskws_jax.input_pipeline` crops (keywords 0..K-1 and the unknown
+class K); evaluation batches are whole utterances without the unknown class
+(`input_pipeline.PipelineConfig(unknown_class=False)`);
+`experiments.scoring.evaluators.detection` scores a whole test set. Augmentation
+(`AugmentConfig`, on the log-mel features): docs/models.md#af-kws.
 """
 
 from __future__ import annotations

@@ -5,18 +5,12 @@
     transcript = transcribe(emit[0], symbol[0], hop_s=0.02)  # Transcript(text, chars, words)
     posteriors = text_posteriors(logits)                      # [B, T, 29], MultiQT's text
 
-Output frame t's best symbol is emitted when it is not blank and differs from the best
-symbol of the valid frame before (CTC's collapse of repeats); masked frames emit nothing
-and are skipped. It needs nothing after frame t, so `step` over blocks equals `greedy`
-over the whole stream (tests/ctc_jax/test_model.py). A character is emitted at the end of
-its output frame, (t + 1) * hop_s: the time a live stream has delivered the audio of
-that frame's block. A word is the characters between word boundaries (SPACE); it is
-emitted with its last character, and its span runs from the start of its first
-character's frame to the end of its last one (`speechkit.asr.TimedWord`, so
-`speechkit.asr.char_frames` renders it like pocketsphinx's words).
-
-`text_posteriors` gives the soft output instead, in the text stream's 29 columns: the
-paper's MultiQT input (20 ms character posteriors of a real-time recogniser).
+A frame's best symbol is emitted when it is not blank and differs from the previous valid
+frame's; nothing after frame t is needed, so `step` over blocks equals `greedy` over the
+whole stream. Characters and words carry the time they were emitted
+(`speechkit.asr.TimedWord`). `text_posteriors` is the soft output, the paper's MultiQT
+input. Specification (collapse, masks, emission times, word spans):
+docs/models.md#the-character-recogniser ("Decoding").
 """
 
 from __future__ import annotations

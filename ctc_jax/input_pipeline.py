@@ -4,21 +4,12 @@
     dataset = batches(source, PipelineConfig(batch_size=16, num_epochs=20), seed=0)
     batch = next(iter(dataset))     # grain iterator: get_state() / set_state()
 
-A record needs `audio` float32 [frames, 40] (log-mel at 10 ms) and `text` (str or UTF-8
-bytes, `ctc_jax.symbols.normalise_text`d: lower-case words, one space between them). A
-batch (B = batch_size):
-
-  audio       float32 [B, T, 40]   T: the longest example rounded up to `pad_multiple`
-  audio_mask  bool    [B, T]
-  labels      int32   [B, T // 4]  symbol ids (`ctc_jax.symbols`), 0 on padding
-  label_mask  bool    [B, T // 4]
-  example_mask bool   [B]          False on the filler rows of a last, partial batch
-
-Labels are padded to a length fixed by T (25 characters a second of audio, twice what the
-corpora's speech holds), so each frame bucket is one compiled program; an utterance
-with more characters than that is refused with its index. Order and bucketing are
-`speechkit.batching`'s: each epoch shuffled by (seed, epoch), windows of `bucket_window`
-batches sorted by length, batches shuffled.
+A record needs `audio` (log-mel [frames, 40] at 10 ms) and `text`
+(`ctc_jax.symbols.normalise_text`d); a batch holds `audio`, `audio_mask`, `labels`,
+`label_mask` and `example_mask`, labels padded to a length fixed by the frames so each
+frame bucket is one compiled program. Order and bucketing are `speechkit.batching`'s.
+Specification (shapes, the label length rule, refusals):
+docs/corpora.md#the-recognisers-corpus-recogniser_speech ("Batches").
 """
 
 from __future__ import annotations

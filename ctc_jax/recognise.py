@@ -6,22 +6,13 @@
     transcripts, posteriors = recogniser.recognise([features, ...])  # both at once
     words = cached_words(recogniser, {"call-00001": features, ...}, "cache/train.npz")
 
-`Recogniser.recognise` runs the whole-call model (equal to streaming it, the contract)
-over batches of recordings in length order, padded to `pad_multiple` frames so a corpus
-compiles a handful of programs, and decodes greedily and causally
-(`ctc_jax.decode`): every word carries the time the recogniser emitted it. One
-program gives both the words and the posteriors, so the two always agree.
-`cached_words` keeps a corpus's words in one `.npz` of plain arrays (read with
-`allow_pickle=False`), keyed by the bundle's parameter digest, so another recogniser
-never reads them and a replaced file is recomputed, never run; `cached_posteriors` does
-the same for the 20 ms character posteriors (`Recogniser.posteriors`, float16 on disk),
-and `cached_outputs` for both at once, from one pass of the network.
-`features_digest` names a set of recordings by content, so corpora that share their
-calls (the MultiQT tasks) can share one cache.
-
-A cache sits in a data folder, which someone may send: it is read as `_open_cache` says,
-header first (`speechkit.arrays`), so that no cache file can make reading it raise, hang
-or take more memory than its own size.
+`Recogniser.recognise` runs the whole-call model over batches of recordings and decodes
+greedily and causally (`ctc_jax.decode`), so every word carries its emission time.
+`cached_words`, `cached_posteriors` and `cached_outputs` keep a corpus's words and
+posteriors in one `.npz` keyed by the bundle's parameter digest; `features_digest` names
+a set of recordings by content. Caches are read as `_open_cache` says, header first.
+Specification (batching, cache keys, reading untrusted caches):
+docs/models.md#the-character-recogniser ("Use").
 """
 
 from __future__ import annotations

@@ -7,25 +7,11 @@
     python -m experiments.build_data --size=quick --engine_set=all --variation=speakers
     python -m experiments.build_data --size=quick --corpora=recogniser   # optional corpus
 
-Sizes: smoke (tests, seconds), quick (the main job's default), full, and for `kws` also
-medium (quick's test audio, 4x its training utterances). Corpora: `calls`
-(synthetic_calls: the `questions` and `symptoms` configs share one rendering of the
-calls) and `kws` (synthetic_kws), built by default, and `recogniser` (recogniser_speech:
-the character recogniser's transcribed utterances), built only when named. Engine sets
-(`speechkit.tts.ENGINE_SETS`): `pip` (default), `festival` or `all` (configs named
-`<...>-festival`, `<...>-all`); variations (`speechkit.tts.VARIATIONS`): `plain`
-(default), `speakers` or `varied` (configs named `<...>-speakers`, `<...>-varied`).
-Prints progress and writes `<data_dir>/build_report-<size>[-<set>][-<variation>].json`:
-build seconds per config, corpus hours, class or
-keyword counts per split, the recogniser's word and character error rates and its text
-stream (word emission lag, non-blank text frames; calls), the share of keyword-corpus
-word intervals that came from forced alignment, and per synthesiser (engine): the
-utterances or calls it spoke, its distinct speakers (voice and warp), what the speaker
-stage drew (`speechkit.tts.speaker_distribution`) and aligned share; for calls which class
-each call labels first and when (`first_class_report`),
-and its synthesis speed on this machine (`synthesis_speed`); for `recogniser` per split
-hours, utterances, speakers per engine, characters and words
-(`ctc_jax.datasets.recogniser_speech.corpus_report`).
+Builds `calls` and `kws` by default, `recogniser` when named, prints progress and writes
+`<data_dir>/build_report-<size>[-<set>][-<variation>].json`.
+
+Specification (sizes, corpora, engine sets, variations, the report's fields):
+docs/experiments.md#building-the-corpora.
 """
 
 from __future__ import annotations

@@ -2,44 +2,14 @@ r"""CS-KWS experiment: AF-KWS, AF-KWS without the unknown class, sliding-window 
 
     python -m experiments.cskws --config=experiments/configs/cskws.py:quick --workdir=/tmp/cskws
 
-Trains each model in `config.models` on the training split (fixed-length crops), then
-scores it with `experiments.scoring.keywords`: keywords detected in every whole test
-utterance, scored with `metrics.detection_scores` over the true total hours. Writes
-`WORKDIR/results.json` (per model: mAP, AP@0.05, AP@0.75, FRR@5, FRR@25, RTF = detection
-seconds per second of audio on this machine after compilation, AP per keyword, and the
-test hours), each model's test detections (`WORKDIR/<model>/detections.npz`,
-`detection_curves.json`), its training curve (`curves.jsonl`) and checkpoints, and for the
-AF-KWS models the trained model as a bundle (`WORKDIR/<model>/bundle`, see
-`cskws_jax.bundle`; run it with `python -m cskws_jax.detect`); rerunning resumes, and
-finished models are not redone.
+`train_and_evaluate(config, workdir)` trains each model in `config.models`, scores it on
+the test split and on every evaluation of `config.evals` (`experiments.scoring.keywords`),
+chooses its operating points and writes `WORKDIR/results.json`, detections, curves,
+checkpoints and, for the AF-KWS models, a bundle (`cskws_jax.bundle`); a rerun resumes.
+`warm_start` starts the AF-KWS models from a trained bundle (`config.init`).
 
-Evaluations (`config.evals`, `experiments.scoring.evals`): every model is also scored on each
-declared split with the same parameters (files in `WORKDIR/<model>/<name>/`), and its
-results.json entry gains `<name>` (`experiments.scoring.keywords.OTHER_SPLIT_REPORTED`,
-with its own "intervals" and "allowed_false_alarms") and the mAP ratio to the test split
-(`experiments.scoring.evals.transfer_key`: "transfer" for the presets' "heldout", the
-synthetic_kws split spoken by a synthesiser never heard in train or test; None when the
-test mAP is 0); results.json gains `<name>_engine` (that synthesiser, or None). Saved
-scores without an evaluation are recomputed (training resumes from its last checkpoint,
-so only scoring runs again).
-
-Operating points: from each model's test detections,
-`experiments.scoring.keywords.choose_operating_points` picks per-keyword score thresholds
-for every false-alarm budget in `config.eval.fa_budgets` (FA per hour, all keywords
-together; each keyword an equal share), measured on the test split and on every
-evaluation, and the AF-KWS bundles store them (`python -m cskws_jax.detect BUNDLE AUDIO
---fa-per-hour 5`); `WORKDIR/<model>/det.json` holds the test DET curves. Thresholds chosen
-on the test split and read on it meet the budget by construction, so their test miss rate
-is optimistic; the evaluations' numbers are the out-of-sample check.
-`config.eval.choose_on` names an evaluation to choose them on instead (e.g. a development
-slice of the test split, `experiments/configs/shipped.py`): each budget's "test" entry
-then measures that evaluation, the other evaluations are measured as before, and
-"operating_points" gains "chosen_on".
-
-Uncertainty: each split's scores carry "intervals": 95 % percentile bootstrap intervals
-over its utterances of mAP, AP@0.05, FRR@5 and FRR@25 (`config.eval.bootstrap_resamples`
-resamples drawn with `config.seed`), and "allowed_false_alarms": per FRR budget b,
-b x hours (the quick preset's test split is about 0.2 h: FRR@5 allows about one).
+Specification (what it writes, evaluations, operating points, intervals):
+docs/experiments.md#cs-kws-runner.
 """
 
 from __future__ import annotations

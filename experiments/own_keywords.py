@@ -5,27 +5,11 @@ choose operating points, and write a bundle with a model card.
         --config.keywords="weather,tomorrow,morning" --workdir=/tmp/my-keywords
     python -m cskws_jax.detect /tmp/my-keywords/afkws/bundle call.wav --fa-per-hour 5
 
-1. The words are checked (`cskws_jax.keywords.check_keywords`: each in pocketsphinx's
-   pronouncing dictionary, which the corpus's forced alignment needs); a word it lacks
-   stops the run before anything is built, naming the word.
-2. The corpus is `synthetic_kws` of `config.size` with those words as its keywords
-   (`synthetic_kws.own_keywords_config`): the same filler text, engines, voices, rooms,
-   microphones and noise as the embedded corpora, and a held-out split spoken by an
-   engine the model never hears (`config.engine_set`). It is built once in
-   `config.data_dir` as `synthetic_kws/<size>[-<engine set>]-kw-<digest>`; a rerun reuses
-   it.
-3. `experiments.cskws` trains and scores `config.models` on it (results.json, detections,
-   curves, checkpoints; a rerun resumes; the workdir remembers its config, and another
-   config there is an error), chooses the operating points (`config.eval.fa_budgets`)
-   on the test split or `config.eval.choose_on`, and writes each AF-KWS model's bundle.
-4. Each bundle gets a model card (`experiments.report.card`: `WORKDIR/<model>/bundle/
-   card.md` and `card.json`): keywords, corpus, training, the command that rebuilds it,
-   times, scores in-engine and on the held-out engine with intervals, the operating
-   points as measured, and what it is not for.
+Checks the words (`cskws_jax.keywords.check_keywords`), builds `synthetic_kws` with them
+as keywords, trains and scores with `experiments.cskws`, and writes each bundle's card
+(`experiments.report.card`); `config.init` starts from a trained AF-KWS bundle.
 
-`config.init` starts from a trained AF-KWS bundle: its architecture replaces
-`config.model`, its layers start training, and the class head is resized to the new
-list (`cskws_jax.model.warm_start`: the columns of words it already knew are kept).
+Specification (the four steps, warm start): docs/experiments.md#own-keywords-runner.
 """
 
 from __future__ import annotations

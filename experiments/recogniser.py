@@ -2,30 +2,16 @@ r"""The streaming character CTC recogniser: train it, score it, bundle it.
 
     python -m experiments.recogniser --config=experiments/configs/recogniser.py:quick \
         --workdir=/tmp/recogniser
-
-Trains `ctc_jax.model.CtcRecogniser` on the train split of `config.dataset` (a
-`recogniser_speech` corpus, built first when missing) with the one training loop
-(`experiments.training.run_loop`: checkpoints, resume after a kill with the same
-batches), then decodes greedily and causally (`ctc_jax.decode`) and scores with
-`experiments.scoring.evaluators.transcription`: the corpus's validation split, and every split
-of `config.evals` (by default the MultiQT calls, in-engine and held-out engine), where
-pocketsphinx's words on the same audio (the records' `asr_*` fields, emitted as a live
-system has them) are scored the same way beside it. Beside greedy decoding ("ctc"), the
-causal prefix beam search (`ctc_jax.beam`, `config.beam`) with a word n-gram model
-(`config.word_lm`) trained by `speechkit.lm.train_arpa` on the train split's transcripts
-only (never an evaluated sentence) is scored as "ctc_beam". Writes `WORKDIR/results.json`
-(CER, WER, emission lag median / p90 per split and recogniser, the streaming real-time
-factor, the training hours), `WORKDIR/curves.jsonl`, checkpoints, the trained model as a
-bundle (`WORKDIR/bundle`, `ctc_jax.bundle`) and the word model beside it
-(`WORKDIR/words.arpa`: the bundle's format is unchanged).
-
-A trained bundle is scored without training with `--config.score_bundle=PATH` (e.g.
-ctc_jax/models/quick): its word model comes from `config.dataset`'s training
-transcripts, drawn without audio as the builder draws them when that corpus is not
-built, and it is scored on the validation split (when built) and on `config.evals`:
-
     python -m experiments.recogniser --config=experiments/configs/recogniser.py:quick \
         --config.score_bundle=ctc_jax/models/quick --workdir=/tmp/recogniser-beam
+
+Trains `ctc_jax.model.CtcRecogniser` on `recogniser_speech` with
+`experiments.training.run_loop`, scores greedy and beam decoding with
+`experiments.scoring.evaluators.transcription` beside pocketsphinx, and writes
+`WORKDIR/results.json`, curves, checkpoints, the bundle and its word model;
+`--config.score_bundle` scores a trained bundle without training.
+
+Specification: docs/experiments.md#recogniser-runner.
 """
 
 from __future__ import annotations

@@ -5,21 +5,11 @@ r"""Rebuilds a model that ships with the toolkit, with its model card.
     python -m experiments.ship --config=experiments/configs/shipped.py:multiqt-questions \
         --workdir=/tmp/ship-mq --config.data_dir=/tmp/ship/data
 
-Trains and scores the model with the experiment `config.runner` names (its corpus is
-built when missing; a rerun resumes): `experiments.cskws` (AF-KWS: the card's scores are
-the run's own, with its bootstrap intervals and operating points) or `experiments.multiqt`
-(one model, `config.folds` one fold: the card scores that fold's bundle again on its
-fold's calls and on the held-out engine's, raw and smoothed, with 95 % bootstrap
-intervals over calls, `experiments.scoring.evaluators.tracking.bootstrap_intervals`). Then it
-scores the bundle on `config.smoke_check` (built when missing: the tests rebuild that
-corpus and score the shipped model on it again), writes the card
-(`experiments.report.card`) beside the bundle, and copies bundle.json, params.npz,
-card.json and card.md into `config.ship_to` (default `<task package>/models/<name>`,
-where `cskws_jax.models` / `multiqt_jax.models` find it), and writes beside them the
-model's export folder and sample recording (`experiments.ship_files`). With
-`config.leave_one_out` (a corpus every engine speaks, so no engine is held out from the
-model) it also trains the same recipe once without each engine
-(`experiments.leave_one_out`) for the card's leave-one-engine-out figures.
+Trains and scores the model with the experiment `config.runner` names, scores the bundle
+on `config.smoke_check`, writes the card (`experiments.report.card`) and copies bundle
+and card into `config.ship_to`; `config.leave_one_out` adds the leave-one-engine-out runs.
+
+Specification: docs/experiments.md#shipping-a-model.
 """
 
 from __future__ import annotations

@@ -4,23 +4,12 @@
         name="afkws", workdir=folder, loop=config.train, config=config,
         state=state, iterators=[iter(dataset)], step=step, log=log)
 
-`step(state, batches, index) -> (state, loss)` does one optimiser step on `batches`
-(one batch from each of `iterators`, in order) at step `index`; `loss` is a scalar or a
-1-D array (one value per fold), best left where the step computed it (a device array):
-the loop keeps the losses as they come and reads them back only when it logs, so no
-step waits on the host for the one before it (a jitted step may donate its state).
-`fetch(losses)` turns the losses since the last log into one host array [n, ...]
-(default `fetch_losses`; MultiQT gathers its sharded per-fold losses from every
-process). The loop runs steps from the latest checkpoint (or 0) to `loop.steps`; every
-`loop.log_every` steps (and at the end) it logs and records the mean loss since the
-last log (`experiments.common.Curves`: curves.jsonl and TensorBoard), and every
-`loop.checkpoint_every` steps (and at the end) it saves, with `experiments.checkpoints`,
-the state and {"iterators": every iterator's state, "config": the run's config as
-JSON}, with the last step's loss (its mean over folds) as the checkpoint's metric; a
-rerun restores both and continues with the same batches. `fetch` runs at log steps,
-and at checkpoint steps that are not log steps (for the last loss). `loop` is any
-object with the fields steps, log_every, checkpoint_every and keep_checkpoints (the
-configs' `train` section). Only the writer process (`writer=True`) writes curves.
+`run_loop` runs `step(state, batches, index) -> (state, loss)` from the latest checkpoint
+to `loop.steps`, logs the mean loss and records curves every `loop.log_every` steps, and
+checkpoints state, iterators and config every `loop.checkpoint_every` steps, so a rerun
+continues with the same batches; `fetch_losses` reads losses back only at log steps.
+
+Specification: docs/architecture.md#the-training-loop.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Question (or symptom) tracking from Python, on audio that arrives in chunks
-(docs/api.md).
+"""Question (or symptom) tracking from Python, on audio that arrives in chunks.
 
     tracker = multiqt_jax.Tracker("multiqt-questions-audio", sample_rate=8_000)
     for chunk in chunks:                       # any sizes; float or int16; mono or [n, channels]
@@ -7,18 +6,10 @@
             print(segment.label, segment.start, segment.end, segment.emitted)
     for segment in tracker.close(): ...        # the end of the call: the run still open
 
-`Tracker` is `python -m multiqt_jax.track` (stj-track) as a push API: the same model
-folders and options, and for the same audio the same segments, whatever the chunks
-(tests/test_api.py). Chunks at another rate than the model's (16 kHz) are resampled as
-they arrive (`speechkit.dsp.StreamResampler`), equal to what the command reads from a
-file of that rate (`speechkit.stream_resample`). It runs in the light install on export
-folders, the shipped models included.
-
-Text. A model that reads text (`multiqt-questions`: audio and text) gets no text here:
-stj-track builds it from the whole recording (`--asr`, `--words`, `--posteriors`), which
-a stream of chunks does not have. Such a model runs with `text="none"`, its text marked
-missing as `stj-track --no-text` marks it (what modality dropout trained it for); an
-audio-only model (`multiqt-questions-audio`) needs nothing.
+`Tracker` is `python -m multiqt_jax.track` (stj-track) as a push API: the same models and
+options, and for the same audio the same segments, whatever the chunks
+(tests/test_api.py). A model that also reads text runs with `text="none"` (audio only).
+Specification (arguments, text, chunks, resampling, latency): docs/api.md#multiqt_jaxtracker.
 """
 
 from __future__ import annotations

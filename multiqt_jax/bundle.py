@@ -6,16 +6,13 @@
     net, params, info = bundle.load("out/multimodal/bundle-fold0")
     info.labels, info.features, info.decoding      # class names, front end, TrackingConfig
 
-The format (a folder of bundle.json and params.npz, nothing executable) and its
-checks are `speechkit.bundle`'s. The task parts: the model config is a
-`multiqt_jax.model.MultiQTConfig`, the labels the class names in output order
-(`multiqt_jax.labels`, background first; `num_classes` of them), the features the audio
-front end (`multiqt_jax.datasets.features.FEATURES` for the project's corpora), and the
-decoding settings a `TrackingConfig`: how the text input is made and the label smoothing
-(`multiqt_jax.decode.SmoothingConfig`) the model was scored with, which
-`python -m multiqt_jax.track` applies. `load` refuses a bundle of another task and
-parameters whose shapes differ from what the config's model has; bundles saved before
-the smoothing was stored load with none (`min_frames` 1, raw labels, as `track` ran them).
+The format (bundle.json and params.npz, nothing executable) and its checks are
+`speechkit.bundle`'s; this module is the task part: a `multiqt_jax.model.MultiQTConfig`,
+the class names in output order (`multiqt_jax.labels`, background first), the audio front
+end and a `TrackingConfig` (the text input and the label smoothing,
+`multiqt_jax.decode.SmoothingConfig`, that `python -m multiqt_jax.track` applies).
+Specification (fields, checks, what `load` refuses, older bundles):
+docs/architecture.md#data-contracts ("Model bundles"), docs/speechkit.md#bundle.
 """
 
 from __future__ import annotations

@@ -4,22 +4,13 @@
     index = CorpusIndex.read(source)
     train = index.select(folds=(0, 1, 2, 3))
     dataset = batches(source, PipelineConfig(), seed=0, indices=train, index=index)
-    iterator = iter(dataset)            # grain iterator: get_state() / set_state()
-    batch = next(iterator)
+    batch = next(iter(dataset))         # grain iterator: get_state() / set_state()
 
-A batch (B = batch_size; frames padded to a multiple of `pad_multiple` 10 ms steps):
-  audio   float32 [B, Ta, 40]   log-mel at 10 ms
-  text    float32 [B, Ta // 2, V] character posteriors at 20 ms (offline or causal ASR)
-  labels  int32   [B, Ta]       class ids at 10 ms (0 on padding)
-  audio_mask bool [B, Ta], text_mask bool [B, Ta // 2], example_mask bool [B]
-  (example_mask is False on the filler rows of a last, partial batch)
-
-Order (`speechkit.batching.epoch_plan`): each epoch shuffles with (seed, epoch), then
-sorts windows of about `bucket_window * batch_size` examples by length before cutting
-batches (bucketing: less padding) and shuffles the batches. Same seed -> same batches;
-the iterator's state can be checkpointed and restored mid-epoch. This module adds what
-is MultiQT's: records -> examples (`to_example`, text frames from the recognised words),
-the corpus index of folds and lengths (`CorpusIndex`) and the batch fields (`collate`).
+Order and bucketing are `speechkit.batching.epoch_plan`'s (same seed -> same batches);
+this module adds what is MultiQT's: records -> examples (`to_example`, text frames from
+the recognised words), the corpus index of folds and lengths (`CorpusIndex`) and the
+batch fields (`collate`). Specification (the batch fields and shapes, the order):
+docs/corpora.md#synthetic-calls-multiqt.
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """TFDS builder `keyword_free`: synthetic continuous speech without any keyword, made
-here, to count a detector's false alarms on many hours (docs/datasets.md).
+here, to count a detector's false alarms on many hours.
 
-Splits `dev` (to choose operating points on) and `final` (to measure them on), each
-spoken by the config's engines in turn (for "full", utterance i by engine i mod 3 of
-`speechkit.tts.ENGINE_SETS["all"]`) with their test voices (`render.split_voices(engine,
-"test")`, never heard in a shipped model's training) and the speaker stage. The text,
-`KEYWORD_FREE_TEXT`, is the keyword corpus's sentences without keywords, half of them
-with a word that shares a keyword's first syllable. Nothing is labelled, so there is no
-forced alignment: `other_*` are the engine's word timings and there are no keywords.
-Channel and features are `synthetic_kws`'s. Configs:
-
-    smoke   tests: 4 per split, espeak-ng and Piper   full   6,600 per split, about 10.4 hours
+Splits `dev` (to choose operating points on) and `final` (to measure them on), spoken by
+the config's engines in turn with their test voices; the text is `KEYWORD_FREE_TEXT`.
+Nothing is labelled: `other_*` are the engine's word timings and there are no keywords.
+Configs `smoke` (tests) and `full` (6,600 per split, about 10.4 hours).
 
     builder = KeywordFree(config="full", data_dir=DIR)
     builder.download_and_prepare()
     source = tfds.data_source("keyword_free/full", data_dir=DIR)  # dev, final
 
 Same config and seed, identical records (each utterance draws from its own generator).
+Specification: docs/corpora.md#speech-without-keywords-keyword_free.
 """
 
 from __future__ import annotations

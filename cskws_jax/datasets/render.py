@@ -2,21 +2,13 @@
 
 Speech comes from one of several synthesisers (`speechkit.tts`: espeak-ng, Piper,
 optionally Festival), a speaker drawn per utterance with a speed perturbation (warp).
-`KwsRenderConfig.heldout_engine` is never used for the `train` and `test` splits: it
-speaks only the `heldout` split, which measures how a model transfers to a synthesiser
-it never heard. Within an engine, voices are split into training and test voices
-(`split_voices`), so test speakers are never heard in training (engines with one voice,
-Piper's "joe", differ between the splits only by their drawn tempo and warp).
-
-Word intervals come from pocketsphinx forced alignment of the clean synthesised audio
-to its text, cross-checked against the engine's own word timings: an aligned word is
-kept when its onset and end are within `tolerance_s` of the engine's (or the engine's
-is only an estimate); otherwise the engine's exact interval is used; a word with
-neither (the engine only estimated it and the alignment did not reach it) has source
-"estimate", which the corpus does not trust as a label (`synthetic_kws` redraws such
-an utterance). Each interval records its `source`. Room, microphone, noise, gain and
-the optional telephone line are `speechkit.channel.degrade`'s, as
-`KwsRenderConfig.channel` says.
+`KwsRenderConfig.heldout_engine` speaks only the `heldout` split; within an engine,
+`split_voices` keeps test speakers out of training. Word intervals come from
+pocketsphinx forced alignment of the clean audio, cross-checked against the engine's
+own word timings within `tolerance_s`; each interval records its `source`. The channel
+is `speechkit.channel.degrade`'s, as `KwsRenderConfig.channel` says. Specification
+(which interval is kept, "estimate" sources, voice splits):
+docs/corpora.md#keyword-spotting-corpora-cs-kws.
 """
 
 from __future__ import annotations

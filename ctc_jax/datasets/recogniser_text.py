@@ -1,23 +1,15 @@
 """The sentences of the character recogniser's training corpus (`recogniser_speech`),
 disjoint from every sentence a `synthetic_calls` call can hold.
 
-An utterance is 1-3 sentences of one source:
-
-- "dialogue": call-like sentences from only the "lm" half of `dialogue.QUESTIONS` and
-  `dialogue.SYMPTOMS` (the calls speak the other half), answers from this module's own
-  templates (`ANSWER_TEMPLATES`, never the calls' answers) and statements of its own
-  (`STATEMENTS`; the calls' distractors and statements are never used);
-- "general": English sampled from pocketsphinx's trigram model
-  (`speechkit.lm.sample_words`, as the keyword corpus samples its text).
-
-Disjointness holds by construction: `is_call_sentence` recognises every sentence a call
-can hold, default or varied (`dialogue.ScriptConfig`): the calls' half of the phrase
-pools (`dialogue.VARIED_PHRASES` too), the distractors and statements, and the calls'
-answer templates with any of their fillers; a drawn sentence it recognises is drawn
-again. Sentences are compared as the recogniser spells them (`transcript`:
-`asr.normalise_words`d words joined by single spaces), so case and punctuation never hide a
-collision. Everything comes from the `np.random.Generator` passed in. `dialogue` is
-MultiQT's call script generator (`multiqt_jax.datasets.dialogue`).
+An utterance is 1-3 sentences of one source: "dialogue" (call-like sentences from only
+the "lm" half of `dialogue.QUESTIONS` and `dialogue.SYMPTOMS`, with this module's own
+`ANSWER_TEMPLATES` and `STATEMENTS`) or "general" (English sampled from pocketsphinx's
+trigram model, `speechkit.lm.sample_words`). `is_call_sentence` recognises every sentence
+a call can hold, default or varied (`dialogue.ScriptConfig`, `dialogue.VARIED_PHRASES`),
+compared as the recogniser spells them (`transcript`); a drawn sentence it recognises is
+drawn again, so disjointness holds by construction. Everything comes from the
+`np.random.Generator` passed in. `dialogue` is `multiqt_jax.datasets.dialogue`.
+Specification: docs/corpora.md#the-recognisers-corpus-recogniser_speech.
 """
 
 from __future__ import annotations

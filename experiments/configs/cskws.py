@@ -7,21 +7,10 @@ Run (any field can be overridden, e.g. --config.train.steps=500):
     python -m experiments.cskws --config=experiments/configs/cskws.py:quick \
         --workdir=/tmp/libritop20 --config.dataset=libritop20/top20 \
         --config.data_dir=/data/tfds
-    python -m experiments.cskws --config=experiments/configs/cskws.py:quick \
-        --workdir=/tmp/kws-wide --config.model.stages="((64,2,1,1),(96,2,2,1))" \
-        --config.decode.radius=2 --config.loss.length_weight=0.2
 
 Presets: smoke (the whole pipeline in under a minute, for tests), quick (the main job),
-full (accelerator scale). Each section maps field for field onto the dataclass it
-builds (`experiments.common.build`): `model` -> `cskws_jax.config.AfKwsConfig` (the
-runner sets num_keywords from the corpus and unknown_class per model; `stages` are
-(channels, stride, blocks, dilation) tuples), `augment` -> `cskws_jax.train.AugmentConfig`
-(gain, VTLP, equaliser, noise, SpecAugment-style masks),
-`loss` -> `cskws_jax.losses.LossConfig`, `decode` -> `cskws_jax.config.PeakDecodingConfig`,
-`optimizer` -> `speechkit.optim.OptimizerConfig` (total_steps = train.steps), `window`
--> `cskws_jax.baselines.WindowConfig`; `eval` holds the evaluation batch size, the
-false-alarm budgets of the operating points (`eval.fa_budgets`, FA per hour) and the
-number of bootstrap resamples behind the score intervals (`eval.bootstrap_resamples`).
+full (accelerator scale). The sections and the dataclasses they build:
+docs/experiments.md#cs-kws-runner.
 """
 
 import ml_collections

@@ -5,18 +5,13 @@ Run (any field can be overridden, e.g. --config.num_folds=3 --config.train.steps
 
     python -m experiments.multiqt --config=experiments/configs/multiqt.py:quick \
         --workdir=/tmp/multiqt
-    python -m experiments.multiqt --config=experiments/configs/multiqt.py:smoke \
-        --workdir=/tmp/multiqt-smoke --config.task=symptoms
     python -m experiments.multiqt --config=experiments/configs/multiqt.py:quick \
         --workdir=/tmp/multiqt-offline --config.text_stream=offline \
         --config.models=multimodal,text        # reference: text at its recognised times
 
 Presets: smoke (the whole pipeline in under a minute, for tests), quick (the main job),
-full (accelerator scale). Sections map field for field onto the dataclasses they build
-(`experiments.common.build`): `model` -> `multiqt_jax.model.MultiQTConfig`, `optimizer`
--> `speechkit.optim.OptimizerConfig`, `baselines` -> `multiqt_jax.baselines.BaselineConfig`,
-`smoothing` -> `multiqt_jax.decode.SmoothingConfig`, `augment` ->
-`speechkit.augment.MaskConfig` (SpecAugment-style masks on the audio in training).
+full (accelerator scale). The sections and the dataclasses they build:
+docs/experiments.md#configs.
 """
 
 import ml_collections

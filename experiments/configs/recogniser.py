@@ -6,20 +6,9 @@ Run (any field can be overridden, e.g. --config.train.steps=500):
         --workdir=/tmp/recogniser --config.data_dir=DIR
 
 Presets: smoke (the whole pipeline in about a minute, for tests), quick (this machine's
-recogniser), full (accelerator scale: `ctc_jax.model.FULL`). Each section maps field
-for field onto the dataclass it builds (`experiments.common.build`): `model` ->
-`ctc_jax.model.CtcConfig`, `masks` -> `speechkit.augment.MaskConfig` (SpecAugment on
-the training features), `optimizer` -> `speechkit.optim.OptimizerConfig` (total_steps =
-train.steps), `pipeline` -> `ctc_jax.input_pipeline.PipelineConfig` (batch size and
-epochs are set from `train`). `evals` names the other splits every recogniser is scored
-on, beside the corpus's own validation split: by default the MultiQT calls of the same
-size, in-engine ("calls") and spoken by the held-out synthesiser ("heldout_calls"), each
-with pocketsphinx's words on the same audio beside it. `beam` ->
-`ctc_jax.beam.BeamConfig`: the causal prefix beam search, scored beside greedy
-decoding as "ctc_beam", with the word n-gram model of `word_lm` (order and discount of
-`speechkit.lm.train_arpa`, trained on the train split's transcripts only; the log10
-probability of a word it does not know). `score_bundle`: a trained bundle to score, greedy
-and with the beam, instead of training one.
+recogniser), full (accelerator scale). The sections (`model`, `masks`, `optimizer`,
+`pipeline`, `evals`, `beam`, `word_lm`, `score_bundle`) and what they build:
+docs/experiments.md#recogniser-runner.
 """
 
 import ml_collections

@@ -6,29 +6,10 @@ r"""The models that ship with the toolkit, each rebuilt by one command.
         --workdir=/tmp/ship-mq --config.data_dir=/tmp/ship/data
 
 `config.runner` names the experiment that trains and scores it (`experiments.cskws` or
-`experiments.multiqt`); the other fields are that experiment's.
+`experiments.multiqt`); the other fields are that experiment's. Presets: `afkws-top20`,
+`multiqt-questions`, `multiqt-questions-audio`.
 
-`afkws-top20`: AF-KWS on the 20 embedded keywords (`cskws_jax.keywords`), the quick
-preset's CPU-sized detector (experiments/configs/cskws.py) trained 4x longer on
-`synthetic_kws/large-all-speakers` (2,560 training utterances that espeak-ng, Festival
-and Piper speak in turn, through the speaker stage; Festival needs `make voices`). Every
-engine trains it, so the same recipe is trained again without each engine for the
-card's leave-one-engine-out figures (`config.leave_one_out`). The run chooses operating
-points on `dev`, the first 800 test utterances (about 1.1 hours), and measures them on
-`final`, the other 1,600; the shipped points are then chosen again on ten hours and
-measured on ten others
-(`python -m experiments.measure_points --bundle=afkws-top20 --ship`).
-
-`multiqt-questions` (multimodal: audio and the causal 20 ms character posteriors of the
-shipped CTC recogniser, `ctc_jax`) and `multiqt-questions-audio` (audio only):
-MultiQT on the questions task, the quick preset's CPU-sized network trained 10x longer
-with batches twice as large on `synthetic_calls/questions-full` (1,000 calls):
-cross-validation fold 0's model (`config.folds`), trained on the other four folds' 800
-calls and scored on fold 0's 200 and on the held-out engine's 200 calls (Piper).
-
-Every model card also records the model's score on a smoke corpus
-(`config.smoke_check`, its test split for AF-KWS, its calls for MultiQT), which the tests
-rebuild and score again.
+Specification (each model's corpus, training and scoring): docs/experiments.md#shipping-a-model.
 """
 
 import ml_collections

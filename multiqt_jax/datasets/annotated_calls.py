@@ -1,29 +1,16 @@
 """TFDS builder `annotated_calls`: a user's own recorded calls, from `manual_dir`.
 
-Layout of the manual folder (one call per stem; audio in any format soundfile reads,
-any sample rate, mono):
+One call per stem in the manual folder:
 
-    <manual_dir>/<call>.wav            the call audio (or .flac / .ogg)
-    <manual_dir>/<call>.json           annotations, see below
-    <manual_dir>/<call>.npy            optional: character posteriors [frames, V] at 20 ms,
-                                       V = speechkit.asr.NUM_SYMBOLS (blank, a-z, ', unknown),
-                                       float16, float32 or float64 (np.save)
+    <manual_dir>/<call>.wav            the call audio (or .flac / .ogg), any rate, mono
+    <manual_dir>/<call>.json           {"segments": [{"label", "start", "end"}, ...],
+                                        "fold": optional, "asr": optional timed words}
+    <manual_dir>/<call>.npy            optional: character posteriors [frames, V] at 20 ms
 
-`<call>.json`:
-
-    {"segments": [{"label": "address", "start": 1.20, "end": 3.45}, ...],
-     "fold": 2,                                  optional, 0-4 (default: from the name)
-     "asr": [{"word": "hello", "start": 0.10, "end": 0.42, "emitted": 0.60}, ...]}
-
-`label` is a class name of the config's task (`multiqt_jax.labels`); times are seconds,
-0 <= start < end <= the audio's duration; segments of one call do not overlap. `asr`
-(timed words; `emitted` optional) or the `.npy` matrix give the text modality; with
-neither, pocketsphinx recognises the audio. Every violation raises `AnnotationError`
-naming the file (and the segment); the JSON is read with `speechkit.files.load_json`
-(at most `files.JSON_LIMIT` bytes) and the `.npy` header first (`speechkit.arrays`), so
-that no file makes reading raise another error, hang or take more memory than its size.
-Records have the same fields as `synthetic_calls`, plus `text_posteriors` (empty unless a
-`.npy` was given).
+The `asr` words or the `.npy` matrix give the text modality; with neither, pocketsphinx
+recognises the audio. Every violation raises `AnnotationError` naming the file (and the
+segment). Records have the fields of `synthetic_calls` plus `text_posteriors`.
+Specification (every rule, dtypes, bounded reading): docs/corpora.md#your-own-calls-annotated_calls.
 """
 
 from __future__ import annotations

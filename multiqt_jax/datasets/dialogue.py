@@ -4,19 +4,13 @@ A call is a list of `Turn`s between a dispatcher and a caller. The dispatcher as
 protocol questions (the question classes of `multiqt_jax.labels`), each in one of many
 paraphrases, plus distractor questions and statements that are background; the caller
 answers, reports symptoms (the symptom classes) and says other things. Everything is
-drawn from the `np.random.Generator` passed in.
+drawn from the `np.random.Generator` passed in. Each phrase pool is split in two halves
+by `pool`: "calls" for the calls and "lm" for the recogniser's text.
 
-Each phrase pool is split in two halves by `pool`: "calls" for the calls themselves and
-"lm" for text that trains the recogniser's language model, so the recogniser never sees
-the evaluation calls' own sentences.
-
-By default (`ScriptConfig()`) every call asks `address` first and nothing comes before
-it, so a model can learn the call's clock instead of its words. `ScriptConfig` with
-`varied=True` draws scripts that do not give the answer away: openings of 0-3 turns (a
-dispatcher greeting, or the caller speaking first), the protocol questions in a drawn
-order (`address` first in only some calls) and questions asked again, rephrased or
-repeated after the caller did not understand. `script_report` measures what a model
-could memorise of a set of scripts.
+`ScriptConfig()` asks `address` first in every call; `ScriptConfig(varied=True)` draws
+scripts that do not give the answer away, and `script_report` measures what a model
+could memorise of a set of scripts. Specification (the varied scripts' openings, orders,
+repeats and their rates): docs/corpora.md#synthetic-calls-multiqt ("Scripts").
 """
 
 from __future__ import annotations

@@ -4,23 +4,11 @@ utterances.
     result = detection.evaluate(detect, batches, num_keywords=20)
     result["scores"]["mAP"], result["curves"]["det"]["fa_per_hour"], result["seconds"]
 
-`detect(batch)` returns padded detections (the format of `metrics.detection_scores`)
-for a `cskws_jax.input_pipeline.evaluation_batches` batch built with
-`PipelineConfig(unknown_class=False)`; ground truth and hours come from the batches
-(`cskws_jax.train.ground_truth`, `duration` x `example_mask`). With `timed=True` every
-batch is detected once to compile, then again timed: `seconds` is the detection time
-after compilation. Returns
-  scores:     `metrics.detection_scores` (AP as nested lists, the rest floats)
-  curves:     "pr": precision and recall at IoU 0.5, "det": false alarms per hour and
-              miss rate at IoU 0.05 (`metrics.pooled_matches` prefixes; at most
-              `CURVE_POINTS` points each, always including the last)
-  hours, seconds, detections and truth (stacked arrays, for saving), and durations
-              (float64 [rows]: seconds of each row of detections and truth, 0 on
-              the filler rows that pad the last batches; their sum / 3600 is hours, up
-              to float32 rounding).
+`evaluate` detects every batch (timed after compilation with `timed=True`) and returns
+scores, PR and DET curves, hours, seconds and the stacked detections, truth and
+durations, which `bootstrap_intervals` turns into intervals over test utterances.
 
-`bootstrap_intervals(detections, truth, durations, num_classes)` turns those arrays into
-percentile bootstrap intervals over test utterances for mAP, AP@0.05 and FRR@5 / FRR@25.
+Specification (inputs, returned fields): docs/architecture.md#the-detection-evaluator.
 """
 
 from __future__ import annotations

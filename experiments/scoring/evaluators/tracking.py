@@ -1,33 +1,15 @@
 """Tracking evaluator (MultiQT): TIMESTEP and INSTANCE scores of a label predictor.
 
     scores = tracking.evaluate(predict, batches, num_classes=7)
-
-`predict(batch)` returns (predicted int [B, T], gold int [B, T], mask bool [B, T]) on the
-model's output clock (e.g. `multiqt_jax.train.predict`, or a baseline's sliding labels).
-Counts are summed over all batches (`metrics.timestep_counts`,
-`metrics.instance_counts`), so the scores are those of the whole set, not a mean over
-batches. Returns {"timestep": {precision, recall, f1}, "instance": {...},
-"timestep_f1_per_class": [float or None (class absent)]}.
-
     scored = tracking.evaluate_smoothed(predict, batches, num_classes=7,
                                         smoothers={"smoothed": smooth})
-    scored["raw"], scored["smoothed"]      # each as `evaluate` returns
-
-scores the raw labels and each smoother's relabelling of them (`smoother(pred, mask)` ->
-int32 [B, T], e.g. `multiqt_jax.decode.smooth` with a fixed config) from one pass of
-`predict` over the batches. With `latency=True` each also holds "latency_frames" (float32
-[N]) and "latency_valid" (bool [N]): `metrics.tracking_latency` of every batch, pooled
-(output frames from a gold onset to the first correctly labelled frame; valid where the
-instance was found). With `hop_s` (seconds per frame of the predicted labels) each also
-holds "early_frames": `metrics.early_frames` of the pooled counts (the share of each
-question's predicted frames more than `early_margin_s` before it is spoken in its call;
-`early_frames_record`). With `per_call=True` each also holds "per_call": every scored call's
-own counts ({"timestep": `metrics.TimestepCounts`, "instance": `metrics.InstanceCounts`},
-NumPy int32 [calls, num_classes] each, the filler rows of a last batch left out), which
-`bootstrap_intervals` resamples:
-
     intervals = tracking.bootstrap_intervals(scored["raw"]["per_call"], resamples=1000, seed=0)
-    intervals["timestep_f1"]            # [low, high]: a 95 % percentile interval
+
+`evaluate` scores the whole set (counts summed over batches); `evaluate_smoothed` scores
+the raw labels and each smoother's from one pass, optionally with latency, early frames
+and per-call counts, which `bootstrap_intervals` resamples.
+
+Specification (inputs, returned fields): docs/architecture.md#the-tracking-evaluator.
 """
 
 from __future__ import annotations
