@@ -155,6 +155,7 @@ training; the task comes from the bundle (bundle.json's "task").
   --manual-dir   build the corpus from this folder of your recordings first
   --split        default: test (keyword corpus), train (call corpus)
   --keywords     shared (score the keywords both sides have) or strict
+  --engines      keyword corpus: only the utterances these engines spoke (e.g. piper)
   --batch-size   utterances or calls per batch (16)
   --num-folds, --min-frames, --missing, --ctc-bundle   MultiQT options
 
